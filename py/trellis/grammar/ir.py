@@ -1,0 +1,247 @@
+"""Grammar IR: the one format every front-end produces and the C++ core consumes.
+
+A grammar is a set of named rules over *bytes*; each rule body is an expression tree of
+byte literals, byte sets, sequences, choices, bounded repetitions and rule references.
+Unicode character classes are lowered here to UTF-8 byte sequences, so the core never
+needs to know about code points.
+
+`serialize` flattens a grammar into int32 words (layout below, mirrored in
+kernels/grammar/ir.cpp):
+
+    [MAGIC, VERSION, n_rules, root_index, body_offset[0..n_rules) ..., nodes ...]
+    node BYTES:   1, n, b_0 .. b_{n-1}
+    node BYTESET: 2, n, lo_0, hi_0, .. lo_{n-1}, hi_{n-1}   (inclusive byte ranges)
+    node SEQ:     3, n, child_offset_0 ..                   (n == 0: the empty string)
+    node ALT:     4, n, child_offset_0 ..                   (n == 0: matches nothing)
+    node REPEAT:  5, min, max (-1 = unbounded), child_offset
+    node REF:     6, rule_index
+
+Offsets index the word array; a child always precedes its parent, so the tree is acyclic
+by construction and the core can validate it in one pass.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+MAGIC = 0x54524C31  # "TRL1"
+VERSION = 1
+BYTES, BYTESET, SEQ, ALT, REPEAT, REF = 1, 2, 3, 4, 5, 6
+MAX_CODE_POINT = 0x10FFFF
+
+
+class Expr:
+    """Base of the expression nodes (immutable, hashable, comparable)."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Bytes(Expr):
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ByteSet(Expr):
+    ranges: tuple[tuple[int, int], ...]  # sorted, disjoint, inclusive
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(Expr):
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt(Expr):
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat(Expr):
+    item: Expr
+    min: int
+    max: int | None  # None: unbounded
+
+
+@dataclass(frozen=True, slots=True)
+class Ref(Expr):
+    name: str
+
+
+EMPTY = Seq(())
+NOTHING = Alt(())
+
+
+@dataclass
+class Grammar:
+    """Named rules plus the name of the start rule."""
+
+    rules: dict[str, Expr]
+    root: str = "root"
+    # Where each rule is defined in its source text, (line, column), for error messages.
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def serialize(self) -> tuple[array, list[str]]:
+        return serialize(self)
+
+
+# ---- constructors -------------------------------------------------------------------
+
+
+def literal(text: str | bytes) -> Expr:
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    return Bytes(data)
+
+
+def seq(*items: Expr) -> Expr:
+    flat: list[Expr] = []
+    for item in items:
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*items: Expr) -> Expr:
+    flat: list[Expr] = []
+    for item in items:
+        if isinstance(item, Alt):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def repeat(item: Expr, lo: int, hi: int | None) -> Expr:
+    return Repeat(item, lo, hi)
+
+
+def normalize_ranges(ranges) -> list[tuple[int, int]]:
+    """Sort and merge inclusive integer ranges."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            continue
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return [(lo, hi) for lo, hi in merged]
+
+
+def negate_ranges(ranges, top: int) -> list[tuple[int, int]]:
+    """Complement of `ranges` within [0, top]."""
+    out, start = [], 0
+    for lo, hi in normalize_ranges(ranges):
+        if lo > start:
+            out.append((start, lo - 1))
+        start = hi + 1
+    if start <= top:
+        out.append((start, top))
+    return out
+
+
+def byte_set(ranges) -> Expr:
+    ranges = normalize_ranges(ranges)
+    return ByteSet(tuple(ranges)) if ranges else NOTHING
+
+
+_SURROGATES = (0xD800, 0xDFFF)
+_UTF8_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, MAX_CODE_POINT))
+
+
+def char_class(ranges, negate: bool = False) -> Expr:
+    """A set of Unicode code points (inclusive ranges) as an expression over UTF-8 bytes.
+
+    Surrogates are never included: they have no UTF-8 encoding.
+    """
+    ranges = normalize_ranges(ranges)
+    if negate:
+        ranges = negate_ranges(ranges, MAX_CODE_POINT)
+    ranges = [r for lo, hi in ranges for r in _split_out(lo, hi, *_SURROGATES)]
+    alternatives: list[Expr] = []
+    for lo, hi in ranges:
+        for blo, bhi in _UTF8_BOUNDS:  # one encoded length at a time
+            a, b = max(lo, blo), min(hi, bhi)
+            if a <= b:
+                alternatives.extend(_utf8_sequences(a, b))
+    if not alternatives:
+        return NOTHING
+    # Merge the single-byte alternatives into one byte set (keeps ASCII classes compact).
+    singles = [r for e in alternatives if isinstance(e, ByteSet) for r in e.ranges]
+    rest = [e for e in alternatives if not isinstance(e, ByteSet)]
+    parts = ([byte_set(singles)] if singles else []) + rest
+    return alt(*parts)
+
+
+def _split_out(lo: int, hi: int, cut_lo: int, cut_hi: int):
+    if hi < cut_lo or lo > cut_hi:
+        return [(lo, hi)]
+    return [r for r in ((lo, cut_lo - 1), (cut_hi + 1, hi)) if r[0] <= r[1]]
+
+
+def _utf8_sequences(lo: int, hi: int) -> list[Expr]:
+    """Code points [lo, hi] of one encoded length as sequences of byte ranges."""
+    a, b = chr(lo).encode(), chr(hi).encode()
+    n = len(a)
+    if n == 1:
+        return [ByteSet(((a[0], b[0]),))]
+    # Split until every position is a contiguous byte range: [lo, hi] is "rectangular"
+    # when all continuation bytes after the first differing byte span 0x80..0xBF.
+    for i in range(n - 1, 0, -1):
+        mask = (1 << (6 * (n - i))) - 1
+        if lo & ~mask != hi & ~mask:
+            if lo & mask != 0:
+                return _utf8_sequences(lo, lo | mask) + _utf8_sequences((lo | mask) + 1, hi)
+            if hi & mask != mask:
+                return _utf8_sequences(lo, (hi & ~mask) - 1) + _utf8_sequences(hi & ~mask, hi)
+    return [seq(*(ByteSet(((x, y),)) for x, y in zip(a, b)))]
+
+
+# ---- serialization ------------------------------------------------------------------
+
+
+def serialize(grammar: Grammar) -> tuple[array, list[str]]:
+    """Flatten to int32 words (see module doc) plus the rule names by index."""
+    names = list(grammar.rules)
+    index = {name: i for i, name in enumerate(names)}
+    if grammar.root not in index:
+        from .errors import GrammarError
+
+        raise GrammarError(f"the start rule {grammar.root!r} is not defined")
+    words = array("i", [MAGIC, VERSION, len(names), index[grammar.root]])
+    words.extend([0] * len(names))
+    memo: dict[Expr, int] = {}
+
+    def emit(expr: Expr) -> int:
+        known = memo.get(expr)
+        if known is not None:
+            return known
+        if isinstance(expr, Bytes):
+            node = [BYTES, len(expr.data), *expr.data]
+        elif isinstance(expr, ByteSet):
+            node = [BYTESET, len(expr.ranges)] + [v for r in expr.ranges for v in r]
+        elif isinstance(expr, (Seq, Alt)):
+            children = [emit(item) for item in expr.items]
+            node = [SEQ if isinstance(expr, Seq) else ALT, len(children), *children]
+        elif isinstance(expr, Repeat):
+            child = emit(expr.item)
+            node = [REPEAT, expr.min, -1 if expr.max is None else expr.max, child]
+        elif isinstance(expr, Ref):
+            if expr.name not in index:
+                from .errors import GrammarError
+
+                raise GrammarError(f"undefined rule {expr.name!r}")
+            node = [REF, index[expr.name]]
+        else:
+            raise TypeError(f"not an IR expression: {expr!r}")
+        offset = len(words)
+        words.extend(node)
+        memo[expr] = offset
+        return offset
+
+    for i, name in enumerate(names):
+        words[4 + i] = emit(grammar.rules[name])
+    return words, names
