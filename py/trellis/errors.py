@@ -23,3 +23,19 @@ class GrammarLimitError(GrammarError):
 
 class VocabularyError(TrellisError, ValueError):
     """A vocabulary cannot be loaded or is inconsistent."""
+
+
+class ModelError(TrellisError, ValueError):
+    """A model file or build artifact is unsupported or inconsistent (names the tensor, field or file)."""
+
+
+class SequenceLengthError(TrellisError, ValueError):
+    """A prompt or generation would exceed the context window the KV cache was sized for."""
+
+
+class RuntimeBackendError(TrellisError, RuntimeError):
+    """The GPU backend cannot run a plan (no adapter, a limit exceeded, a failed dispatch)."""
+
+
+class ModelNotFoundError(TrellisError, FileNotFoundError):
+    """A model file Trellis expects (e.g. the embedded default) is not installed."""

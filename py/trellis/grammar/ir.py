@@ -91,7 +91,7 @@ class Grammar:
 
 def literal(text: str | bytes) -> Expr:
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-    return Bytes(data)
+    return Bytes(data) if data else EMPTY
 
 
 def seq(*items: Expr) -> Expr:
@@ -115,6 +115,8 @@ def alt(*items: Expr) -> Expr:
 
 
 def repeat(item: Expr, lo: int, hi: int | None) -> Expr:
+    if lo < 0 or (hi is not None and hi < lo):
+        raise ValueError(f"bad repetition bounds {{{lo},{hi}}}")
     return Repeat(item, lo, hi)
 
 
@@ -208,7 +210,7 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     names = list(grammar.rules)
     index = {name: i for i, name in enumerate(names)}
     if grammar.root not in index:
-        from .errors import GrammarError
+        from ..errors import GrammarError
 
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
     words = array("i", [MAGIC, VERSION, len(names), index[grammar.root]])
@@ -231,7 +233,7 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
             node = [REPEAT, expr.min, -1 if expr.max is None else expr.max, child]
         elif isinstance(expr, Ref):
             if expr.name not in index:
-                from .errors import GrammarError
+                from ..errors import GrammarError
 
                 raise GrammarError(f"undefined rule {expr.name!r}")
             node = [REF, index[expr.name]]

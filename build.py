@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Trellis's one entry point: set-up, builds, tests, benchmarks and the demo.
+
+    python3 build.py serve     build everything and run the main job
+    python3 build.py test      build what the tests need and run the whole suite
+
+Every command first makes sure `.venv` holds the pinned dependencies (pyproject.toml),
+installing missing system packages with apt when run as root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BUILD = ROOT / "build"
+CACHE = Path(os.environ.get("TRELLIS_CACHE", Path.home() / ".cache" / "trellis"))
+GRAMMAR_SRC = ROOT / "kernels" / "grammar"
+GRAMMAR_OUT = BUILD / "grammar"
+# Debian packages: command that must exist -> package that provides it.
+SYSTEM_PACKAGES = {"node": "nodejs"}
+
+
+def log(message: str) -> None:
+    print(f"[build] {message}", flush=True)
+
+
+def run(cmd: list[str], **kw) -> None:
+    subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+# ---- environment -----------------------------------------------------------------------
+
+
+def venv_python() -> Path:
+    return VENV / "bin" / "python"
+
+
+def in_venv() -> bool:
+    return Path(sys.prefix).resolve() == VENV.resolve()
+
+
+def ensure_system(commands: dict[str, str]) -> None:
+    missing = sorted({pkg for cmd, pkg in commands.items() if shutil.which(cmd) is None})
+    if not missing:
+        return
+    install = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
+    if os.geteuid() != 0:
+        sys.exit(f"missing system packages; run: sudo apt-get update && sudo {' '.join(install)}")
+    log(f"installing system packages: {' '.join(missing)}")
+    run(["apt-get", "update", "-q"])
+    run(install, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+def pinned_requirements() -> tuple[list[str], list[str]]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = project["project"]["optional-dependencies"]
+    with_deps = [req for group in ("build", "test") for req in extras[group]]
+    return with_deps, project["tool"]["trellis"]["no-deps"]
+
+
+def bootstrap() -> None:
+    """Create .venv with the pinned dependencies, then re-run this script inside it."""
+    if not venv_python().exists():
+        log("creating .venv")
+        try:
+            run([sys.executable, "-m", "venv", VENV])
+        except subprocess.CalledProcessError:
+            shutil.rmtree(VENV, ignore_errors=True)
+            ensure_system({"__venv__": f"python3.{sys.version_info.minor}-venv"})
+            run([sys.executable, "-m", "venv", VENV])
+    with_deps, no_deps = pinned_requirements()
+    stamp = VENV / ".trellis-requirements"
+    wanted = hashlib.sha256("\n".join(with_deps + ["--no-deps"] + no_deps).encode()).hexdigest()
+    if not stamp.exists() or stamp.read_text() != wanted:
+        log("installing pinned Python dependencies")
+        pip = [venv_python(), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        run([*pip, *with_deps])
+        run([*pip, "--no-deps", *no_deps])
+        stamp.write_text(wanted)
+    if not in_venv():
+        os.execv(venv_python(), [str(venv_python()), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+
+# ---- grammar core ----------------------------------------------------------------------
+
+ZIG_FLAGS = ["-std=c++17", "-O2", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra", "-Werror"]
+
+
+def zig(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ziglang", *args]
+
+
+def sources_digest(*extra: str) -> str:
+    h = hashlib.sha256("\0".join(extra).encode())
+    for path in sorted(GRAMMAR_SRC.rglob("*")):
+        if path.is_file() and path.suffix in {".cpp", ".h"}:
+            h.update(path.relative_to(GRAMMAR_SRC).as_posix().encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def build_if_stale(out: Path, cmd: list[str], what: str) -> Path:
+    stamp = out.with_suffix(out.suffix + ".stamp")
+    digest = sources_digest(*map(str, cmd))
+    if out.exists() and stamp.exists() and stamp.read_text() == digest:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log(f"building {what} (the first zig C++ build also builds libc++: about 2 minutes)")
+    started = time.time()
+    env = {**os.environ, "ZIG_GLOBAL_CACHE_DIR": str(CACHE / "zig")}
+    run(cmd, env=env)
+    stamp.write_text(digest)
+    log(f"built {out.relative_to(ROOT)} in {time.time() - started:.1f} s")
+    return out
+
+
+def grammar_sources() -> list[str]:
+    return sorted(str(p) for p in (GRAMMAR_SRC / "src").glob("*.cpp"))
+
+
+def build_grammar_native() -> Path:
+    out = GRAMMAR_OUT / "native" / "libtrellis_grammar.so"
+    cmd = zig("c++", *ZIG_FLAGS, "-shared", "-fPIC", "-o", str(out), *grammar_sources())
+    return build_if_stale(out, cmd, "the native grammar library")
+
+
+def build_grammar_wasm() -> Path:
+    out = GRAMMAR_OUT / "wasm" / "trellis_grammar.wasm"
+    cmd = zig("c++", "--target=wasm32-wasi", "-mexec-model=reactor", *ZIG_FLAGS, "-rdynamic",
+              "-Wl,-z,stack-size=4194304", "-o", str(out), *grammar_sources())
+    return build_if_stale(out, cmd, "the grammar wasm module")
+
+
+def build_grammar_sanitized() -> Path:
+    """The native library under AddressSanitizer and UndefinedBehaviorSanitizer (system g++)."""
+    ensure_system({"g++": "g++"})
+    out = GRAMMAR_OUT / "asan" / "libtrellis_grammar.so"
+    cmd = ["g++", "-std=c++17", "-O1", "-g", "-fno-exceptions", "-fno-rtti", "-shared", "-fPIC",
+           "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer",
+           "-o", str(out), *grammar_sources()]
+    return build_if_stale(out, cmd, "the sanitized grammar library")
+
+
+def build_grammar() -> None:
+    build_grammar_native()
+    build_grammar_wasm()
+
+
+# ---- commands --------------------------------------------------------------------------
+
+
+def cmd_grammar(args) -> None:
+    build_grammar()
+
+
+def cmd_test(args) -> None:
+    ensure_system(SYSTEM_PACKAGES)
+    build_grammar()
+    asan = build_grammar_sanitized()
+    started = time.time()
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.pytest_args]
+    log("running the test suite")
+    run(pytest, cwd=ROOT)
+    log("running the grammar tests on the sanitized native library")
+    libasan = subprocess.run(["g++", "-print-file-name=libasan.so"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    env = {**os.environ, "TRELLIS_GRAMMAR_LIB": str(asan), "LD_PRELOAD": libasan,
+           "ASAN_OPTIONS": "detect_leaks=0", "TRELLIS_CORE_BACKENDS": "native"}
+    run([*pytest, "tests/grammar/test_core.py"], cwd=ROOT, env=env)
+    log(f"tests finished in {time.time() - started:.0f} s")
+
+
+def cmd_bench(args) -> None:
+    build_grammar()
+    bench = ROOT / "benchmarks" / f"{args.what}_bench.py"
+    run([sys.executable, bench, *args.bench_args], cwd=ROOT)
+
+
+def cmd_serve(args) -> None:
+    build_grammar()
+    run([sys.executable, "-m", "trellis.demo", *args.demo_args], cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("setup", help="create .venv with the pinned dependencies").set_defaults(func=lambda a: None)
+    sub.add_parser("grammar", help="build the grammar core (native library and wasm)").set_defaults(func=cmd_grammar)
+    p = sub.add_parser("test", help="build what the tests need and run the whole suite")
+    p.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
+    p.set_defaults(func=cmd_test)
+    p = sub.add_parser("bench", help="run a benchmark (writes benchmarks/results/)")
+    p.add_argument("what", choices=["grammar"])
+    p.add_argument("bench_args", nargs="*")
+    p.set_defaults(func=cmd_bench)
+    p = sub.add_parser("serve", help="build everything and run the main job")
+    p.add_argument("demo_args", nargs="*")
+    p.set_defaults(func=cmd_serve)
+    args, extra = parser.parse_known_args()
+    for name in ("pytest_args", "bench_args", "demo_args"):
+        if hasattr(args, name):
+            getattr(args, name).extend(extra)
+    bootstrap()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

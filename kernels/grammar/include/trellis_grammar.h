@@ -1,0 +1,75 @@
+/* Trellis grammar core: the one C ABI shared by the native library and the wasm module.
+ *
+ * Objects are opaque handles. Functions that can fail return NULL or a negative value and
+ * leave a message in tg_last_error() and a code in tg_last_error_code(). Nothing aborts
+ * on bad input: the IR and every argument are validated.
+ */
+#ifndef TRELLIS_GRAMMAR_H
+#define TRELLIS_GRAMMAR_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_API __attribute__((visibility("default")))
+
+enum tg_error_code {
+  TG_OK = 0,
+  TG_ERR_ARGUMENT = 1,   /* a bad argument (null handle, id out of range, short buffer) */
+  TG_ERR_IR = 2,         /* malformed IR words */
+  TG_ERR_GRAMMAR = 3,    /* well-formed IR that is not a usable grammar (left recursion, empty language) */
+  TG_ERR_LIMIT = 4       /* a size limit was exceeded */
+};
+
+typedef struct tg_vocab tg_vocab;
+typedef struct tg_grammar tg_grammar;
+typedef struct tg_matcher tg_matcher;
+
+TG_API const char* tg_last_error(void);
+TG_API int32_t tg_last_error_code(void);
+
+/* Scratch memory for callers that cannot share the host's heap (wasm). */
+TG_API void* tg_alloc(int32_t size);
+TG_API void tg_free(void* ptr);
+
+/* Token i (i < n_tokens) is data[offsets[i] .. offsets[i+1]); ids in [n_tokens, vocab_size)
+ * are padding. Special ids never appear in grammar text; stop ids are allowed only where the
+ * grammar can end. */
+TG_API tg_vocab* tg_vocab_new(int32_t vocab_size, const uint8_t* data, const int32_t* offsets,
+                              int32_t n_tokens, const int32_t* special_ids, int32_t n_special,
+                              const int32_t* stop_ids, int32_t n_stop);
+TG_API void tg_vocab_free(tg_vocab* vocab);
+
+/* Compile IR words (layout in py/trellis/grammar/ir.py). The grammar keeps a pointer to the
+ * vocabulary, which must outlive it. */
+TG_API tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* words, int32_t n_words);
+TG_API void tg_grammar_free(tg_grammar* grammar);
+/* Rule index named by the last TG_ERR_GRAMMAR error, or -1. */
+TG_API int32_t tg_last_error_rule(void);
+/* Statistics: 0 rules with automata, 1 DFA states, 2 mask caches computed, 3 cache bytes. */
+TG_API int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which);
+
+/* A matcher references its grammar, which must outlive it. Matchers of one grammar share its
+ * token-mask cache: use them from one thread at a time. */
+TG_API tg_matcher* tg_matcher_new(tg_grammar* grammar);
+TG_API void tg_matcher_free(tg_matcher* matcher);
+/* Writes ceil(vocab_size / 32) words: bit i % 32 of word i / 32 set = token i allowed. */
+TG_API int32_t tg_matcher_fill_mask(tg_matcher* matcher, uint32_t* words, int32_t n_words);
+/* 1 accepted, 0 refused (state unchanged), negative on error. */
+TG_API int32_t tg_matcher_accept_token(tg_matcher* matcher, int32_t token_id);
+TG_API int32_t tg_matcher_accept_bytes(tg_matcher* matcher, const uint8_t* data, int32_t n);
+/* Undo the last n accepted tokens or strings; 0 on success. */
+TG_API int32_t tg_matcher_rollback(tg_matcher* matcher, int32_t n);
+TG_API int32_t tg_matcher_history_length(const tg_matcher* matcher);
+TG_API int32_t tg_matcher_is_terminated(const tg_matcher* matcher);
+TG_API int32_t tg_matcher_can_terminate(const tg_matcher* matcher);
+TG_API void tg_matcher_reset(tg_matcher* matcher);
+/* Bytes that are forced next (the only possible continuation), at most cap; returns the count. */
+TG_API int32_t tg_matcher_jump_forward(tg_matcher* matcher, uint8_t* out, int32_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,44 @@
+// The compiled grammar: one deterministic automaton per (non-inlined) rule, over bytes and
+// rule calls. Non-recursive rules small enough are inlined into their callers, so most
+// grammars end up as a few recursive rules with large local automata.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir.h"
+#include "status.h"
+
+namespace tg {
+
+struct Call {
+  int32_t rule;
+  int32_t next;  // state to continue in once the called rule completes
+};
+
+struct Automaton {
+  int32_t root = -1;                 // root rule
+  std::vector<int32_t> start;        // rule -> start state, -1 when the rule has no automaton
+  std::vector<int32_t> rule_of;      // state -> rule
+  std::vector<uint8_t> final;        // state -> the rule may complete here
+  std::vector<int32_t> row;          // state -> row in `next`, -1 when no byte leaves it
+  std::vector<int32_t> next;         // 256 targets per row, -1 = no transition
+  std::vector<int32_t> call_begin;   // state -> first call; size n_states + 1
+  std::vector<Call> calls;
+
+  int32_t n_states() const { return static_cast<int32_t>(rule_of.size()); }
+  bool has_bytes(int32_t s) const { return row[s] >= 0; }
+  int32_t step(int32_t s, uint8_t byte) const { return row[s] < 0 ? -1 : next[row[s] * 256 + byte]; }
+  const Call* calls_begin(int32_t s) const { return calls.data() + call_begin[s]; }
+  const Call* calls_end(int32_t s) const { return calls.data() + call_begin[s + 1]; }
+};
+
+struct Limits {
+  int64_t max_nfa_nodes = 2'000'000;
+  int32_t max_dfa_states = 500'000;
+  int32_t max_depth = 2'000;          // expression nesting
+  int64_t inline_size = 20'000;       // largest rule body (in NFA-node units) to inline
+};
+
+Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out);
+
+}  // namespace tg

@@ -1,0 +1,52 @@
+// A compiled grammar: automata plus the adaptive token-mask cache, filled lazily.
+//
+// For a state s that can consume bytes, walking the vocabulary trie from the frame (s, bottom)
+// sorts every token into one of three classes, independent of what lies below s on the stack:
+//   accepted  - the token's bytes are consumed inside s's rule (or end it exactly);
+//   rejected  - the bytes fail inside the rule before it could complete;
+//   uncertain - the rule completes before the token's last byte, so the rest depends on the
+//               rules below; these few are checked against the real stack at mask time.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "automaton.h"
+#include "parser.h"
+#include "vocab.h"
+
+namespace tg {
+
+struct TokenCache {
+  bool ready = false;
+  std::vector<uint32_t> accepted;   // bitmask words, or empty when nothing is accepted
+  std::vector<int32_t> uncertain;   // positions in Vocab::order, increasing
+};
+
+struct Grammar {
+  const Vocab* vocab = nullptr;
+  Automaton automaton;
+  std::vector<TokenCache> cache;    // per state
+  int64_t caches_built = 0;
+  int64_t cache_bytes = 0;
+
+  const TokenCache& cache_for(int32_t state);
+};
+
+Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out);
+
+// Walks tokens from one frame with the real stack below it: the per-depth parser states are
+// reused between consecutive tokens that share a prefix.
+class TokenWalker {
+ public:
+  TokenWalker(const Grammar& g, FramePool& pool) : g_(g), pool_(pool), stepper_(g.automaton) {}
+  // Sets the bit of every token among `positions` (in Vocab::order) valid from `frame`.
+  void check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words);
+
+ private:
+  const Grammar& g_;
+  FramePool& pool_;
+  Stepper stepper_;
+  std::vector<StateSet> levels_;
+};
+
+}  // namespace tg

@@ -1,0 +1,29 @@
+// Reads and validates the flat IR words produced by py/trellis/grammar/ir.py.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "status.h"
+
+namespace tg {
+
+enum Kind : int32_t { BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6 };
+
+struct Ir {
+  std::vector<int32_t> words;
+  int32_t n_rules = 0;
+  int32_t root = 0;
+  int32_t body(int32_t rule) const { return words[4 + rule]; }
+  int32_t kind(int32_t node) const { return words[node]; }
+  // Operands of a node, after its kind word.
+  const int32_t* args(int32_t node) const { return &words[node + 1]; }
+};
+
+constexpr int32_t kIrMagic = 0x54524C31;
+constexpr int32_t kIrVersion = 1;
+constexpr int32_t kMaxIrWords = 1 << 24;
+
+// Fills `ir` from the words, checking every offset, count and range.
+Status read_ir(const int32_t* words, int32_t n_words, Ir* ir);
+
+}  // namespace tg

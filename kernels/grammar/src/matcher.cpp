@@ -1,0 +1,107 @@
+#include "matcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tg {
+
+Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton) { reset(); }
+
+void Matcher::reset() {
+  const Automaton& a = g_->automaton;
+  pool_.init(a.n_states());
+  history_.assign(1, Entry{});
+  stepper_.start(pool_, a.start[a.root], &history_[0].set);
+}
+
+void Matcher::fill_mask(uint32_t* words) {
+  const Vocab& v = *g_->vocab;
+  std::memset(words, 0, sizeof(uint32_t) * v.words());
+  const Entry& cur = history_.back();
+  if (cur.terminated) return;
+  scratch_.layer_on(pool_);
+  TokenWalker walker(*g_, scratch_);
+  seen_states_.clear();
+  for (int32_t id : cur.set.frames) {
+    const int32_t state = pool_.get(id).state;
+    const TokenCache& c = g_->cache_for(state);
+    // Frames in the same state share the accepted part; only the uncertain part differs.
+    if (std::find(seen_states_.begin(), seen_states_.end(), state) == seen_states_.end()) {
+      seen_states_.push_back(state);
+      if (!c.accepted.empty())
+        for (int32_t w = 0; w < v.words(); ++w) words[w] |= c.accepted[w];
+    }
+    if (!c.uncertain.empty()) walker.check(id, c.uncertain, words);
+  }
+  if (cur.set.can_end)
+    for (int32_t id : v.stop_ids) words[id >> 5] |= 1u << (id & 31);
+  scratch_.clear();
+}
+
+bool Matcher::advance(const uint8_t* data, int32_t n, StateSet* out) {
+  const StateSet* in = &history_.back().set;
+  StateSet* bufs[2] = {&a_, &b_};
+  for (int32_t i = 0; i < n; ++i) {
+    if (in->dead()) return false;
+    StateSet* next = bufs[i & 1];
+    stepper_.step(pool_, *in, data[i], next);
+    in = next;
+  }
+  if (in->dead() && !in->can_end) return false;
+  *out = *in;
+  return true;
+}
+
+int32_t Matcher::accept_token(int32_t id) {
+  const Vocab& v = *g_->vocab;
+  if (is_terminated()) return 0;
+  if (v.stop[id]) {
+    if (!can_terminate()) return 0;
+    Entry e{history_.back().set, true};
+    history_.push_back(std::move(e));
+    return 1;
+  }
+  if (!v.ordinary(id)) return 0;
+  return accept_bytes(v.bytes(id), v.length(id));
+}
+
+int32_t Matcher::accept_bytes(const uint8_t* data, int32_t n) {
+  if (is_terminated()) return 0;
+  Entry e;
+  if (!advance(data, n, &e.set)) return 0;
+  history_.push_back(std::move(e));
+  return 1;
+}
+
+bool Matcher::rollback(int32_t n) {
+  if (n < 0 || n > history_length()) return false;
+  history_.resize(history_.size() - n);
+  return true;
+}
+
+int32_t Matcher::jump_forward(uint8_t* out, int32_t cap) {
+  if (is_terminated()) return 0;
+  const Automaton& a = g_->automaton;
+  scratch_.layer_on(pool_);
+  StateSet cur = history_.back().set, next;
+  int32_t n = 0;
+  while (n < cap && !cur.can_end && !cur.dead()) {
+    int32_t only = -1;
+    for (int32_t id : cur.frames) {
+      const int32_t s = scratch_.get(id).state;
+      for (int32_t b = 0; b < 256 && only != -2; ++b) {
+        if (a.step(s, static_cast<uint8_t>(b)) < 0) continue;
+        only = (only == -1 || only == b) ? b : -2;
+      }
+      if (only == -2) break;
+    }
+    if (only < 0) break;
+    out[n++] = static_cast<uint8_t>(only);
+    stepper_.step(scratch_, cur, static_cast<uint8_t>(only), &next);
+    std::swap(cur, next);
+  }
+  scratch_.clear();
+  return n;
+}
+
+}  // namespace tg

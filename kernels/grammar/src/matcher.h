@@ -1,0 +1,41 @@
+// Token-level matching: the parser state after each accepted token, kept for rollback.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "grammar.h"
+#include "parser.h"
+
+namespace tg {
+
+class Matcher {
+ public:
+  explicit Matcher(Grammar* g);
+  void reset();
+  void fill_mask(uint32_t* words);
+  // 1 accepted, 0 refused (state unchanged).
+  int32_t accept_token(int32_t id);
+  int32_t accept_bytes(const uint8_t* data, int32_t n);
+  bool rollback(int32_t n);
+  int32_t history_length() const { return static_cast<int32_t>(history_.size()) - 1; }
+  bool is_terminated() const { return history_.back().terminated; }
+  bool can_terminate() const { return history_.back().set.can_end; }
+  int32_t jump_forward(uint8_t* out, int32_t cap);
+  const Vocab& vocab() const { return *g_->vocab; }
+
+ private:
+  struct Entry {
+    StateSet set;
+    bool terminated = false;
+  };
+  bool advance(const uint8_t* data, int32_t n, StateSet* out);
+
+  Grammar* g_;
+  FramePool pool_, scratch_;
+  Stepper stepper_;
+  std::vector<Entry> history_;
+  StateSet a_, b_;
+  std::vector<int32_t> seen_states_;
+};
+
+}  // namespace tg

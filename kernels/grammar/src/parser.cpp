@@ -1,0 +1,97 @@
+#include "parser.h"
+
+#include <algorithm>
+
+namespace tg {
+
+namespace {
+
+inline uint32_t hash_frame(int32_t state, int32_t parent) {
+  uint64_t k = (uint64_t(uint32_t(state)) << 32) | uint32_t(parent);
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  return static_cast<uint32_t>(k);
+}
+
+}  // namespace
+
+void FramePool::init(int32_t n_states) {
+  base_ = nullptr;
+  offset_ = n_states;
+  clear();
+}
+
+void FramePool::layer_on(const FramePool& base) {
+  base_ = &base;
+  offset_ = base.offset_ + base.size();
+  clear();
+}
+
+void FramePool::clear() {
+  frames_.clear();
+  if (slots_.size() > 4096) slots_.assign(1024, -1);  // do not keep a huge table forever
+  else std::fill(slots_.begin(), slots_.end(), -1);
+}
+
+void FramePool::grow() {
+  slots_.assign(std::max<size_t>(1024, slots_.size() * 2), -1);
+  const uint32_t mask = static_cast<uint32_t>(slots_.size()) - 1;
+  for (int32_t i = 0; i < size(); ++i) {
+    uint32_t h = hash_frame(frames_[i].state, frames_[i].parent) & mask;
+    while (slots_[h] >= 0) h = (h + 1) & mask;
+    slots_[h] = i;
+  }
+}
+
+int32_t FramePool::intern(int32_t state, int32_t parent) {
+  if (parent < 0) return state;
+  if ((size() + 1) * 2 > static_cast<int32_t>(slots_.size())) grow();
+  const uint32_t mask = static_cast<uint32_t>(slots_.size()) - 1;
+  uint32_t h = hash_frame(state, parent) & mask;
+  for (; slots_[h] >= 0; h = (h + 1) & mask) {
+    const Frame& f = frames_[slots_[h]];
+    if (f.state == state && f.parent == parent) return slots_[h] + offset_;
+  }
+  slots_[h] = size();
+  frames_.push_back({state, parent});
+  return size() - 1 + offset_;
+}
+
+void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
+  todo_.push_back(frame);
+  while (!todo_.empty()) {
+    int32_t id = todo_.back();
+    todo_.pop_back();
+    if (std::find(visited_.begin(), visited_.end(), id) != visited_.end()) continue;
+    visited_.push_back(id);
+    const Frame f = pool.get(id);
+    if (a_.has_bytes(f.state)) out->frames.push_back(id);
+    for (const Call* c = a_.calls_begin(f.state); c != a_.calls_end(f.state); ++c)
+      todo_.push_back(pool.intern(a_.start[c->rule], pool.intern(c->next, f.parent)));
+    if (a_.final[f.state]) {
+      if (f.parent < 0) out->can_end = true;
+      else todo_.push_back(f.parent);
+    }
+  }
+}
+
+void Stepper::start(FramePool& pool, int32_t frame, StateSet* out) {
+  out->frames.clear();
+  out->can_end = false;
+  visited_.clear();
+  close(pool, frame, out);
+}
+
+void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out) {
+  out->frames.clear();
+  out->can_end = false;
+  visited_.clear();
+  for (int32_t id : in.frames) {
+    const Frame f = pool.get(id);
+    int32_t next = a_.step(f.state, byte);
+    if (next >= 0) close(pool, pool.intern(next, f.parent), out);
+  }
+}
+
+}  // namespace tg

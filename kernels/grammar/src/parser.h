@@ -1,0 +1,61 @@
+// The byte-level parser: a set of stacks over the rule automata, shared as a tree of
+// interned frames. A frame is (state, parent); the parent is the frame to resume once the
+// state's rule completes, -1 being the bottom (the start rule, or the rule a mask-cache
+// walk began in).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "automaton.h"
+
+namespace tg {
+
+struct Frame {
+  int32_t state;
+  int32_t parent;
+};
+
+// Interned frames. Ids below n_states are the bottom frames (state, -1), implicit. A pool may
+// be layered on a base pool to hold speculative frames that are thrown away together.
+class FramePool {
+ public:
+  void init(int32_t n_states);
+  void layer_on(const FramePool& base);
+  void clear();
+  Frame get(int32_t id) const {
+    if (id >= offset_) return frames_[id - offset_];
+    return base_ ? base_->get(id) : Frame{id, -1};
+  }
+  int32_t intern(int32_t state, int32_t parent);
+  int32_t size() const { return static_cast<int32_t>(frames_.size()); }
+
+ private:
+  void grow();
+  const FramePool* base_ = nullptr;
+  int32_t offset_ = 0;
+  std::vector<Frame> frames_;
+  std::vector<int32_t> slots_;  // open addressing: index into frames_, -1 empty
+};
+
+// The parser's position: frames whose states can consume a byte, and whether the bottom
+// rule can complete here.
+struct StateSet {
+  std::vector<int32_t> frames;
+  bool can_end = false;
+  bool dead() const { return frames.empty(); }
+};
+
+class Stepper {
+ public:
+  explicit Stepper(const Automaton& a) : a_(a) {}
+  // Everything reachable from `frame` without consuming a byte.
+  void start(FramePool& pool, int32_t frame, StateSet* out);
+  void step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out);
+
+ private:
+  void close(FramePool& pool, int32_t frame, StateSet* out);
+  const Automaton& a_;
+  std::vector<int32_t> todo_, visited_;
+};
+
+}  // namespace tg

@@ -1,0 +1,86 @@
+#include "vocab.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace tg {
+
+namespace {
+
+Status arg(const std::string& what) { return Status::error(Code::argument, "vocabulary: " + what); }
+
+}  // namespace
+
+Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offsets, int32_t n_tokens,
+                   const int32_t* special_ids, int32_t n_special, const int32_t* stop_ids,
+                   int32_t n_stop, Vocab* out) {
+  if (n_tokens < 0 || vocab_size < n_tokens || vocab_size > (1 << 24)) return arg("bad sizes");
+  if (!offsets || (n_tokens > 0 && !data)) return arg("null buffer");
+  if (n_special < 0 || n_stop < 0 || (n_special && !special_ids) || (n_stop && !stop_ids))
+    return arg("bad special or stop list");
+  if (offsets[0] != 0) return arg("offsets must start at 0");
+  for (int32_t i = 0; i < n_tokens; ++i)
+    if (offsets[i + 1] < offsets[i]) return arg("offsets must not decrease (token " + std::to_string(i) + ")");
+  Vocab& v = *out;
+  v.vocab_size = vocab_size;
+  v.n_tokens = n_tokens;
+  v.data.assign(data, data + offsets[n_tokens]);
+  v.offsets.assign(offsets, offsets + n_tokens + 1);
+  v.special.assign(vocab_size, 0);
+  v.stop.assign(vocab_size, 0);
+  for (int32_t i = 0; i < n_special; ++i) {
+    if (special_ids[i] < 0 || special_ids[i] >= vocab_size) return arg("special id out of range");
+    v.special[special_ids[i]] = 1;
+  }
+  v.stop_ids.clear();
+  for (int32_t i = 0; i < n_stop; ++i) {
+    if (stop_ids[i] < 0 || stop_ids[i] >= vocab_size) return arg("stop id out of range");
+    if (!v.stop[stop_ids[i]]) v.stop_ids.push_back(stop_ids[i]);
+    v.stop[stop_ids[i]] = 1;
+  }
+  v.order.clear();
+  for (int32_t id = 0; id < n_tokens; ++id)
+    if (v.ordinary(id) && !v.stop[id]) v.order.push_back(id);
+  std::sort(v.order.begin(), v.order.end(), [&](int32_t a, int32_t b) {
+    int32_t la = v.length(a), lb = v.length(b);
+    int c = std::memcmp(v.bytes(a), v.bytes(b), std::min(la, lb));
+    return c != 0 ? c < 0 : (la != lb ? la < lb : a < b);
+  });
+  // Preorder trie: in sorted order a token's path shares its longest common prefix with the
+  // previous token's path, so only the rest needs new nodes.
+  v.trie.assign(1, TrieNode{0, 0, 0, 0, 0, 0});
+  std::vector<int32_t> path{0};
+  const uint8_t* prev = nullptr;
+  int32_t prev_len = 0;
+  v.max_len = 0;
+  auto close = [&](int32_t node, int32_t tokens_so_far) {
+    v.trie[node].end = static_cast<int32_t>(v.trie.size());
+    v.trie[node].tok_end = tokens_so_far;
+  };
+  for (int32_t k = 0; k < static_cast<int32_t>(v.order.size()); ++k) {
+    int32_t id = v.order[k], len = v.length(id);
+    const uint8_t* b = v.bytes(id);
+    int32_t lcp = 0;
+    while (lcp < len && lcp < prev_len && b[lcp] == prev[lcp]) ++lcp;
+    while (static_cast<int32_t>(path.size()) - 1 > lcp) {
+      close(path.back(), k);
+      path.pop_back();
+    }
+    for (int32_t d = lcp; d < len; ++d) {
+      path.push_back(static_cast<int32_t>(v.trie.size()));
+      v.trie.push_back(TrieNode{d + 1, 0, k, 0, 0, b[d]});
+    }
+    v.trie[path.back()].n_here++;
+    v.max_len = std::max(v.max_len, len);
+    prev = b;
+    prev_len = len;
+  }
+  while (!path.empty()) {
+    close(path.back(), static_cast<int32_t>(v.order.size()));
+    path.pop_back();
+  }
+  return {};
+}
+
+}  // namespace tg

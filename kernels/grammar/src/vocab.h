@@ -1,0 +1,42 @@
+// A model's vocabulary as byte strings, plus a byte trie over the ordinary tokens.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "status.h"
+
+namespace tg {
+
+struct TrieNode {
+  int32_t depth;      // bytes from the root
+  int32_t end;        // preorder index just past this node's subtree
+  int32_t tok_begin;  // subtree tokens are order[tok_begin, tok_end); those ending here come first
+  int32_t tok_end;
+  int32_t n_here;     // tokens whose bytes end exactly at this node
+  uint8_t byte;       // the byte leading to this node
+};
+
+struct Vocab {
+  int32_t vocab_size = 0;
+  int32_t n_tokens = 0;
+  std::vector<uint8_t> data;
+  std::vector<int32_t> offsets;       // n_tokens + 1
+  std::vector<uint8_t> special;       // per id < vocab_size: never grammar text
+  std::vector<uint8_t> stop;          // per id < vocab_size
+  std::vector<int32_t> stop_ids;
+  std::vector<int32_t> order;         // ordinary token ids sorted by bytes (trie preorder)
+  std::vector<TrieNode> trie;         // preorder; node 0 is the root
+  int32_t max_len = 0;
+
+  int32_t words() const { return (vocab_size + 31) / 32; }
+  const uint8_t* bytes(int32_t id) const { return data.data() + offsets[id]; }
+  int32_t length(int32_t id) const { return id < n_tokens ? offsets[id + 1] - offsets[id] : 0; }
+  // An ordinary token: has bytes and is neither special nor padding.
+  bool ordinary(int32_t id) const { return id < n_tokens && !special[id] && length(id) > 0; }
+};
+
+Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offsets, int32_t n_tokens,
+                   const int32_t* special_ids, int32_t n_special, const int32_t* stop_ids,
+                   int32_t n_stop, Vocab* out);
+
+}  // namespace tg

@@ -1,0 +1,170 @@
+"""Binding to the C++ grammar core (kernels/grammar), one code path over three transports:
+the native library (ctypes), the wasm module under wasmtime (tests, desktop), and the wasm
+module under Pyodide (browser; see web/grammar.js).
+
+A transport only knows how to call an exported C function with integer arguments and how
+to move bytes in and out of the core's memory; everything else lives in `Core`.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from pathlib import Path
+
+from ..errors import GrammarError, GrammarLimitError, TrellisError
+
+ERR_ARGUMENT, ERR_IR, ERR_GRAMMAR, ERR_LIMIT = 1, 2, 3, 4
+
+# name -> (result kind, argument kinds); "p" pointer, "i" int32, "l" int64, "v" void.
+SIGNATURES = {
+    "tg_last_error": ("p", ""),
+    "tg_last_error_code": ("i", ""),
+    "tg_last_error_rule": ("i", ""),
+    "tg_alloc": ("p", "i"),
+    "tg_free": ("v", "p"),
+    "tg_vocab_new": ("p", "ipp" "ipi" "pi"),
+    "tg_vocab_free": ("v", "p"),
+    "tg_grammar_compile": ("p", "ppi"),
+    "tg_grammar_free": ("v", "p"),
+    "tg_grammar_stat": ("l", "pi"),
+    "tg_matcher_new": ("p", "p"),
+    "tg_matcher_free": ("v", "p"),
+    "tg_matcher_fill_mask": ("i", "ppi"),
+    "tg_matcher_accept_token": ("i", "pi"),
+    "tg_matcher_accept_bytes": ("i", "ppi"),
+    "tg_matcher_rollback": ("i", "pi"),
+    "tg_matcher_history_length": ("i", "p"),
+    "tg_matcher_is_terminated": ("i", "p"),
+    "tg_matcher_can_terminate": ("i", "p"),
+    "tg_matcher_reset": ("v", "p"),
+    "tg_matcher_jump_forward": ("i", "ppi"),
+}
+
+
+class CoreError(TrellisError):
+    """The core refused an argument (a bug in the caller, not in the grammar)."""
+
+
+class Core:
+    """The grammar core's operations over one transport."""
+
+    def __init__(self, transport):
+        self.t = transport
+        self.name = transport.name
+
+    # -- errors --
+    def _raise(self, rule_names=None, positions=None):
+        code = self.t.call("tg_last_error_code")
+        message = self.t.read_cstring(self.t.call("tg_last_error"))
+        rule = self.t.call("tg_last_error_rule")
+        if code == ERR_LIMIT:
+            raise GrammarLimitError(message)
+        if code in (ERR_IR, ERR_GRAMMAR):
+            line = column = None
+            if rule >= 0 and rule_names:
+                name = rule_names[rule]
+                message = f"rule {name!r}: {message}"
+                line, column = (positions or {}).get(name, (None, None))
+            raise GrammarError(message, line, column)
+        raise CoreError(message)
+
+    def _checked(self, result: int) -> int:
+        if result < 0:
+            self._raise()
+        return result
+
+    # -- objects --
+    def vocab_new(self, vocab_size: int, token_bytes: list[bytes], special_ids, stop_ids) -> int:
+        data = b"".join(token_bytes)
+        offsets = array("i", [0])
+        total = 0
+        for token in token_bytes:
+            total += len(token)
+            offsets.append(total)
+        with self.t.buffers(data, offsets.tobytes(), array("i", special_ids).tobytes(),
+                            array("i", stop_ids).tobytes()) as (d, o, sp, st):
+            handle = self.t.call("tg_vocab_new", vocab_size, d, o, len(token_bytes), sp,
+                                 len(special_ids), st, len(stop_ids))
+        if not handle:
+            self._raise()
+        return handle
+
+    def grammar_compile(self, vocab: int, words: array, rule_names=None, positions=None) -> int:
+        with self.t.buffers(words.tobytes()) as (w,):
+            handle = self.t.call("tg_grammar_compile", vocab, w, len(words))
+        if not handle:
+            self._raise(rule_names, positions)
+        return handle
+
+    def matcher_new(self, grammar: int) -> int:
+        handle = self.t.call("tg_matcher_new", grammar)
+        if not handle:
+            self._raise()
+        return handle
+
+    def free(self, kind: str, handle: int) -> None:
+        self.t.call(f"tg_{kind}_free", handle)
+
+    def stat(self, grammar: int, which: int) -> int:
+        return self.t.call("tg_grammar_stat", grammar, which)
+
+    # -- matching --
+    def fill_mask(self, matcher: int, buffer, n_words: int) -> None:
+        self._checked(self.t.fill_mask(matcher, buffer, n_words))
+
+    def accept_token(self, matcher: int, token_id: int) -> bool:
+        return self._checked(self.t.call("tg_matcher_accept_token", matcher, token_id)) == 1
+
+    def accept_bytes(self, matcher: int, data: bytes) -> bool:
+        with self.t.buffers(data) as (p,):
+            return self._checked(self.t.call("tg_matcher_accept_bytes", matcher, p, len(data))) == 1
+
+    def rollback(self, matcher: int, n: int) -> None:
+        self._checked(self.t.call("tg_matcher_rollback", matcher, n))
+
+    def query(self, what: str, matcher: int) -> int:
+        return self._checked(self.t.call(f"tg_matcher_{what}", matcher))
+
+    def reset(self, matcher: int) -> None:
+        self.t.call("tg_matcher_reset", matcher)
+
+    def jump_forward(self, matcher: int, cap: int = 4096) -> bytes:
+        with self.t.output(cap) as (p, read):
+            n = self._checked(self.t.call("tg_matcher_jump_forward", matcher, p, cap))
+            return read(n)
+
+
+def default_library_path(kind: str) -> Path:
+    """Where build.py puts the core: build/grammar/native/*.so or build/grammar/wasm/*.wasm."""
+    env = os.environ.get("TRELLIS_GRAMMAR_LIB" if kind == "native" else "TRELLIS_GRAMMAR_WASM")
+    if env:
+        return Path(env)
+    root = Path(__file__).resolve().parents[3]
+    name = "native/libtrellis_grammar.so" if kind == "native" else "wasm/trellis_grammar.wasm"
+    return root / "build" / "grammar" / name
+
+
+_cores: dict[str, Core] = {}
+
+
+def load_core(kind: str = "native") -> Core:
+    """The shared Core for a transport kind: "native", "wasmtime" or "pyodide"."""
+    core = _cores.get(kind)
+    if core is None:
+        if kind == "native":
+            from .transport_native import NativeTransport
+
+            core = Core(NativeTransport(default_library_path("native")))
+        elif kind == "wasmtime":
+            from .transport_wasm import WasmtimeTransport
+
+            core = Core(WasmtimeTransport(default_library_path("wasm")))
+        elif kind == "pyodide":
+            from .transport_wasm import PyodideTransport
+
+            core = Core(PyodideTransport())
+        else:
+            raise ValueError(f"unknown grammar core {kind!r}: use native, wasmtime or pyodide")
+        _cores[kind] = core
+    return core

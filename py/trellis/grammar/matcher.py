@@ -1,0 +1,147 @@
+"""The public grammar API: compile grammars for a vocabulary, then match tokens.
+
+    compiler = GrammarCompiler(Vocabulary.smollm2())
+    grammar = compiler.compile_grammar(ebnf_text)      # or compile_regex / compile_builtin_json
+    matcher = GrammarMatcher(grammar)
+    matcher.fill_next_token_bitmask(bitmask)           # int32 words, bit i = token i allowed
+    matcher.accept_token(token_id)
+
+Names follow xgrammar's matcher verbs. Compiled grammars own their token-mask cache, filled
+lazily and shared by every matcher of the grammar.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+
+from . import ir
+from .core import Core, load_core
+from .vocabulary import Vocabulary
+
+
+def _release(core, kind: str, owner) -> None:
+    handle, owner._handle = getattr(owner, "_handle", 0), 0
+    if core is not None and handle:
+        try:
+            core.free(kind, handle)
+        except Exception:  # interpreter shutdown may have torn the wasm store down first
+            pass
+
+
+class GrammarCompiler:
+    """Compiles grammars for one vocabulary on one core ("native", "wasmtime", "pyodide")."""
+
+    def __init__(self, vocab: Vocabulary, *, core: str | Core = "native"):
+        self.vocab = vocab
+        self.core = core if isinstance(core, Core) else load_core(core)
+        self._handle = self.core.vocab_new(vocab.vocab_size, vocab.token_bytes, vocab.special_ids, vocab.stop_ids)
+
+    def __del__(self):
+        _release(getattr(self, "core", None), "vocab", self)
+
+    @property
+    def bitmask_words(self) -> int:
+        return (self.vocab.vocab_size + 31) // 32
+
+    def compile_ir(self, grammar: ir.Grammar, *, source: str = "ir") -> CompiledGrammar:
+        started = time.perf_counter()
+        words, names = ir.serialize(grammar)
+        handle = self.core.grammar_compile(self._handle, words, names, grammar.positions)
+        return CompiledGrammar(self, handle, source, time.perf_counter() - started)
+
+    def compile_grammar(self, ebnf: str, root: str = "root") -> CompiledGrammar:
+        from .ebnf import parse_ebnf
+
+        return self.compile_ir(parse_ebnf(ebnf, root), source="ebnf")
+
+    def compile_regex(self, pattern: str) -> CompiledGrammar:
+        from .regex import parse_regex
+
+        return self.compile_ir(parse_regex(pattern), source="regex")
+
+    def compile_builtin_json(self) -> CompiledGrammar:
+        from .builtin_json import builtin_json_grammar
+
+        return self.compile_ir(builtin_json_grammar(), source="builtin_json")
+
+
+class CompiledGrammar:
+    """A grammar compiled for a vocabulary; keeps its compiler (and so the core) alive."""
+
+    def __init__(self, compiler: GrammarCompiler, handle: int, source: str, compile_seconds: float):
+        self.compiler, self._handle, self.source = compiler, handle, source
+        self.compile_seconds = compile_seconds
+
+    def __del__(self):
+        _release(self.compiler.core, "grammar", self)
+
+    @property
+    def vocab(self) -> Vocabulary:
+        return self.compiler.vocab
+
+    def stats(self) -> dict:
+        core = self.compiler.core
+        keys = ("rules", "states", "mask_caches", "mask_cache_bytes")
+        return {key: core.stat(self._handle, i) for i, key in enumerate(keys)}
+
+
+class GrammarMatcher:
+    """Follows one generation through a compiled grammar, token by token."""
+
+    def __init__(self, grammar: CompiledGrammar):
+        self.grammar = grammar
+        self._core = grammar.compiler.core
+        self._handle = self._core.matcher_new(grammar._handle)
+        self.vocab_size = grammar.vocab.vocab_size
+        self.bitmask_words = grammar.compiler.bitmask_words
+
+    def __del__(self):
+        _release(getattr(self, "_core", None), "matcher", self)
+
+    def fill_next_token_bitmask(self, bitmask) -> None:
+        """Writes ceil(vocab_size / 32) int32 words into any writable buffer of 4-byte items."""
+        self._core.fill_mask(self._handle, bitmask, self.bitmask_words)
+
+    def new_bitmask(self) -> array:
+        return array("i", bytes(4 * self.bitmask_words))
+
+    def accept_token(self, token_id: int) -> bool:
+        return self._core.accept_token(self._handle, token_id)
+
+    def accept_string(self, text: str | bytes) -> bool:
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return self._core.accept_bytes(self._handle, data)
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        self._core.rollback(self._handle, num_tokens)
+
+    def is_terminated(self) -> bool:
+        return bool(self._core.query("is_terminated", self._handle))
+
+    def can_terminate(self) -> bool:
+        """Whether the text so far is complete (a stop token would be accepted now)."""
+        return bool(self._core.query("can_terminate", self._handle))
+
+    @property
+    def history_length(self) -> int:
+        return self._core.query("history_length", self._handle)
+
+    def reset(self) -> None:
+        self._core.reset(self._handle)
+
+    def find_jump_forward_string(self) -> str:
+        """The text forced next by the grammar, cut to whole UTF-8 characters."""
+        data = self._core.jump_forward(self._handle)
+        for cut in range(len(data), max(len(data) - 4, -1), -1):
+            try:
+                return data[:cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        return ""
+
+    def allowed_tokens(self) -> list[int]:
+        """Token ids the mask allows now (for tests and debugging)."""
+        mask = self.new_bitmask()
+        self.fill_next_token_bitmask(mask)
+        return [w * 32 + b for w, word in enumerate(mask) if word for b in range(32) if word >> b & 1]

@@ -1,0 +1,67 @@
+"""The native grammar core through ctypes: pointers go straight to Python's buffers."""
+
+from __future__ import annotations
+
+import ctypes
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import TrellisError
+from .core import SIGNATURES
+
+_CTYPES = {"p": ctypes.c_void_p, "i": ctypes.c_int32, "l": ctypes.c_int64, "v": None}
+
+
+class NativeTransport:
+    name = "native"
+
+    def __init__(self, path: Path):
+        if not Path(path).exists():
+            raise TrellisError(f"grammar core not built: {path} is missing; run `python3 build.py grammar`")
+        self.lib = ctypes.CDLL(str(path))
+        self.fns = {}
+        for name, (result, params) in SIGNATURES.items():
+            fn = getattr(self.lib, name)
+            fn.restype = _CTYPES[result]
+            fn.argtypes = [_CTYPES[k] for k in params]
+            self.fns[name] = fn
+
+    def call(self, name: str, *args) -> int:
+        result = self.fns[name](*args)
+        return 0 if result is None else result
+
+    def read_cstring(self, pointer: int) -> str:
+        return ctypes.string_at(pointer).decode("utf-8", "replace") if pointer else ""
+
+    @contextmanager
+    def buffers(self, *datas: bytes):
+        keep = [ctypes.create_string_buffer(bytes(d), max(1, len(d))) for d in datas]
+        yield [ctypes.addressof(b) for b in keep]
+
+    @contextmanager
+    def output(self, capacity: int):
+        buf = ctypes.create_string_buffer(max(1, capacity))
+        yield ctypes.addressof(buf), lambda n: buf.raw[:n]
+
+    def fill_mask(self, matcher: int, buffer, n_words: int) -> int:
+        view = writable_words(buffer, n_words)
+        address = ctypes.addressof((ctypes.c_char * view.nbytes).from_buffer(view))
+        return self.fns["tg_matcher_fill_mask"](matcher, address, n_words)
+
+
+def writable_words(buffer, n_words: int) -> memoryview:
+    """The caller's bitmask as a flat writable byte view, checked for size."""
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise TypeError("the bitmask must support the buffer protocol (numpy array, array('i'), memoryview)") from None
+    if view.readonly:
+        raise ValueError("the bitmask buffer is read-only")
+    if not view.c_contiguous:
+        raise ValueError("the bitmask buffer must be contiguous")
+    if view.itemsize != 4:
+        raise ValueError(f"the bitmask must hold 32-bit words, not {view.itemsize}-byte items")
+    view = view.cast("B")
+    if view.nbytes < 4 * n_words:
+        raise ValueError(f"the bitmask needs {n_words} int32 words, got {view.nbytes // 4}")
+    return view

@@ -1,0 +1,145 @@
+"""The wasm grammar core: under wasmtime (desktop, tests) or Pyodide (browser, node).
+
+Both copy bytes in and out of the module's linear memory through tg_alloc / tg_free.
+"""
+
+from __future__ import annotations
+
+import atexit
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import TrellisError
+from .core import SIGNATURES
+from .transport_native import writable_words
+
+
+class _LinearMemory:
+    """Shared logic; subclasses provide _fn(name)(*args), _read(ptr, n), _write(ptr, data)."""
+
+    mask_ptr = 0
+    mask_words = 0
+
+    def call(self, name: str, *args) -> int:
+        result = self._fn(name)(*args)
+        return 0 if result is None else int(result)
+
+    def read_cstring(self, pointer: int) -> str:
+        if not pointer:
+            return ""
+        out = bytearray()
+        while True:
+            chunk = self._read(pointer + len(out), 64)
+            end = chunk.find(0)
+            if end >= 0:
+                out += chunk[:end]
+                return out.decode("utf-8", "replace")
+            out += chunk
+
+    @contextmanager
+    def buffers(self, *datas: bytes):
+        pointers = []
+        try:
+            for data in datas:
+                p = self.call("tg_alloc", max(1, len(data)))
+                if not p:
+                    raise MemoryError("grammar core: out of wasm memory")
+                pointers.append(p)
+                if data:
+                    self._write(p, bytes(data))
+            yield pointers
+        finally:
+            for p in pointers:
+                self.call("tg_free", p)
+
+    @contextmanager
+    def output(self, capacity: int):
+        with self.buffers(bytes(max(1, capacity))) as (p,):
+            yield p, lambda n: self._read(p, n)
+
+    def fill_mask(self, matcher: int, buffer, n_words: int) -> int:
+        view = writable_words(buffer, n_words)
+        if self.mask_words < n_words:  # one scratch area, grown on demand
+            if self.mask_ptr:
+                self.call("tg_free", self.mask_ptr)
+            self.mask_ptr, self.mask_words = self.call("tg_alloc", 4 * n_words), n_words
+        rc = self.call("tg_matcher_fill_mask", matcher, self.mask_ptr, n_words)
+        if rc == 0:
+            view[: 4 * n_words] = self._read(self.mask_ptr, 4 * n_words)
+        return rc
+
+
+class WasmtimeTransport(_LinearMemory):
+    name = "wasmtime"
+
+    def __init__(self, path: Path):
+        import wasmtime
+
+        if not Path(path).exists():
+            raise TrellisError(f"grammar wasm not built: {path} is missing; run `python3 build.py grammar`")
+        engine = wasmtime.Engine()
+        self.store = wasmtime.Store(engine)
+        self.store.set_wasi(wasmtime.WasiConfig())
+        linker = wasmtime.Linker(engine)
+        linker.define_wasi()
+        module = wasmtime.Module.from_file(engine, str(path))
+        self.instance = linker.instantiate(self.store, module)
+        self.exports = self.instance.exports(self.store)
+        self.memory = self.exports["memory"]
+        self.exports["_initialize"](self.store)
+        self._fns = {}
+        atexit.register(self._close)
+
+    def _close(self):
+        # Tear wasmtime down while its module globals still exist (its finalizers need them).
+        self._fns.clear()
+        self.exports = self.memory = self.instance = None
+        self.store.close()
+
+    def _fn(self, name):
+        fn = self._fns.get(name)
+        if fn is None:
+            raw, store = self.exports[name], self.store
+            result = SIGNATURES[name][0]
+
+            def fn(*args):
+                # wasm i32 is signed: pointers above 2 GiB cross as negative numbers.
+                value = raw(store, *(a - (1 << 32) if a > 0x7FFFFFFF else a for a in args))
+                return value & 0xFFFFFFFF if result == "p" and value is not None else value
+
+            self._fns[name] = fn
+        return fn
+
+    def _read(self, pointer: int, n: int) -> bytes:
+        return bytes(self.memory.read(self.store, pointer, pointer + n))
+
+    def _write(self, pointer: int, data: bytes) -> None:
+        self.memory.write(self.store, data, pointer)
+
+
+class PyodideTransport(_LinearMemory):
+    """Inside Pyodide: web/grammar.js instantiates the module and exposes it as
+    `globalThis.trellisGrammarCore` ({exports, memory})."""
+
+    name = "pyodide"
+
+    def __init__(self):
+        import js  # only exists under Pyodide
+
+        core = getattr(js, "trellisGrammarCore", None)
+        if core is None:
+            raise TrellisError("the grammar wasm module is not loaded (web/grammar.js sets globalThis.trellisGrammarCore)")
+        self.exports = core.exports
+        self._js = js
+
+    def _fn(self, name):
+        return getattr(self.exports, name)
+
+    def _heap(self):
+        return self._js.Uint8Array.new(self.exports.memory.buffer)
+
+    def _read(self, pointer: int, n: int) -> bytes:
+        return self._heap().subarray(pointer, pointer + n).to_bytes()
+
+    def _write(self, pointer: int, data: bytes) -> None:
+        self._heap().subarray(pointer, pointer + len(data)).assign(data)

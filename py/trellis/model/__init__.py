@@ -1,0 +1,1 @@
+"""Model files: locating the weights Trellis ships with or is pointed at."""

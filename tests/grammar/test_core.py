@@ -1,0 +1,327 @@
+"""The C++ core (native and wasm) against independent oracles.
+
+At every step of a walk the core's token mask must equal the brute-force mask computed with
+the pure-Python reference recognizer: token t is allowed iff text + bytes(t) is a prefix of
+the language; a stop token iff the text is complete. Runs once per core transport.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from array import array
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from tests.grammar.reference import Reference
+from trellis.errors import GrammarError, GrammarLimitError
+from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary, ir
+from trellis.grammar.builtin_json import builtin_json_grammar
+from trellis.grammar.core import CoreError
+from trellis.grammar.ebnf import ARITHMETIC_EBNF, WEBLLM_JSON_EBNF, parse_ebnf
+from trellis.grammar.regex import parse_regex
+
+CORES = os.environ.get("TRELLIS_CORE_BACKENDS", "native,wasmtime").split(",")
+STOP = 1
+SPECIAL = (0, 1)
+
+
+def small_vocab(alphabet: bytes, padded: int = 5) -> Vocabulary:
+    """Every 1- and 2-byte string over the alphabet, some longer ones, a few UTF-8 pieces."""
+    tokens = [b"", b""]  # 0: special, 1: stop
+    tokens += [bytes([a]) for a in alphabet]
+    tokens += [bytes([a, b]) for a in alphabet for b in alphabet]
+    rng = random.Random(7)
+    tokens += [bytes(rng.choice(alphabet) for _ in range(rng.randint(3, 6))) for _ in range(40)]
+    tokens += ["é".encode(), "é".encode()[:1], "é".encode()[1:], "日本".encode()]
+    return Vocabulary.from_token_bytes(tokens, special_ids=SPECIAL, stop_ids=(STOP,),
+                                       vocab_size=len(tokens) + padded)
+
+
+@pytest.fixture(scope="module", params=CORES)
+def core(request):
+    return request.param
+
+
+def compiler_for(vocab, core, _cache={}):
+    key = (id(vocab), core)
+    if key not in _cache:
+        _cache[key] = (vocab, GrammarCompiler(vocab, core=core))
+    return _cache[key][1]
+
+
+def brute_force_mask(ref: Reference, vocab: Vocabulary, text: bytes, ids) -> set[int]:
+    allowed = {t for t in ids if t not in vocab.special_ids and vocab.token_bytes[t]
+               and ref.is_prefix(text + vocab.token_bytes[t])}
+    if ref.accepts(text):
+        allowed |= {t for t in vocab.stop_ids if t in ids}
+    return allowed
+
+
+def check_walk(compiler, grammar: ir.Grammar, rng: random.Random, steps: int, ids=None, forced=None):
+    """Walk the grammar (random allowed tokens, or the `forced` sequence), comparing masks."""
+    vocab = compiler.vocab
+    ids = range(vocab.vocab_size) if ids is None else ids
+    ref = Reference(grammar)
+    matcher = GrammarMatcher(compiler.compile_ir(grammar))
+    text = b""
+    sequence = list(forced) if forced is not None else None
+    for step in range(steps if sequence is None else len(sequence) + 1):
+        allowed = set(matcher.allowed_tokens())
+        expected = brute_force_mask(ref, vocab, text, ids)
+        assert allowed & set(ids) == expected, f"step {step}, text {text!r}"
+        assert matcher.can_terminate() == ref.accepts(text)
+        # The mask and accept_token agree, and refusal leaves the state unchanged.
+        for t in rng.sample(list(ids), min(5, len(ids))):
+            if t not in allowed:
+                assert not matcher.accept_token(t)
+        if sequence is not None:
+            if step == len(sequence):
+                break
+            choice = sequence[step]
+            assert choice in allowed, f"step {step}: token {choice} not allowed after {text!r}"
+        else:
+            choices = sorted(allowed - set(vocab.stop_ids))
+            if not choices:
+                break
+            choice = rng.choice(choices)
+        assert matcher.accept_token(choice)
+        text += vocab.token_bytes[choice]
+    return matcher, text
+
+
+# ---- random grammars over a small alphabet ------------------------------------------------
+
+ALPHABET = b"abc("
+NAMES = ["root", "r1", "r2", "r3"]
+
+
+def exprs(depth: int):
+    leaf = st.one_of(
+        st.binary(min_size=0, max_size=3).map(lambda b: ir.Bytes(bytes(ALPHABET[x % 4] for x in b))),
+        st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=3).map(
+            lambda bs: ir.byte_set([(b, b) for b in bs])),
+        st.sampled_from(NAMES).map(ir.Ref),
+        st.just(ir.char_class([(0xE9, 0xE9), (0x65E5, 0x65E5)])),
+    )
+    if depth == 0:
+        return leaf
+    sub = exprs(depth - 1)
+    return st.one_of(
+        leaf,
+        st.lists(sub, min_size=0, max_size=3).map(lambda xs: ir.Seq(tuple(xs))),
+        st.lists(sub, min_size=1, max_size=3).map(lambda xs: ir.Alt(tuple(xs))),
+        st.tuples(sub, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2))).map(
+            lambda t: ir.Repeat(t[0], t[1], None if t[2] is None else t[1] + t[2])),
+    )
+
+
+grammars = st.lists(exprs(3), min_size=len(NAMES), max_size=len(NAMES)).map(
+    lambda bodies: ir.Grammar(dict(zip(NAMES, bodies))))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(grammar=grammars, seed=st.integers(0, 10**6))
+def test_random_grammars_match_brute_force(core, grammar, seed):
+    vocab = small_vocab(ALPHABET)
+    compiler = compiler_for(vocab, core)
+    try:
+        compiler.compile_ir(grammar)
+    except GrammarError as e:
+        # Only two refusals are legitimate: left recursion and an empty language.
+        assert "left recursion" in str(e) or "matches no string" in str(e), str(e)
+        if "matches no string" in str(e):
+            assert not Reference(grammar).is_prefix(b"")
+        assume(False)
+    check_walk(compiler, grammar, random.Random(seed), steps=8)
+
+
+# ---- regexes against Python's re ---------------------------------------------------------
+
+
+def regexes(depth: int):
+    leaf = st.sampled_from(["a", "b", "[ab]", "[^a]", "\\d", ".", "é", "c"])
+    if depth == 0:
+        return leaf
+    sub = regexes(depth - 1)
+    return st.one_of(
+        leaf,
+        st.lists(sub, min_size=2, max_size=3).map("".join),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: "(" + "|".join(xs) + ")"),
+        st.tuples(sub, st.sampled_from(["*", "+", "?", "{2}", "{1,3}", "{2,}"])).map(
+            lambda t: "(?:" + t[0] + ")" + t[1]),
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=regexes(3), texts=st.lists(st.text(alphabet="abcé1\n", max_size=8), max_size=12))
+def test_regex_matches_python_re(core, pattern, texts):
+    compiler = compiler_for(small_vocab(ALPHABET), core)
+    compiled = compiler.compile_regex(pattern)
+    python = re.compile(pattern)
+    for text in texts:
+        matcher = GrammarMatcher(compiled)
+        full = matcher.accept_string(text) and matcher.can_terminate()
+        assert full == bool(python.fullmatch(text)), (pattern, text)
+
+
+# ---- the real SmolLM2 vocabulary -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return Vocabulary.smollm2()
+
+
+def greedy_tokenize(vocab: Vocabulary, text: str) -> list[int]:
+    """Longest-match tokenization: any valid tokenization serves a mask test."""
+    by_bytes = {b: i for i, b in enumerate(vocab.token_bytes) if b and i not in vocab.special_ids}
+    longest = max(len(b) for b in by_bytes)
+    data, out, i = text.encode(), [], 0
+    while i < len(data):
+        for n in range(min(longest, len(data) - i), 0, -1):
+            if data[i:i + n] in by_bytes:
+                out.append(by_bytes[data[i:i + n]])
+                i += n
+                break
+        else:
+            raise AssertionError(f"no token for byte {data[i]}")
+    return out
+
+
+JSON_DOC = json.dumps({"name": "Hermione Granger", "age": 17, "house": "Gryffindor",
+                       "wand": {"wood": "vine", "core": "dragon heartstring", "length": 10.75},
+                       "tags": ["brave", "é\n\"q\"", None, True, -0.5e-3]}, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("name", ["builtin_json", "webllm_ebnf", "arithmetic", "date_regex"])
+def test_smollm2_masks_match_brute_force_on_sampled_tokens(core, smollm2, name):
+    grammar, doc = {
+        "builtin_json": (builtin_json_grammar(), JSON_DOC),
+        "webllm_ebnf": (parse_ebnf(WEBLLM_JSON_EBNF), JSON_DOC),
+        "arithmetic": (parse_ebnf(ARITHMETIC_EBNF), "(12+3)*45-(6/7)"),
+        "date_regex": (parse_regex(r"\d{4}-\d{2}-\d{2}"), "2024-11-30"),
+    }[name]
+    compiler = compiler_for(smollm2, core)
+    rng = random.Random(name)
+    sample = sorted(set(rng.sample(range(smollm2.vocab_size), 300)) | {2})
+    tokens = greedy_tokenize(smollm2, doc)
+    # Check every step on a sample of tokens plus the ones the document uses.
+    ids = sorted(set(sample) | set(tokens))
+    matcher, text = check_walk(compiler, grammar, rng, 0, ids=ids, forced=tokens)
+    assert text == doc.encode()
+    assert matcher.accept_token(2) and matcher.is_terminated()
+
+
+def test_smollm2_mask_excludes_special_and_padding(core, smollm2):
+    compiler = compiler_for(smollm2, core)
+    matcher = GrammarMatcher(compiler.compile_regex(".*"))
+    allowed = set(matcher.allowed_tokens())
+    assert not allowed & (set(range(17)) - {0, 2})
+    assert {0, 2} <= allowed  # empty text is a full match: stop tokens allowed
+    assert max(allowed) < smollm2.vocab_size
+    assert len(allowed) > 40000
+
+
+# ---- the matcher API -----------------------------------------------------------------------
+
+
+@pytest.fixture()
+def tiny(core):
+    return compiler_for(small_vocab(ALPHABET), core)
+
+
+def token_id(vocab, text: bytes) -> int:
+    return vocab.token_bytes.index(text)
+
+
+def test_rollback_reset_and_termination(tiny):
+    vocab = tiny.vocab
+    m = GrammarMatcher(tiny.compile_grammar('root ::= "ab" [c]* "("'))
+    initial = m.allowed_tokens()
+    assert m.accept_token(token_id(vocab, b"ab"))
+    assert m.accept_token(token_id(vocab, b"cc"))
+    after = m.allowed_tokens()
+    assert not m.accept_token(STOP)
+    assert m.accept_token(token_id(vocab, b"("))
+    assert m.can_terminate() and m.allowed_tokens() == [STOP]
+    assert not m.accept_token(token_id(vocab, b"a"))
+    assert m.accept_token(STOP) and m.is_terminated()
+    assert m.allowed_tokens() == []
+    m.rollback(2)
+    assert not m.is_terminated() and m.allowed_tokens() == after
+    with pytest.raises(CoreError):
+        m.rollback(5)
+    m.reset()
+    assert m.allowed_tokens() == initial and m.history_length == 0
+
+
+def test_jump_forward_and_accept_string(tiny):
+    m = GrammarMatcher(tiny.compile_grammar('root ::= "a" ("bcé" | "bc(") "a"'))
+    assert m.find_jump_forward_string() == "abc"
+    assert m.accept_string("ab")
+    assert not m.accept_string("x") and m.history_length == 1
+    assert m.accept_string("cé".encode()[:2])  # a partial UTF-8 character
+    assert m.find_jump_forward_string() == ""  # the forced bytes end mid-character
+    assert m.accept_string(b"\xa9") and m.find_jump_forward_string() == "a"
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: np.zeros(n, dtype=np.int32),
+    lambda n: array("i", bytes(4 * n)),
+    lambda n: memoryview(bytearray(4 * n)).cast("i"),
+    lambda n: np.zeros(n + 3, dtype=np.uint32),
+])
+def test_bitmask_buffers(tiny, make):
+    m = GrammarMatcher(tiny.compile_regex("a|b"))
+    buf = make(tiny.bitmask_words)
+    m.fill_next_token_bitmask(buf)
+    words = np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint32)
+    got = [i for i in range(tiny.vocab.vocab_size) if words[i // 32] >> (i % 32) & 1]
+    assert got == m.allowed_tokens() == [token_id(tiny.vocab, b"a"), token_id(tiny.vocab, b"b")]
+
+
+def test_bitmask_buffer_errors(tiny):
+    m = GrammarMatcher(tiny.compile_regex("a"))
+    with pytest.raises(ValueError, match="needs"):
+        m.fill_next_token_bitmask(np.zeros(tiny.bitmask_words - 1, dtype=np.int32))
+    with pytest.raises(ValueError, match="32-bit"):
+        m.fill_next_token_bitmask(np.zeros(tiny.bitmask_words, dtype=np.int64))
+    with pytest.raises(ValueError, match="read-only"):
+        m.fill_next_token_bitmask(bytes(4 * tiny.bitmask_words))
+    with pytest.raises(CoreError, match="out of range"):
+        m.accept_token(tiny.vocab.vocab_size)
+
+
+def test_grammar_errors_name_the_rule(tiny):
+    with pytest.raises(GrammarError, match="left recursion") as err:
+        tiny.compile_grammar('root ::= "a" | expr\nexpr ::= item "+"\nitem ::= expr | "b"')
+    assert err.value.line in (2, 3)
+    with pytest.raises(GrammarError, match="matches no string"):
+        tiny.compile_grammar("root ::= [^\\x00-\\U0010FFFF]")
+    with pytest.raises(GrammarLimitError):
+        tiny.compile_grammar('root ::= ("a"{1000}){1000}')
+
+
+def test_malformed_ir_never_crashes(tiny):
+    words, _ = ir.serialize(parse_ebnf('root ::= "ab" x*\nx ::= [a-c] | "(" root ")"'))
+    rng = random.Random(3)
+    outcomes = set()
+    for _ in range(400):
+        mutated = array("i", words)
+        for _ in range(rng.randint(1, 3)):
+            mutated[rng.randrange(len(mutated))] = rng.choice([-1, 0, 1, 2, 7, 255, 256, 2**31 - 1, rng.randint(-9, 40)])
+        if rng.random() < 0.2:
+            mutated = mutated[: rng.randrange(len(mutated))]
+        try:
+            handle = tiny.core.grammar_compile(tiny._handle, mutated)
+            outcomes.add("compiled")
+            tiny.core.free("grammar", handle)
+        except GrammarError:
+            outcomes.add("refused")
+    assert "refused" in outcomes

@@ -1,0 +1,229 @@
+"""Regex front-end: ECMA-262 subset, checked through the reference against Python's `re`."""
+
+import re
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.grammar.reference import Reference
+from trellis.errors import GrammarError
+from trellis.grammar import ir
+from trellis.grammar.regex import parse_regex
+
+
+def ref(pattern):
+    return Reference(parse_regex(pattern))
+
+
+# ---- random patterns against Python's re ------------------------------------------------
+# Python with re.ASCII agrees with ECMA on \d and \w; on \s and `.` it agrees for strings
+# without \r, U+2028/9 and non-ASCII spaces, so the alphabet below avoids those.
+
+_ALPHABET = "ab0_ \t\n\x0b.-{}/é😀"
+_LITERAL = {c: (re.escape(c) if c in ".-{}/" else c) for c in _ALPHABET}
+_CLASS_CHARS = "ab0_ \t.{}/é😀"  # no '-' or '[' (Python warns on possible set operations)
+_ESCAPES = ["\\d", "\\w", "\\s", "\\D", "\\W", "\\S"]
+
+
+def _sampler(py_pattern):
+    """A function drawing matching strings for a single-character pattern."""
+    members = [c for c in _ALPHABET if re.fullmatch(py_pattern, c, re.ASCII)]
+    return lambda rnd: rnd.choice(members) if members else "a"
+
+
+def _same(text):
+    return text, text, _sampler(text)
+
+
+def _class(items, negate):
+    body = "".join(items)
+    text = f"[{'^' if negate else ''}{body}]"
+    return text, text, _sampler(text)
+
+
+_class_item = st.one_of(
+    st.sampled_from(_CLASS_CHARS).map(lambda c: "\\" + c if c in "{}/." else c),
+    st.tuples(st.sampled_from("ab0_é"), st.sampled_from("ab0_é")).map(sorted).map(
+        lambda p: f"{p[0]}-{p[1]}"),
+    st.sampled_from(_ESCAPES),
+)
+_atom = st.one_of(
+    st.sampled_from(_ALPHABET).map(
+        lambda c: (_LITERAL[c], _LITERAL[c] if c != "/" else "/", lambda rnd: c)),
+    st.just(".").map(_same),
+    st.sampled_from(_ESCAPES).map(_same),
+    st.builds(_class, st.lists(_class_item, min_size=1, max_size=3), st.booleans()),
+)
+_QUANTS = {"*": (0, 3), "+": (1, 3), "?": (0, 1), "{2}": (2, 2), "{0,}": (0, 3),
+           "{1,2}": (1, 2), "{0,1}": (0, 1)}
+
+
+def _compose(children):
+    def group(x, kind):
+        ecma, py = {"cap": ("(", "("), "non": ("(?:", "(?:"), "named": ("(?<@>", "(?P<@>")}[kind]
+        return ecma + x[0] + ")", py + x[1] + ")", x[2]
+
+    def quantify(x, q):
+        lo, hi = _QUANTS[q]
+        return (f"(?:{x[0]}){q}", f"(?:{x[1]}){q}",
+                lambda rnd: "".join(x[2](rnd) for _ in range(rnd.randint(lo, hi))))
+
+    def sequence(xs):
+        return ("".join(f"(?:{x[0]})" for x in xs), "".join(f"(?:{x[1]})" for x in xs),
+                lambda rnd: "".join(x[2](rnd) for x in xs))
+
+    def choice(xs):
+        return ("|".join(x[0] for x in xs), "|".join(x[1] for x in xs),
+                lambda rnd: rnd.choice(xs)[2](rnd))
+
+    return (st.builds(group, children, st.sampled_from(["cap", "non", "named"]))
+            | st.builds(quantify, children, st.sampled_from(sorted(_QUANTS)))
+            | st.lists(children, min_size=2, max_size=3).map(sequence)
+            | st.lists(children, min_size=2, max_size=3).map(choice))
+
+
+def _name_groups(text):
+    """Give every `@` group placeholder a unique name."""
+    parts = text.split("@")
+    return "".join(p + (f"g{i}" if i < len(parts) - 1 else "") for i, p in enumerate(parts))
+
+
+def _near(rnd, samples, alphabet):
+    """Matching samples plus one-edit and doubled neighbours: the strings where an
+    off-by-one in a bound or a class shows."""
+    out = list(samples)
+    for s in samples:
+        i = rnd.randint(0, len(s))
+        out += [s + s, s[1:], s[:-1], s[:i] + rnd.choice(alphabet) + s[i:],
+                s[:i] + s[i:i + 1] + s[i:]]
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.recursive(_atom, _compose, max_leaves=6), st.booleans(),
+       st.lists(st.text(_ALPHABET, max_size=5), min_size=6, max_size=6),
+       st.randoms(use_true_random=False))
+def test_random_patterns_agree_with_python_re(node, anchored, texts, rnd):
+    ecma, py, sample = node
+    ecma, py = _name_groups(ecma), _name_groups(py)
+    if anchored:
+        ecma, py = f"^(?:{ecma})$", f"^(?:{py})$"
+    r = ref(ecma)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would mean an ambiguous test pattern
+        compiled = re.compile(py, re.ASCII)
+    texts += _near(rnd, [sample(rnd) for _ in range(4)], _ALPHABET)
+    for text in texts:
+        want = compiled.fullmatch(text) is not None
+        data = text.encode()
+        assert r.accepts(data) == want, (ecma, text)
+        if want:
+            assert all(r.is_prefix(data[:i]) for i in range(len(data) + 1)), (ecma, text)
+
+
+# ---- semantics ----------------------------------------------------------------------
+
+
+def accepts(pattern, text):
+    return ref(pattern).accepts(text.encode())
+
+
+def test_one_rule_named_root():
+    g = parse_regex("ab")
+    assert g.root == "root" and list(g.rules) == ["root"] and g.rules["root"] == ir.literal("ab")
+
+
+def test_dot_excludes_line_terminators_only():
+    r = ref(".")
+    for c in "a\té😀\x00\x7f\u0085\U0010FFFF":
+        assert r.accepts(c.encode()), repr(c)
+    for c in "\n\r\u2028\u2029":
+        assert not r.accepts(c.encode()), repr(c)
+
+
+def test_ecma_class_escapes():
+    spaces = "\t\n\x0b\x0c\r \u00a0\u1680\u2000\u2005\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+    not_spaces = "a_\u0085\u180e\u200b\x1c"
+    s, big_s = ref(r"\s"), ref(r"\S")
+    for c in spaces:
+        assert s.accepts(c.encode()) and not big_s.accepts(c.encode()), hex(ord(c))
+    for c in not_spaces:
+        assert not s.accepts(c.encode()) and big_s.accepts(c.encode()), hex(ord(c))
+    assert accepts(r"\d+", "0123456789") and not accepts(r"\d", "\u0663")
+    assert accepts(r"\w+", "azAZ09_") and not accepts(r"\w", "é") and accepts(r"\W", "é")
+    assert accepts(r"\D", "\u0663") and not accepts(r"\D", "5")
+    assert accepts(r"[^\d\s]", "x") and not accepts(r"[^\d\s]", "\u3000")
+    assert accepts(r"[\D]", "x") and not accepts(r"[\D]", "7")
+
+
+@pytest.mark.parametrize("pattern,text", [
+    (r"\t\n\r\f\v\0", "\t\n\r\f\v\0"), (r"\x41\u00e9", "Aé"), (r"\u{1F600}\u{41}", "😀A"),
+    (r"\uD83D\uDE00", "😀"), (r"\cJ\cj", "\n\n"), (r"[\b]", "\b"), (r"[\cA-\cC]", "\x02"),
+    (r"\.\*\+\?\(\)\[\]\{\}\|\/\\\^\$\-", ".*+?()[]{}|/\\^$-"), (r"[\]\-\\^]+", "]-\\^"),
+    ("é😀", "é😀"), (r"[é-ë]", "ê"), (r"[😀-😂]", "😁"), ("[]a|b", "b"), ("[^]", "\n"),
+    ("[-a]", "-"), ("[a-]", "-"), ("[a-b-c]", "-"), ("[--/]", "."),
+    # Annex B: a brace that does not start a quantifier is a literal.
+    ("a{", "a{"), ("a{1", "a{1"), ("a{,2}", "a{,2}"), ("x{}", "x{}"), ("a{1,2x}", "a{1,2x}"),
+    ("a}", "a}"), ("]", "]"), ("{", "{"), ("a{1,}", "aaaa"), ("a{0}b", "b"),
+    # Anchors at the very ends are accepted and ignored; groups of every kind.
+    ("^abc$", "abc"), ("^$", ""), ("^", ""), ("$", ""), ("^a|b$", "b"),
+    ("(?<year>\\d{4})-(?P<m>\\d\\d)", "2024-05"), ("(a)(?:b)", "ab"), ("(|a)", ""),
+])
+def test_accepted(pattern, text):
+    assert accepts(pattern, text)
+
+
+@pytest.mark.parametrize("pattern,text", [
+    ("[]", ""), ("[]a|b", "a"), ("a{2}", "aaa"), ("a{2,3}", "a"), ("a{0}b", "ab"),
+    ("[^a]", "a"), ("[a-b-c]", "b-"), ("a?", "aa"), ("a+", ""), ("(?:ab)*", "aba"),
+    ("\\0", "0"), ("a|b", "ab"), ("^abc$", "abc\n"),
+])
+def test_rejected(pattern, text):
+    assert not accepts(pattern, text)
+
+
+def test_prefixes():
+    r = ref("abc|abd|x{3}")
+    assert r.is_prefix(b"") and r.is_prefix(b"ab") and r.is_prefix(b"xx")
+    assert not r.is_prefix(b"ac") and not r.is_prefix(b"xxxx") and not r.is_prefix(b"abcd")
+    assert r.next_bytes(b"ab") == {ord("c"), ord("d")}
+    r = ref("[é😀]+")
+    assert r.is_prefix("é😀".encode()[:-1]) and not r.is_prefix(b"\xc3\x00")
+    assert r.next_bytes(b"") == {0xC3, 0xF0}
+    assert not ref("[]").is_prefix(b"") and not ref("a[]").is_prefix(b"a")
+
+
+# ---- errors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pattern,column,words", [
+    ("(?=a)", 1, "lookaround"), ("a(?!b)", 2, "lookaround"), ("(?<=a)b", 1, "lookaround"),
+    ("(?<!a)b", 1, "lookaround"),
+    ("(a)\\1", 4, "backreference"), ("(?<n>a)\\k<n>", 8, "backreference"),
+    ("(?P<n>a)(?P=n)", 9, "backreference"),
+    ("a*?", 3, "lazy"), ("a+?", 3, "lazy"), ("a??", 3, "lazy"), ("a{2,}?", 6, "lazy"),
+    ("a*+", 3, "possessive"), ("a{2}+", 5, "possessive"),
+    ("*a", 1, "nothing to repeat"), ("a|*", 3, "nothing to repeat"),
+    ("(+)", 2, "nothing to repeat"), ("{2}", 1, "nothing to repeat"),
+    ("^*", 2, "nothing to repeat"), ("a**", 3, "nothing to repeat"),
+    ("a^b", 2, "'^'"), ("(^a)", 2, "'^'"), ("a$b", 2, "'$'"), ("(a$)", 3, "'$'"), ("a$$", 2, "'$'"),
+    ("(a", 1, "missing ')'"), ("((a)", 1, "missing ')'"), ("a)", 2, "unmatched ')'"),
+    ("a{3,2}", 2, "out of order"), ("[b-a]", 2, "out of order"), ("[\\d-z]", 2, "class escape"),
+    ("[a-\\w]", 2, "class escape"), ("[abc", 1, "unterminated"),
+    ("(?i)a", 1, "flags"), ("(?i:a)", 1, "flags"), ("(?#c)", 1, "flags"),
+    ("\\p{L}", 1, "property"), ("a\\b", 2, "word boundary"), ("\\B", 1, "word boundary"),
+    ("\\q", 1, "unknown escape"), ("\\é", 1, "unknown escape"), ("ab\\", 3, "backslash"),
+    ("\\x4", 1, "hex digits"), ("\\u12", 1, "hex digits"), ("\\u{110000}", 1, "\\u{"),
+    ("\\u{}", 1, "\\u{"), ("\\uD800", 1, "surrogate"), ("\\uDE00\\uD83D", 1, "surrogate"),
+    ("\\c1", 1, "letter"), ("\\01", 1, "octal"),
+    ("(?<a>x)(?<a>y)", 8, "duplicate group name"), ("(?<1a>x)", 1, "group name"),
+    ("(?<a", 1, "group name"),
+])
+def test_errors_have_columns(pattern, column, words):
+    with pytest.raises(GrammarError) as info:
+        parse_regex(pattern)
+    err = info.value
+    assert (err.line, err.column) == (1, column), err
+    assert words in err.message, err
