@@ -86,8 +86,10 @@ PIP_REQUIRED = {  # distribution -> pinned version
     "apache-tvm-ffi": "0.1.15.post2",
     "pydantic": "2.14.4",
 }
+PYODIDE_VERSION = "314.0.7"
 NPM_INSTALL = ["npm", "install", "--prefix", str(BENCH_NODE),
-               f"@mlc-ai/web-xgrammar@{WEB_XGRAMMAR_VERSION}"]
+               f"@mlc-ai/web-xgrammar@{WEB_XGRAMMAR_VERSION}", f"pyodide@{PYODIDE_VERSION}"]
+PYODIDE_PKG = BENCH_NODE / "node_modules" / "pyodide"
 WEB_XGRAMMAR_PKG = BENCH_NODE / "node_modules" / "@mlc-ai" / "web-xgrammar"
 # web-xgrammar's lib/index.js is a UMD bundle inside a "type": "module" package: node only loads
 # it when it is copied to a .cjs file and required.
@@ -115,8 +117,10 @@ def ensure_anchors(*, python: bool = True, node: bool = True, log=print) -> None
     if node:
         if shutil.which("npm") is None:
             raise RuntimeError("npm is not on PATH; install node 20 (apt-get install -y nodejs npm)")
-        pkg = WEB_XGRAMMAR_PKG / "package.json"
-        if not pkg.exists() or json.loads(pkg.read_text())["version"] != WEB_XGRAMMAR_VERSION:
+        wanted = {WEB_XGRAMMAR_PKG: WEB_XGRAMMAR_VERSION, PYODIDE_PKG: PYODIDE_VERSION}
+        if any(not (pkg / "package.json").exists()
+               or json.loads((pkg / "package.json").read_text())["version"] != version
+               for pkg, version in wanted.items()):
             BENCH_NODE.mkdir(parents=True, exist_ok=True)
             log("$ " + " ".join(NPM_INSTALL))
             subprocess.run(NPM_INSTALL, check=True)

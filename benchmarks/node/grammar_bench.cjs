@@ -100,7 +100,8 @@ async function trellisWasmEngine(job) {
     },
     async fill(m) {
       if (m.js) return m.js.fill_next_token_bitmask(m.mask);
-      return new Int32Array(core.memory.buffer, m.py.fill(), words);
+      const ptr = m.py.fill();  // first: the call may grow (and detach) the wasm memory
+      return new Int32Array(core.memory.buffer, ptr, words);
     },
     accept(m, token) { return m.js ? m.js.accept_token(token) : m.py.accept(token); },
     terminated(m) { return m.js ? m.js.is_terminated() : m.py.terminated(); },

@@ -196,7 +196,7 @@ def greedy_tokenize(vocab: Vocabulary, text: str) -> list[int]:
 
 JSON_DOC = json.dumps({"name": "Hermione Granger", "age": 17, "house": "Gryffindor",
                        "wand": {"wood": "vine", "core": "dragon heartstring", "length": 10.75},
-                       "tags": ["brave", "é\n\"q\"", None, True, -0.5e-3]}, ensure_ascii=False)
+                       "tags": ["brave", "é\n\"q\"", None, True, -12.5, 3e-07]}, ensure_ascii=False)
 
 
 @pytest.mark.parametrize("name", ["builtin_json", "webllm_ebnf", "arithmetic", "date_regex"])

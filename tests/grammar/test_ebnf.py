@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.grammar.reference import Reference
 from trellis.errors import GrammarError
 from trellis.grammar import ir
-from trellis.grammar.ebnf import ARITHMETIC_EBNF, WEBLLM_JSON_EBNF, parse_ebnf
+from trellis.grammar.ebnf import ARITHMETIC_EBNF, LLAMACPP_JSON_EBNF, WEBLLM_JSON_EBNF, parse_ebnf
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -22,11 +22,12 @@ def ref(text, root="root"):
 
 # ---- the web-llm JSON example ---------------------------------------------------------
 
+LLAMACPP = ref(LLAMACPP_JSON_EBNF)
 WEBLLM = ref(WEBLLM_JSON_EBNF)
 
 
 def test_webllm_json_structure():
-    g = parse_ebnf(WEBLLM_JSON_EBNF)
+    g = parse_ebnf(LLAMACPP_JSON_EBNF)
     assert list(g.rules) == ["root", "value", "object", "array", "string", "number", "ws"]
     assert g.positions["object"] == (3, 1) and g.positions["ws"] == (20, 1)
     assert g.rules["root"] == ir.Ref("object")
@@ -69,8 +70,8 @@ _layout = st.sampled_from([
 @given(st.dictionaries(_text, _json, max_size=4), _layout)
 def test_webllm_json_accepts_serialized_objects(value, layout):
     data = json.dumps(value, **layout).encode()
-    assert WEBLLM.accepts(data)
-    assert WEBLLM.accepts(data + b" \n\t")
+    assert LLAMACPP.accepts(data)
+    assert LLAMACPP.accepts(data + b" \n\t")
 
 
 @FAST
@@ -85,25 +86,25 @@ def test_webllm_json_mutations_agree_with_json_loads(value, data):
             text[pos:pos] = bytes([byte])
         elif pos < len(text):
             text[pos:pos + 1] = b"" if op == "delete" else bytes([byte])
-    assert WEBLLM.accepts(bytes(text)) == webllm_oracle(bytes(text)), bytes(text)
+    assert LLAMACPP.accepts(bytes(text)) == webllm_oracle(bytes(text)), bytes(text)
 
 
 @pytest.mark.parametrize("doc", [b'{"a": NaN}', b'{"a": Infinity}', b'{"a": -Infinity}',
                                  b'[1]', b'"x"', b' {}', b'{"a": 01}', b'{"a": 1.}',
                                  b'{"\x7f": 1}', b'{"a" :1,}'])
 def test_webllm_json_rejects(doc):
-    assert not WEBLLM.accepts(doc) and not webllm_oracle(doc)
+    assert not LLAMACPP.accepts(doc) and not webllm_oracle(doc)
 
 
 def test_webllm_json_prefixes():
     doc = json.dumps({"k": [1, -2.5e+3, "é\\\"\u0001", {"n": None}], "t": True}).encode()
-    assert WEBLLM.accepts(doc)
+    assert LLAMACPP.accepts(doc)
     for i in range(len(doc)):
-        assert WEBLLM.is_prefix(doc[:i]) and not WEBLLM.accepts(doc[:i])
-    assert not WEBLLM.is_prefix(b'{"k": x')
-    assert not WEBLLM.is_prefix(b"[")  # root is an object
-    assert not WEBLLM.is_prefix(b'{"\xff')  # not UTF-8
-    assert WEBLLM.next_bytes(b'{"a": t') == {ord("r")}
+        assert LLAMACPP.is_prefix(doc[:i]) and not LLAMACPP.accepts(doc[:i])
+    assert not LLAMACPP.is_prefix(b'{"k": x')
+    assert not LLAMACPP.is_prefix(b"[")  # root is an object
+    assert not LLAMACPP.is_prefix(b'{"\xff')  # not UTF-8
+    assert LLAMACPP.next_bytes(b'{"a": t') == {ord("r")}
 
 
 # ---- arithmetic -----------------------------------------------------------------------
@@ -310,3 +311,17 @@ def test_errors_have_positions(text, line, column, words):
     err = info.value
     assert (err.line, err.column) == (line, column), err
     assert words in err.message, err
+
+
+@pytest.mark.parametrize("value", [
+    {}, [], {"a": [1, -2.5e3, "x\\n\\u00e9", None, True, False]}, [{"k": {"n": 0}}, "é"],
+])
+def test_webllm_grammar_accepts_objects_and_arrays(value):
+    for text in (json.dumps(value), json.dumps(value, indent=2), json.dumps(value, separators=(",", ":"))):
+        assert WEBLLM.accepts(text.encode()), text
+
+
+@pytest.mark.parametrize("text", ['"top-level string"', "17", '{"a": -0.5}', '{"a" 1}', "[1,]", '{"a": "\x01"}'])
+def test_webllm_grammar_rejects(text):
+    # Scalars at the top and -0.x are outside web-llm's grammar (it is stricter than JSON).
+    assert not WEBLLM.accepts(text.encode())

@@ -514,6 +514,9 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   a.call_begin[a.n_states()] = static_cast<int32_t>(a.calls.size());
   s = prune_dead(&a);
   if (!s.ok()) return s;
+  a.tail.assign(a.n_states(), 0);
+  for (int32_t st = 0; st < a.n_states(); ++st)
+    a.tail[st] = a.final[st] && a.row[st] < 0 && a.call_begin[st] == a.call_begin[st + 1];
   return check_left_recursion(a);
 }
 

@@ -24,6 +24,9 @@ struct Automaton {
   std::vector<int32_t> next;         // 256 targets per row, -1 = no transition
   std::vector<int32_t> call_begin;   // state -> first call; size n_states + 1
   std::vector<Call> calls;
+  // state -> completing is all that is left (final, no bytes, no calls): a call returning
+  // here is a tail call, so the parser need not keep its frame (right recursion stays flat).
+  std::vector<uint8_t> tail;
 
   int32_t n_states() const { return static_cast<int32_t>(rule_of.size()); }
   bool has_bytes(int32_t s) const { return row[s] >= 0; }

@@ -1,8 +1,42 @@
 #include "grammar.h"
 
+#include <algorithm>
+
 #include "ir.h"
 
 namespace tg {
+
+namespace {
+
+void compute_contexts(const Automaton& a, std::vector<std::vector<int32_t>>* out) {
+  const int32_t n_rules = static_cast<int32_t>(a.start.size());
+  std::vector<std::vector<int32_t>> direct(n_rules), tail_callers(n_rules);
+  for (int32_t s = 0; s < a.n_states(); ++s)
+    for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c) {
+      if (a.tail[c->next]) tail_callers[c->rule].push_back(a.rule_of[s]);
+      else direct[c->rule].push_back(c->next);
+    }
+  out->assign(n_rules, {});
+  std::vector<uint8_t> seen(n_rules);
+  for (int32_t r = 0; r < n_rules; ++r) {
+    if (a.start[r] < 0) continue;
+    std::fill(seen.begin(), seen.end(), 0);
+    std::vector<int32_t> todo{r}, states;
+    seen[r] = 1;
+    while (!todo.empty()) {
+      int32_t q = todo.back();
+      todo.pop_back();
+      states.insert(states.end(), direct[q].begin(), direct[q].end());
+      for (int32_t caller : tail_callers[q])
+        if (!seen[caller]) { seen[caller] = 1; todo.push_back(caller); }
+    }
+    std::sort(states.begin(), states.end());
+    states.erase(std::unique(states.begin(), states.end()), states.end());
+    (*out)[r] = std::move(states);
+  }
+}
+
+}  // namespace
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out) {
   Ir ir;
@@ -12,6 +46,7 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
   s = build_automaton(ir, Limits{}, &out->automaton);
   if (!s.ok()) return s;
   out->cache.assign(out->automaton.n_states(), TokenCache{});
+  compute_contexts(out->automaton, &out->contexts);
   return {};
 }
 
@@ -25,7 +60,11 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   Stepper stepper(a);
   // levels[d]: parser state after the first d bytes of the current trie path.
   std::vector<StateSet> levels(v.max_len + 1);
-  std::vector<uint8_t> ended(v.max_len + 1, 0);  // the walk's bottom rule completed before depth d
+  // spec[d]: speculative states after the rule completed somewhere before depth d;
+  // open[d]: a speculative continuation itself completed, so anything may follow.
+  std::vector<StateSet> spec(v.max_len + 1);
+  std::vector<uint8_t> open(v.max_len + 1, 0);
+  const std::vector<int32_t>& after = contexts[a.rule_of[state]];
   levels[0].frames.assign(1, state);  // no closure: the other frames of the real state are separate
   std::vector<uint32_t> accepted(v.words(), 0);
   bool any_accepted = false;
@@ -39,17 +78,20 @@ const TokenCache& Grammar::cache_for(int32_t state) {
     const TrieNode& node = v.trie[i];
     const int32_t d = node.depth;
     stepper.step(pool, levels[d - 1], node.byte, &levels[d]);
-    ended[d] = ended[d - 1] || levels[d - 1].can_end;
-    const StateSet& here = levels[d];
+    stepper.step(pool, spec[d - 1], node.byte, &spec[d]);
+    if (levels[d].can_end) stepper.extend(pool, after, &spec[d]);
+    open[d] = open[d - 1] || spec[d].can_end;
+    const bool own = !levels[d].dead();
+    const bool maybe = !spec[d].dead() || open[d];
     const int32_t own_end = node.tok_begin + node.n_here;
-    if (!here.dead() || here.can_end) {
+    if (own || levels[d].can_end) {
       for (int32_t p = node.tok_begin; p < own_end; ++p) accept(p);
-    } else if (ended[d]) {
+    } else if (maybe) {
       for (int32_t p = node.tok_begin; p < own_end; ++p) c.uncertain.push_back(p);
     }
-    if (here.dead()) {
-      // Nothing continues inside the rule: deeper tokens depend on the stack, or fail.
-      if (ended[d] || here.can_end)
+    if (!own && (open[d] || spec[d].dead())) {
+      // Deeper tokens no longer depend on this walk: all uncertain, or all rejected.
+      if (open[d])
         for (int32_t p = own_end; p < node.tok_end; ++p) c.uncertain.push_back(p);
       i = node.end;
       continue;

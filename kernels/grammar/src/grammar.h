@@ -6,6 +6,9 @@
 //   rejected  - the bytes fail inside the rule before it could complete;
 //   uncertain - the rule completes before the token's last byte, so the rest depends on the
 //               rules below; these few are checked against the real stack at mask time.
+// After the rule completes, the walk goes on speculatively from every state that can follow
+// the rule anywhere in the grammar: a token that fails in all of them is rejected outright,
+// which keeps the uncertain lists short.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -26,6 +29,9 @@ struct Grammar {
   const Vocab* vocab = nullptr;
   Automaton automaton;
   std::vector<TokenCache> cache;    // per state
+  // rule -> the states where parsing may continue once the rule completes, over all call
+  // sites (tail calls resolved to their callers' continuations).
+  std::vector<std::vector<int32_t>> contexts;
   int64_t caches_built = 0;
   int64_t cache_bytes = 0;
 

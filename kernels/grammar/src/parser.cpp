@@ -68,7 +68,7 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
     const Frame f = pool.get(id);
     if (a_.has_bytes(f.state)) out->frames.push_back(id);
     for (const Call* c = a_.calls_begin(f.state); c != a_.calls_end(f.state); ++c)
-      todo_.push_back(pool.intern(a_.start[c->rule], pool.intern(c->next, f.parent)));
+      todo_.push_back(pool.intern(a_.start[c->rule], a_.tail[c->next] ? f.parent : pool.intern(c->next, f.parent)));
     if (a_.final[f.state]) {
       if (f.parent < 0) out->can_end = true;
       else todo_.push_back(f.parent);
@@ -81,6 +81,11 @@ void Stepper::start(FramePool& pool, int32_t frame, StateSet* out) {
   out->can_end = false;
   visited_.clear();
   close(pool, frame, out);
+}
+
+void Stepper::extend(FramePool& pool, const std::vector<int32_t>& frames, StateSet* out) {
+  visited_ = out->frames;
+  for (int32_t id : frames) close(pool, id, out);
 }
 
 void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out) {

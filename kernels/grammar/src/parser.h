@@ -51,6 +51,8 @@ class Stepper {
   // Everything reachable from `frame` without consuming a byte.
   void start(FramePool& pool, int32_t frame, StateSet* out);
   void step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out);
+  // Adds to `out` everything reachable from each of `frames` without consuming a byte.
+  void extend(FramePool& pool, const std::vector<int32_t>& frames, StateSet* out);
 
  private:
   void close(FramePool& pool, int32_t frame, StateSet* out);

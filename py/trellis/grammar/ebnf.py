@@ -19,8 +19,24 @@ from dataclasses import dataclass
 from ..errors import GrammarError
 from . import ir
 
-# The JSON grammar printed in web-llm's EBNF example, verbatim: our benchmark grammar.
-WEBLLM_JSON_EBNF = r"""root ::= object
+# The JSON grammar printed in web-llm's EBNF example (its README and docs), verbatim: our
+# benchmark grammar. Right-recursive strings, objects or arrays at the top.
+WEBLLM_JSON_EBNF = r"""root ::= basic_array | basic_object
+basic_any ::= basic_number | basic_string | basic_boolean | basic_null | basic_array | basic_object
+basic_integer ::= ("0" | "-"? [1-9] [0-9]*) ".0"?
+basic_number ::= ("0" | "-"? [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+-]? [0-9]+)?
+basic_string ::= (([\"] basic_string_1 [\"]))
+basic_string_1 ::= "" | [^"\\\x00-\x1F] basic_string_1 | "\\" escape basic_string_1
+escape ::= ["\\/bfnrt] | "u" [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9]
+basic_boolean ::= "true" | "false"
+basic_null ::= "null"
+basic_array ::= "[" ("" | ws basic_any (ws "," ws basic_any)*) ws "]"
+basic_object ::= "{" ("" | ws basic_string ws ":" ws basic_any ( ws "," ws basic_string ws ":" ws basic_any)*) ws "}"
+ws ::= [ \n\t]*
+"""
+
+# llama.cpp's json.gbnf (the classic GBNF JSON grammar), verbatim.
+LLAMACPP_JSON_EBNF = r"""root ::= object
 value ::= object | array | string | number | ("true" | "false" | "null") ws
 object ::=
   "{" ws (
