@@ -133,38 +133,11 @@ def ensure_anchors(*, python: bool = True, node: bool = True, log=print) -> None
 # Grammars and documents
 # ---------------------------------------------------------------------------------------------
 
-# Local copies, used only while trellis.grammar.ebnf does not provide them. Each must describe
-# the same language as the project's constant, so that the documents below stay valid.
-_LOCAL_WEBLLM_JSON_EBNF = r"""root ::= basic_array | basic_object
-basic_any ::= basic_number | basic_string | basic_boolean | basic_null | basic_array | basic_object
-basic_integer ::= ("0" | "-"? [1-9] [0-9]*) ".0"?
-basic_number ::= ("0" | "-"? [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+-]? [0-9]+)?
-basic_string ::= (([\"] basic_string_1 [\"]))
-basic_string_1 ::= "" | [^"\\\x00-\x1F] basic_string_1 | "\\" escape basic_string_1
-escape ::= ["\\/bfnrt] | "u" [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9]
-basic_boolean ::= "true" | "false"
-basic_null ::= "null"
-basic_array ::= "[" ("" | ws basic_any (ws "," ws basic_any)*) ws "]"
-basic_object ::= "{" ("" | ws basic_string ws ":" ws basic_any ( ws "," ws basic_string ws ":" ws basic_any)*) ws "}"
-ws ::= [ \n\t]*
-"""
-
-_LOCAL_ARITHMETIC_EBNF = r"""# Integer arithmetic: + - * / and parentheses, no whitespace.
-root   ::= sum
-sum    ::= prod (("+" | "-") prod)*
-prod   ::= atom (("*" | "/") atom)*
-atom   ::= int | "(" sum ")"
-int    ::= "0" | [1-9] [0-9]*
-"""
-
-
 def _ebnf_sources() -> tuple[str, str, str]:
     """(web-llm JSON EBNF, arithmetic EBNF, where they came from)."""
-    try:
-        from trellis.grammar.ebnf import ARITHMETIC_EBNF, WEBLLM_JSON_EBNF
-        return WEBLLM_JSON_EBNF, ARITHMETIC_EBNF, "trellis.grammar.ebnf"
-    except Exception:  # noqa: BLE001 - the front-end is being written; fall back, and say so
-        return _LOCAL_WEBLLM_JSON_EBNF, _LOCAL_ARITHMETIC_EBNF, "local copies in grammar_bench.py"
+    from trellis.grammar.ebnf import ARITHMETIC_EBNF, WEBLLM_JSON_EBNF
+
+    return WEBLLM_JSON_EBNF, ARITHMETIC_EBNF, "trellis.grammar.ebnf"
 
 
 def _json_document() -> str:
@@ -823,7 +796,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(md)
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}",
           file=sys.stderr)
-    return 1 if any(r.error for r in results) else 0
+    # An anchor's failure is a finding shown in its row; only Trellis failing fails the run.
+    return 1 if any(r.error and r.engine.startswith("Trellis") for r in results) else 0
 
 
 if __name__ == "__main__":
