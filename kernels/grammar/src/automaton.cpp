@@ -38,6 +38,38 @@ std::vector<std::vector<int32_t>> call_graph(const Ir& ir) {
   return refs;
 }
 
+// How many places in the rule bodies (as written, shared subtrees expanded) name each rule.
+std::vector<int32_t> count_uses(const Ir& ir) {
+  const int32_t n = static_cast<int32_t>(ir.words.size());
+  std::vector<int32_t> starts;
+  for (int32_t pos = 4 + ir.n_rules; pos < n;) {
+    starts.push_back(pos);
+    const int32_t* a = ir.args(pos);
+    switch (ir.kind(pos)) {
+      case BYTESET: pos += 2 + 2 * a[0]; break;
+      case BYTES: case SEQ: case ALT: pos += 2 + a[0]; break;
+      case REPEAT: pos += 4; break;
+      default: pos += 2; break;  // REF
+    }
+  }
+  // Parents come after their children, so one backward pass pushes counts down the DAG.
+  std::vector<int64_t> occ(n, 0);
+  for (int32_t r = 0; r < ir.n_rules; ++r) occ[ir.body(r)] += 1;
+  std::vector<int32_t> uses(ir.n_rules, 0);
+  for (auto it = starts.rbegin(); it != starts.rend(); ++it) {
+    const int32_t pos = *it;
+    const int32_t* a = ir.args(pos);
+    const int64_t k = std::min<int64_t>(occ[pos], 1 << 20);
+    switch (ir.kind(pos)) {
+      case SEQ: case ALT: for (int32_t i = 0; i < a[0]; ++i) occ[a[1 + i]] += k; break;
+      case REPEAT: occ[a[2]] += k; break;
+      case REF: uses[a[0]] = static_cast<int32_t>(std::min<int64_t>(uses[a[0]] + k, 1 << 20)); break;
+      default: break;
+    }
+  }
+  return uses;
+}
+
 // Tarjan's algorithm without recursion. Components come out callees first.
 std::vector<std::vector<int32_t>> components(const std::vector<std::vector<int32_t>>& g) {
   const int32_t n = static_cast<int32_t>(g.size());
@@ -89,6 +121,7 @@ class InlinePlanner {
   // Marks the rules that are not recursive and whose expansion is small.
   Status plan(std::vector<uint8_t>* inline_rule) {
     auto graph = call_graph(ir_);
+    std::vector<int32_t> uses = count_uses(ir_);
     inline_rule->assign(ir_.n_rules, 0);
     inline_ = inline_rule;
     rule_size_.assign(ir_.n_rules, 1);
@@ -105,7 +138,11 @@ class InlinePlanner {
         rule_size_[member] = size;
         total = sat_add(total, size);
       }
-      if (!recursive) (*inline_rule)[r] = rule_size_[r] <= limits_.inline_size;
+      // Small rules are always inlined; larger ones only when used once: a rule used in many
+      // places keeps one automaton so that its token-mask caches are shared by every use.
+      if (!recursive)
+        (*inline_rule)[r] = rule_size_[r] <= limits_.inline_small ||
+                            (uses[r] <= 1 && rule_size_[r] <= limits_.inline_size);
     }
     if (total > limits_.max_nfa_nodes)
       return Status::error(Code::limit, "grammar too large: it expands to more than " +
@@ -515,8 +552,12 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   s = prune_dead(&a);
   if (!s.ok()) return s;
   a.tail.assign(a.n_states(), 0);
-  for (int32_t st = 0; st < a.n_states(); ++st)
-    a.tail[st] = a.final[st] && a.row[st] < 0 && a.call_begin[st] == a.call_begin[st + 1];
+  a.plain.assign(a.n_states(), 0);
+  for (int32_t st = 0; st < a.n_states(); ++st) {
+    const bool no_calls = a.call_begin[st] == a.call_begin[st + 1];
+    a.tail[st] = a.final[st] && a.row[st] < 0 && no_calls;
+    a.plain[st] = !a.final[st] && a.row[st] >= 0 && no_calls;
+  }
   return check_left_recursion(a);
 }
 

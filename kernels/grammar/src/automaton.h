@@ -27,6 +27,8 @@ struct Automaton {
   // state -> completing is all that is left (final, no bytes, no calls): a call returning
   // here is a tail call, so the parser need not keep its frame (right recursion stays flat).
   std::vector<uint8_t> tail;
+  // state -> bytes leave it, and it neither calls nor completes: stepping into it needs no closure.
+  std::vector<uint8_t> plain;
 
   int32_t n_states() const { return static_cast<int32_t>(rule_of.size()); }
   bool has_bytes(int32_t s) const { return row[s] >= 0; }
@@ -40,6 +42,7 @@ struct Limits {
   int32_t max_dfa_states = 500'000;
   int32_t max_depth = 2'000;          // expression nesting
   int64_t inline_size = 20'000;       // largest rule body (in NFA-node units) to inline
+  int64_t inline_small = 48;          // rules at most this size are inlined wherever used
 };
 
 Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out);

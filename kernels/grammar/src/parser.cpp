@@ -95,7 +95,16 @@ void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* 
   for (int32_t id : in.frames) {
     const Frame f = pool.get(id);
     int32_t next = a_.step(f.state, byte);
-    if (next >= 0) close(pool, pool.intern(next, f.parent), out);
+    if (next < 0) continue;
+    if (f.parent < 0 && a_.plain[next]) {
+      // The common case inside a rule: nothing to push or pop, the frame is the state.
+      if (std::find(visited_.begin(), visited_.end(), next) == visited_.end()) {
+        visited_.push_back(next);
+        out->frames.push_back(next);
+      }
+      continue;
+    }
+    close(pool, pool.intern(next, f.parent), out);
   }
 }
 

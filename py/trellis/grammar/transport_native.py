@@ -25,6 +25,8 @@ class NativeTransport:
             fn.restype = _CTYPES[result]
             fn.argtypes = [_CTYPES[k] for k in params]
             self.fns[name] = fn
+        self._fill = self.fns["tg_matcher_fill_mask"]
+        self._last_words = 0
 
     def call(self, name: str, *args) -> int:
         result = self.fns[name](*args)
@@ -43,10 +45,17 @@ class NativeTransport:
         buf = ctypes.create_string_buffer(max(1, capacity))
         yield ctypes.addressof(buf), lambda n: buf.raw[:n]
 
+    _last = (None, 0, None)  # (buffer, address, keep-alive view) of the previous call
+
     def fill_mask(self, matcher: int, buffer, n_words: int) -> int:
-        view = writable_words(buffer, n_words)
-        address = ctypes.addressof((ctypes.c_char * view.nbytes).from_buffer(view))
-        return self.fns["tg_matcher_fill_mask"](matcher, address, n_words)
+        # Decoding reuses one bitmask buffer: resolve its address once, not per token.
+        last, address, _ = self._last
+        if last is not buffer or n_words > self._last_words:
+            view = writable_words(buffer, n_words)
+            keep = (ctypes.c_char * view.nbytes).from_buffer(view)
+            address = ctypes.addressof(keep)
+            self._last, self._last_words = (buffer, address, keep), view.nbytes // 4
+        return self._fill(matcher, address, n_words)
 
 
 def writable_words(buffer, n_words: int) -> memoryview:

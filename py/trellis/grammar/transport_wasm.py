@@ -77,12 +77,12 @@ class WasmtimeTransport(_LinearMemory):
 
         if not Path(path).exists():
             raise TrellisError(f"grammar wasm not built: {path} is missing; run `python3 build.py grammar`")
-        engine = wasmtime.Engine()
+        self.engine = engine = wasmtime.Engine()
         self.store = wasmtime.Store(engine)
         self.store.set_wasi(wasmtime.WasiConfig())
-        linker = wasmtime.Linker(engine)
+        self.linker = linker = wasmtime.Linker(engine)
         linker.define_wasi()
-        module = wasmtime.Module.from_file(engine, str(path))
+        self.module = module = wasmtime.Module.from_file(engine, str(path))
         self.instance = linker.instantiate(self.store, module)
         self.exports = self.instance.exports(self.store)
         self.memory = self.exports["memory"]
@@ -94,7 +94,8 @@ class WasmtimeTransport(_LinearMemory):
         # Tear wasmtime down while its module globals still exist (its finalizers need them).
         self._fns.clear()
         self.exports = self.memory = self.instance = None
-        self.store.close()
+        for obj in (self.store, self.linker, self.module, self.engine):
+            obj.close()
 
     def _fn(self, name):
         fn = self._fns.get(name)
