@@ -5,7 +5,7 @@
 
 namespace tg {
 
-Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton) { reset(); }
+Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton), walker_(*g, scratch_) { reset(); }
 
 void Matcher::reset() {
   const Automaton& a = g_->automaton;
@@ -14,13 +14,13 @@ void Matcher::reset() {
   stepper_.start(pool_, a.start[a.root], &history_[0].set);
 }
 
-void Matcher::fill_mask(uint32_t* words) {
+void Matcher::fill_mask(uint32_t* __restrict words) {
   const Vocab& v = *g_->vocab;
-  std::memset(words, 0, sizeof(uint32_t) * v.words());
+  const int32_t n_words = v.words();
+  std::memset(words, 0, sizeof(uint32_t) * n_words);
   const Entry& cur = history_.back();
   if (cur.terminated) return;
   scratch_.layer_on(pool_);
-  TokenWalker walker(*g_, scratch_);
   seen_states_.clear();
   for (int32_t id : cur.set.frames) {
     const int32_t state = pool_.get(id).state;
@@ -28,10 +28,12 @@ void Matcher::fill_mask(uint32_t* words) {
     // Frames in the same state share the accepted part; only the uncertain part differs.
     if (std::find(seen_states_.begin(), seen_states_.end(), state) == seen_states_.end()) {
       seen_states_.push_back(state);
-      if (!c.accepted.empty())
-        for (int32_t w = 0; w < v.words(); ++w) words[w] |= c.accepted[w];
+      if (!c.accepted.empty()) {
+        const uint32_t* __restrict acc = c.accepted.data();
+        for (int32_t w = 0; w < n_words; ++w) words[w] |= acc[w];
+      }
     }
-    if (!c.uncertain.empty()) walker.check(id, c.uncertain, words);
+    if (!c.uncertain.empty()) walker_.check(id, c.uncertain, words);
   }
   if (cur.set.can_end)
     for (int32_t id : v.stop_ids) words[id >> 5] |= 1u << (id & 31);

@@ -12,7 +12,7 @@ class Matcher {
  public:
   explicit Matcher(Grammar* g);
   void reset();
-  void fill_mask(uint32_t* words);
+  void fill_mask(uint32_t* __restrict words);
   // 1 accepted, 0 refused (state unchanged).
   int32_t accept_token(int32_t id);
   int32_t accept_bytes(const uint8_t* data, int32_t n);
@@ -36,6 +36,7 @@ class Matcher {
   std::vector<Entry> history_;
   StateSet a_, b_;
   std::vector<int32_t> seen_states_;
+  TokenWalker walker_;  // after scratch_: it walks speculative frames there
 };
 
 }  // namespace tg

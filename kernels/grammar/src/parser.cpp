@@ -29,6 +29,7 @@ void FramePool::layer_on(const FramePool& base) {
 }
 
 void FramePool::clear() {
+  if (frames_.empty()) return;  // nothing was added: the table is already empty
   frames_.clear();
   if (slots_.size() > 4096) slots_.assign(1024, -1);  // do not keep a huge table forever
   else std::fill(slots_.begin(), slots_.end(), -1);
