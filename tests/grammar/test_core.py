@@ -325,3 +325,14 @@ def test_malformed_ir_never_crashes(tiny):
         except GrammarError:
             outcomes.add("refused")
     assert "refused" in outcomes
+
+
+def test_warm_caches_give_the_same_masks(core, smollm2):
+    compiler = compiler_for(smollm2, core)
+    cold, warm = compiler.compile_builtin_json(), compiler.compile_builtin_json()
+    assert warm.warm() > 0 and warm.warm() == 0
+    assert warm.stats()["mask_caches"] > cold.stats()["mask_caches"]
+    a, b = GrammarMatcher(cold), GrammarMatcher(warm)
+    for token in greedy_tokenize(smollm2, JSON_DOC)[:60]:
+        assert a.allowed_tokens() == b.allowed_tokens()
+        assert a.accept_token(token) and b.accept_token(token)

@@ -51,6 +51,11 @@ TG_API int32_t tg_last_error_rule(void);
 /* Statistics: 0 rules with automata, 1 DFA states, 2 mask caches computed, 3 cache bytes. */
 TG_API int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which);
 
+/* Builds the token-mask caches of up to max_states states that are still cold (all when
+ * max_states < 0), so that later masks are lookups; returns how many were built. Engines call
+ * it while the GPU runs the prefill. */
+TG_API int32_t tg_grammar_warm(tg_grammar* grammar, int32_t max_states);
+
 /* A matcher references its grammar, which must outlive it. Matchers of one grammar share its
  * token-mask cache: use them from one thread at a time. */
 TG_API tg_matcher* tg_matcher_new(tg_grammar* grammar);

@@ -28,6 +28,7 @@ SIGNATURES = {
     "tg_grammar_compile": ("p", "ppi"),
     "tg_grammar_free": ("v", "p"),
     "tg_grammar_stat": ("l", "pi"),
+    "tg_grammar_warm": ("i", "pi"),
     "tg_matcher_new": ("p", "p"),
     "tg_matcher_free": ("v", "p"),
     "tg_matcher_fill_mask": ("i", "ppi"),
@@ -96,6 +97,9 @@ class Core:
         if not handle:
             self._raise(rule_names, positions)
         return handle
+
+    def warm(self, grammar: int, max_states: int) -> int:
+        return self._checked(self.t.call("tg_grammar_warm", grammar, max_states))
 
     def matcher_new(self, grammar: int) -> int:
         handle = self.t.call("tg_matcher_new", grammar)

@@ -80,6 +80,12 @@ class CompiledGrammar:
     def vocab(self) -> Vocabulary:
         return self.compiler.vocab
 
+    def warm(self, max_states: int = -1) -> int:
+        """Build cold token-mask caches now (up to `max_states`, all by default) so that later
+        masks are lookups; an engine calls this while the GPU runs the prefill. Returns the
+        number built; 0 means the grammar is fully warm."""
+        return self.compiler.core.warm(self._handle, max_states)
+
     def stats(self) -> dict:
         core = self.compiler.core
         keys = ("rules", "states", "mask_caches", "mask_cache_bytes")
