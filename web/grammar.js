@@ -222,6 +222,13 @@ export class CompiledGrammar {
     this.compileMs = compileMs;
   }
 
+  /** Builds cold token-mask caches now (up to maxStates; all when negative); returns the count. */
+  warm(maxStates = -1) {
+    const built = this.core.exports.tg_grammar_warm(this.handle, maxStates);
+    if (built < 0) throw this.core.lastError();
+    return built;
+  }
+
   stats() {
     const stat = (i) => Number(this.core.exports.tg_grammar_stat(this.handle, i));  // i64: BigInt
     return { rules: stat(0), states: stat(1), mask_caches: stat(2), mask_cache_bytes: stat(3) };

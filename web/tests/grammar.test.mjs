@@ -158,6 +158,9 @@ test('API details', { skip }, async () => {
     k.dispose();
   }
   assert.equal(core.memory.buffer.byteLength, before);
+  // warm() builds every cold mask cache once.
+  assert.ok(compiled.warm() >= 0);
+  assert.equal(compiled.warm(), 0);
   m.dispose();
   compiled.dispose();
   assert.throws(() => compiler.compileIR([1, 2, 3]), (e) => e.code === ERR_IR);
