@@ -65,8 +65,11 @@ class _LinearMemory:
             self.mask_ptr, self.mask_words = self.call("tg_alloc", 4 * n_words), n_words
         rc = self.call("tg_matcher_fill_mask", matcher, self.mask_ptr, n_words)
         if rc == 0:
-            view[: 4 * n_words] = self._read(self.mask_ptr, 4 * n_words)
+            self._copy_out(self.mask_ptr, view[: 4 * n_words])
         return rc
+
+    def _copy_out(self, pointer: int, view: memoryview) -> None:
+        view[:] = self._read(pointer, len(view))
 
 
 class WasmtimeTransport(_LinearMemory):
@@ -132,9 +135,17 @@ class PyodideTransport(_LinearMemory):
             raise TrellisError("the grammar wasm module is not loaded (web/grammar.js sets globalThis.trellisGrammarCore)")
         self.exports = core.exports
         self._js = js
+        self._fns = {}
 
     def _fn(self, name):
-        return getattr(self.exports, name)
+        fn = self._fns.get(name)
+        if fn is None:
+            fn = self._fns[name] = getattr(self.exports, name)
+        return fn
+
+    def _copy_out(self, pointer: int, view: memoryview) -> None:
+        # One copy, straight from wasm memory into the caller's buffer.
+        self._js.Uint8Array.new(self.exports.memory.buffer, pointer, len(view)).assign_to(view)
 
     def _heap(self):
         return self._js.Uint8Array.new(self.exports.memory.buffer)
