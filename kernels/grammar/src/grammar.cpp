@@ -77,10 +77,24 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   for (int32_t i = 1; i < n_nodes;) {
     const TrieNode& node = v.trie[i];
     const int32_t d = node.depth;
-    stepper.step(pool, levels[d - 1], node.byte, &levels[d]);
-    stepper.step(pool, spec[d - 1], node.byte, &spec[d]);
-    if (levels[d].can_end) stepper.extend(pool, after, &spec[d]);
-    open[d] = open[d - 1] || spec[d].can_end;
+    const StateSet& prev = levels[d - 1];
+    const int32_t only = prev.frames.size() == 1 ? prev.frames[0] : -1;
+    const int32_t next = only >= 0 && only < a.n_states() ? a.step(only, node.byte) : -1;
+    if (only >= 0 && only < a.n_states() && spec[d - 1].dead() && !open[d - 1] &&
+        (next < 0 || a.plain[next])) {
+      // Most of the walk: one bottom frame moving through plain states, a bare DFA step.
+      levels[d].frames.clear();
+      if (next >= 0) levels[d].frames.push_back(next);
+      levels[d].can_end = false;
+      spec[d].frames.clear();
+      spec[d].can_end = false;
+      open[d] = 0;
+    } else {
+      stepper.step(pool, prev, node.byte, &levels[d]);
+      stepper.step(pool, spec[d - 1], node.byte, &spec[d]);
+      if (levels[d].can_end) stepper.extend(pool, after, &spec[d]);
+      open[d] = open[d - 1] || spec[d].can_end;
+    }
     const bool own = !levels[d].dead();
     const bool maybe = !spec[d].dead() || open[d];
     const int32_t own_end = node.tok_begin + node.n_here;
