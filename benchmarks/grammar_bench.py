@@ -496,6 +496,12 @@ class TrellisNative(NativeEngine):
         m.fill_next_token_bitmask(mask)
 
 
+    def accept(self, m, token):
+        return m.accept_token(token)
+
+    def terminated(self, m):
+        return m.is_terminated()
+
 class TrellisNativeEager(TrellisNative):
     """Trellis with every token-mask cache built at compile time (CompiledGrammar.warm()),
     as an engine does while the prefill runs: compile time includes the whole cache."""
@@ -507,11 +513,6 @@ class TrellisNativeEager(TrellisNative):
         compiled.warm()
         return compiled
 
-    def accept(self, m, token):
-        return m.accept_token(token)
-
-    def terminated(self, m):
-        return m.is_terminated()
 
 
 @dataclass
