@@ -502,6 +502,7 @@ class TrellisNative(NativeEngine):
     def terminated(self, m):
         return m.is_terminated()
 
+
 class TrellisNativeEager(TrellisNative):
     """Trellis with every token-mask cache built at compile time (CompiledGrammar.warm()),
     as an engine does while the prefill runs: compile time includes the whole cache."""
@@ -512,7 +513,6 @@ class TrellisNativeEager(TrellisNative):
         compiled = super().compile(spec)
         compiled.warm()
         return compiled
-
 
 
 @dataclass
