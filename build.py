@@ -26,7 +26,9 @@ CACHE = Path(os.environ.get("TRELLIS_CACHE", Path.home() / ".cache" / "trellis")
 GRAMMAR_SRC = ROOT / "kernels" / "grammar"
 GRAMMAR_OUT = BUILD / "grammar"
 # Debian packages: command that must exist -> package that provides it.
-SYSTEM_PACKAGES = {"node": "nodejs"}
+SYSTEM_PACKAGES = {"node": "nodejs", "npm": "npm"}
+# npm packages the tests and the site need, installed into build/node (npm's cache is outside).
+NODE_PACKAGES = {"pyodide": "314.0.7"}
 
 
 def log(message: str) -> None:
@@ -90,6 +92,25 @@ def bootstrap() -> None:
         stamp.write_text(wanted)
     if not in_venv():
         os.execv(venv_python(), [str(venv_python()), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+
+def ensure_node_packages() -> Path:
+    import json
+
+    ensure_system(SYSTEM_PACKAGES)
+    folder = BUILD / "node"
+    modules = folder / "node_modules"
+
+    def installed(name: str) -> str | None:
+        meta = modules / name / "package.json"
+        return json.loads(meta.read_text()).get("version") if meta.exists() else None
+
+    wanted = [f"{name}@{version}" for name, version in NODE_PACKAGES.items() if installed(name) != version]
+    if wanted:
+        log(f"installing npm packages: {' '.join(wanted)}")
+        folder.mkdir(parents=True, exist_ok=True)
+        run(["npm", "install", "--prefix", folder, "--no-audit", "--no-fund", *wanted])
+    return modules
 
 
 # ---- grammar core ----------------------------------------------------------------------
@@ -164,7 +185,7 @@ def cmd_grammar(args) -> None:
 
 
 def cmd_test(args) -> None:
-    ensure_system(SYSTEM_PACKAGES)
+    ensure_node_packages()
     build_grammar()
     asan = build_grammar_sanitized()
     started = time.time()

@@ -174,14 +174,43 @@ export class GrammarCore {
 
 const asBytes = (t) => (typeof t === 'string' ? utf8.encode(t) : t);
 
+/**
+ * The Python front-ends running in a Pyodide instance where `trellis` is importable, as a
+ * function (kind, source) -> {words, ruleNames}; Python's GrammarError becomes a JS GrammarError.
+ */
+export function pyodideFrontEnd(pyodide) {
+  const toIr = pyodide.pyimport('trellis.grammar.frontends').to_ir;
+  return (kind, source) => {
+    let result;
+    try {
+      result = toIr(kind, source);
+    } catch (e) {
+      if (e.type === 'GrammarError' || e.type === 'GrammarLimitError') {
+        // The traceback's last line is "trellis.errors.GrammarError: <message>".
+        const last = String(e.message).trim().split('\n').pop();
+        throw new GrammarError(last.slice(last.indexOf(': ') + 2), e.type === 'GrammarLimitError' ? ERR_LIMIT : ERR_GRAMMAR, -1);
+      }
+      throw e;
+    }
+    try {
+      const [bytes, names] = result.toJs();
+      return { words: new Int32Array(bytes.slice().buffer), ruleNames: names };
+    } finally {
+      result.destroy();
+    }
+  };
+}
+
 /** Compiles grammars (IR words) for one vocabulary. */
 export class GrammarCompiler {
   /**
    * tokenBytes: Uint8Array (or string) per token id; ids in [tokenBytes.length, vocabSize) are
    * padding. specialIds never appear in text; stopIds are allowed only where the grammar ends.
    */
-  constructor(core, { tokenBytes, vocabSize = tokenBytes.length, specialIds = [], stopIds = [] }) {
+  constructor(core, { tokenBytes, vocabSize = tokenBytes.length, specialIds = [], stopIds = [],
+    frontEnd = null }) {
     this.core = core;
+    this.frontEnd = frontEnd;
     this.vocabSize = vocabSize;
     this.bitmaskWords = (vocabSize + 31) >>> 5;
     const tokens = tokenBytes.map(asBytes);
@@ -194,6 +223,20 @@ export class GrammarCompiler {
     this.handle = core.withBuffers([data, offsets, sp, st], (d, o, s, t) =>
       core.exports.tg_vocab_new(vocabSize, d, o, tokens.length, s, sp.length, t, st.length) >>> 0);
     if (!this.handle) throw core.lastError();
+  }
+
+  /**
+   * Grammar text through the Python front-ends (see pyodideFrontEnd), same verbs as Python.
+   * Needs the `frontEnd` option; compileIR needs nothing but IR words.
+   */
+  compile_grammar(ebnf) { return this.compileText('ebnf', ebnf); }
+  compile_regex(pattern) { return this.compileText('regex', pattern); }
+  compile_builtin_json() { return this.compileText('builtin_json', ''); }
+
+  compileText(kind, source) {
+    if (!this.frontEnd) throw new Error('GrammarCompiler: grammar text needs the frontEnd option (pyodideFrontEnd)');
+    const { words, ruleNames } = this.frontEnd(kind, source);
+    return this.compileIR(words, ruleNames);
   }
 
   /** words: Int32Array (or array of ints) from trellis.grammar.ir.serialize; ruleNames optional. */

@@ -13,8 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "build" / "test-fixtures" / "grammar_wasm.json"
 WASM = ROOT / "build" / "grammar" / "wasm" / "trellis_grammar.wasm"
@@ -23,8 +21,7 @@ NATIVE = ROOT / "build" / "grammar" / "native" / "libtrellis_grammar.so"
 
 def test_wasm_core_in_node_matches_native():
     node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not on PATH (apt-get install -y nodejs)")
+    assert node, "node is not on PATH: `python3 build.py test` installs it (Debian package nodejs)"
     for path in (WASM, NATIVE):
         assert path.exists(), f"{path} is missing: run `python3 build.py grammar`"
     subprocess.run([sys.executable, str(ROOT / "web" / "tests" / "make_fixtures.py"), "--out", str(FIXTURES)],

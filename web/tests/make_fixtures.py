@@ -24,9 +24,8 @@ sys.path.insert(0, str(ROOT / "py"))
 
 from trellis.errors import GrammarError, TrellisError  # noqa: E402
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary, ir  # noqa: E402
-from trellis.grammar.builtin_json import builtin_json_grammar  # noqa: E402
 from trellis.grammar.ebnf import ARITHMETIC_EBNF, WEBLLM_JSON_EBNF, parse_ebnf  # noqa: E402
-from trellis.grammar.regex import parse_regex  # noqa: E402
+from trellis.grammar.frontends import grammar_of  # noqa: E402
 
 DEFAULT_OUT = ROOT / "build" / "test-fixtures" / "grammar_wasm.json"
 ALPHABET = b'ab(){}[]":,019+-* .etrufnlsx\\\n'
@@ -154,8 +153,10 @@ def walk(compiler: GrammarCompiler, compiled, seed: int, steps: int, forced: lis
     return r.ops
 
 
-def compile_case(compiler: GrammarCompiler, name: str, grammar: ir.Grammar, vocab_name: str,
+def compile_case(compiler: GrammarCompiler, name: str, source: tuple[str, str], vocab_name: str,
                  seed: int, steps: int, strings: list[bytes] = ()) -> dict:
+    """source: (kind, text) for trellis.grammar.frontends; the JS front-end test reuses it."""
+    grammar = grammar_of(*source)
     words, names = ir.serialize(grammar)
     compiled = compiler.compile_ir(grammar)
     ops = walk(compiler, compiled, seed, steps)
@@ -169,7 +170,7 @@ def compile_case(compiler: GrammarCompiler, name: str, grammar: ir.Grammar, voca
         r.do("can_terminate")
         ops += [{"op": "reset"}] + r.ops
     return {"name": name, "vocab": vocab_name, "words": list(words), "ruleNames": names,
-            "stats": compiled.stats(), "ops": ops}
+            "source": list(source), "stats": compiled.stats(), "ops": ops}
 
 
 def error_case(compiler: GrammarCompiler, name: str, words: array, names=None) -> dict:
@@ -198,13 +199,13 @@ def main(argv=None) -> None:
     tc = GrammarCompiler(tiny, core="native")
     vocabs = {"tiny": vocab_json(tiny)}
     cases = [
-        compile_case(tc, "arithmetic EBNF", parse_ebnf(ARITHMETIC_EBNF), "tiny", 1, 40),
-        compile_case(tc, "web-llm JSON EBNF", parse_ebnf(WEBLLM_JSON_EBNF), "tiny", 2, 60),
-        compile_case(tc, "built-in JSON", builtin_json_grammar(), "tiny", 3, 60),
-        compile_case(tc, "regex", parse_regex(r'(ab|[01]+)*"?(é|日本)?x\\n'), "tiny", 4, 25),
-        compile_case(tc, "jump forward", parse_ebnf('root ::= "a" ("bcé" | "bc(") "a"'), "tiny", 5, 8,
+        compile_case(tc, "arithmetic EBNF", ("ebnf", ARITHMETIC_EBNF), "tiny", 1, 40),
+        compile_case(tc, "web-llm JSON EBNF", ("ebnf", WEBLLM_JSON_EBNF), "tiny", 2, 60),
+        compile_case(tc, "built-in JSON", ("builtin_json", ""), "tiny", 3, 60),
+        compile_case(tc, "regex", ("regex", r'(ab|[01]+)*"?(é|日本)?x\\n'), "tiny", 4, 25),
+        compile_case(tc, "jump forward", ("ebnf", 'root ::= "a" ("bcé" | "bc(") "a"'), "tiny", 5, 8,
                      strings=[b"ab", b"x", "cé".encode()[:2], b"\xa9", b"a"]),
-        compile_case(tc, "strings", parse_ebnf('root ::= "ab" [c]* "(" | "日本" "a"+'), "tiny", 6, 12,
+        compile_case(tc, "strings", ("ebnf", 'root ::= "ab" [c]* "(" | "日本" "a"+'), "tiny", 6, 12,
                      strings=["日".encode(), "本".encode()[:1], "本".encode()[1:], b"aa", b"b"]),
     ]
     # Refused grammars: left recursion, an empty language, a size limit, malformed IR.
@@ -235,8 +236,8 @@ def main(argv=None) -> None:
         else:
             bc = GrammarCompiler(big, core="native")
             vocabs["smollm2"] = vocab_json(big)
-            cases.append(compile_case(bc, "SmolLM2 built-in JSON", builtin_json_grammar(), "smollm2", 7, 25))
-            cases.append(compile_case(bc, "SmolLM2 arithmetic", parse_ebnf(ARITHMETIC_EBNF), "smollm2", 8, 15))
+            cases.append(compile_case(bc, "SmolLM2 built-in JSON", ("builtin_json", ""), "smollm2", 7, 25))
+            cases.append(compile_case(bc, "SmolLM2 arithmetic", ("ebnf", ARITHMETIC_EBNF), "smollm2", 8, 15))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"vocabs": vocabs, "cases": cases}))

@@ -17,6 +17,7 @@ from array import array
 
 from . import ir
 from .core import Core, load_core
+from .frontends import grammar_of
 from .vocabulary import Vocabulary
 
 
@@ -56,14 +57,10 @@ class GrammarCompiler:
         return self.compile_ir(parse_ebnf(ebnf, root), source="ebnf")
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
-        from .regex import parse_regex
-
-        return self.compile_ir(parse_regex(pattern), source="regex")
+        return self.compile_ir(grammar_of("regex", pattern), source="regex")
 
     def compile_builtin_json(self) -> CompiledGrammar:
-        from .builtin_json import builtin_json_grammar
-
-        return self.compile_ir(builtin_json_grammar(), source="builtin_json")
+        return self.compile_ir(grammar_of("builtin_json"), source="builtin_json")
 
 
 class CompiledGrammar:
