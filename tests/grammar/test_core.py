@@ -306,6 +306,8 @@ def test_grammar_errors_name_the_rule(tiny):
         tiny.compile_grammar("root ::= [^\\x00-\\U0010FFFF]")
     with pytest.raises(GrammarLimitError):
         tiny.compile_grammar('root ::= ("a"{1000}){1000}')
+    with pytest.raises(GrammarLimitError, match="automaton states"):  # determinization blow-up
+        tiny.compile_regex("(a|b)*a(a|b){20}")
 
 
 def test_malformed_ir_never_crashes(tiny):

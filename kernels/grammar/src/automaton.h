@@ -39,7 +39,7 @@ struct Automaton {
 
 struct Limits {
   int64_t max_nfa_nodes = 2'000'000;
-  int32_t max_dfa_states = 500'000;
+  int32_t max_dfa_states = 131'072;  // 256 transitions each: at most 128 MiB of tables
   int32_t max_depth = 2'000;          // expression nesting
   int64_t inline_size = 20'000;       // largest rule body (in NFA-node units) to inline
   int64_t inline_small = 48;          // rules at most this size are inlined wherever used
