@@ -67,7 +67,7 @@ def pinned_requirements() -> tuple[list[str], list[str]]:
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     extras = project["project"]["optional-dependencies"]
-    with_deps = [req for group in ("build", "test") for req in extras[group]]
+    with_deps = [req for group in ("build", "desktop", "test") for req in extras[group]]
     return with_deps, project["tool"]["trellis"]["no-deps"]
 
 
@@ -92,6 +92,12 @@ def bootstrap() -> None:
         stamp.write_text(wanted)
     if not in_venv():
         os.execv(venv_python(), [str(venv_python()), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+
+def ensure_vulkan() -> None:
+    """Lavapipe (Mesa's software Vulkan) for wgpu-native on machines without a GPU."""
+    if not any(Path("/usr/share/vulkan/icd.d").glob("lvp_icd.*.json")):
+        ensure_system({"__lavapipe__": "mesa-vulkan-drivers"})
 
 
 def ensure_node_packages() -> Path:
@@ -184,8 +190,16 @@ def cmd_grammar(args) -> None:
     build_grammar()
 
 
+def cmd_model(args) -> None:
+    sys.path[:0] = [str(ROOT), str(ROOT / "py")]
+    from kernels.llm import build_model
+
+    build_model.main(args.model_args)
+
+
 def cmd_test(args) -> None:
     ensure_node_packages()
+    ensure_vulkan()
     build_grammar()
     asan = build_grammar_sanitized()
     started = time.time()
@@ -208,9 +222,16 @@ def cmd_bench(args) -> None:
 
 
 def cmd_serve(args) -> None:
+    """Until the browser engine lands: build everything, then generate on the desktop."""
+    ensure_vulkan()
     build_grammar()
-    run([sys.executable, "-m", "trellis.demo", *args.demo_args], cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+    cmd_model(argparse.Namespace(model_args=[]))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "py"), "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+    prompt = args.demo_args or ["--prompt", "What is the capital of France? Answer in one word."]
+    log("generating with the embedded SmolLM2 on the desktop WebGPU runtime (software Vulkan: slow)")
+    run([sys.executable, "-m", "trellis.cli", "generate", *prompt], cwd=ROOT, env=env)
+    log("the grammar engine on the SmolLM2 vocabulary")
+    run([sys.executable, "-m", "trellis.cli", "grammar-demo"], cwd=ROOT, env=env)
 
 
 def main() -> None:
@@ -218,18 +239,23 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("setup", help="create .venv with the pinned dependencies").set_defaults(func=lambda a: None)
     sub.add_parser("grammar", help="build the grammar core (native library and wasm)").set_defaults(func=cmd_grammar)
+    p = sub.add_parser("model", help="compile a model's kernels to WGSL and pack its weights "
+                                     "(default: the embedded SmolLM2; --gguf PATH --out DIR)")
+    p.add_argument("model_args", nargs="*")
+    p.set_defaults(func=cmd_model)
     p = sub.add_parser("test", help="build what the tests need and run the whole suite")
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
     p.set_defaults(func=cmd_test)
     p = sub.add_parser("bench", help="run a benchmark (writes benchmarks/results/)")
-    p.add_argument("what", choices=["grammar"])
+    p.add_argument("what", choices=["grammar", "runtime"])
     p.add_argument("bench_args", nargs="*")
     p.set_defaults(func=cmd_bench)
-    p = sub.add_parser("serve", help="build everything and run the main job")
+    p = sub.add_parser("serve", help="build everything and run the main job (for now: generate "
+                                     "on the desktop; extra arguments go to `trellis generate`)")
     p.add_argument("demo_args", nargs="*")
     p.set_defaults(func=cmd_serve)
     args, extra = parser.parse_known_args()
-    for name in ("pytest_args", "bench_args", "demo_args"):
+    for name in ("pytest_args", "bench_args", "demo_args", "model_args"):
         if hasattr(args, name):
             getattr(args, name).extend(extra)
     bootstrap()

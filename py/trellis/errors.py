@@ -39,3 +39,21 @@ class RuntimeBackendError(TrellisError, RuntimeError):
 
 class ModelNotFoundError(TrellisError, FileNotFoundError):
     """A model file Trellis expects (e.g. the embedded default) is not installed."""
+
+
+class InvalidRequestError(TrellisError, ValueError):
+    """A request (response_format, structural tag, ...) is malformed; `field` names where, e.g.
+    "response_format.json_schema.schema" or "format.tags[1].begin"."""
+
+    def __init__(self, message: str, field: str | None = None):
+        self.message, self.field = message, field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class UnsupportedSchemaError(TrellisError, ValueError):
+    """A JSON Schema uses a keyword (at a JSON pointer) that cannot be enforced exactly."""
+
+    def __init__(self, message: str, keyword: str | None = None, pointer: str | None = None):
+        self.message, self.keyword, self.pointer = message, keyword, pointer
+        where = f" (keyword {keyword!r} at {pointer or '#'})" if keyword else ""
+        super().__init__(f"{message}{where}")

@@ -1,0 +1,283 @@
+"""Runtime benchmark: the WebGPU executor on this machine's adapters, against each adapter's roofline.
+
+    python3 benchmarks/runtime_bench.py [--models tiny,smollm2] [--prompt-tokens 128] [--decode-tokens 8]
+
+For each adapter (lavapipe; SwiftShader too when Chromium's ICD is installed) it first measures the
+adapter's ceilings with calibration kernels (best GFLOP/s, best GB/s), then per model: prefill
+tokens/s, decode tokens/s, dispatches per decode token, host time per decode step (encoding and
+submitting, without the wait for the GPU), GPU time per kernel (each dispatch repeated alone), the
+decode step as a share of the roofline, and GPU memory against the weight and KV-cache bytes.
+The numpy reference forward pass runs beside it as a yardstick. Writes benchmarks/results/runtime.md.
+"""
+
+import argparse
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# OpenBLAS's threads make the numpy reference's small matmuls ~100x slower on a busy small machine.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "py"), str(REPO)]
+SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
+RESULT = "@@RESULT@@ "
+ADAPTER_TIMEOUT_S = 1800
+ADAPTER_MEMORY_LIMIT = 10 << 30
+
+FLOPS_WGSL = """
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+  var a = vec4<f32>(f32(id.x) * 1e-9, 1.0, 2.0, 3.0);
+  var b = vec4<f32>(0.5, 0.25, 0.125, 0.0625);
+  var c = vec4<f32>(0.999, 0.998, 0.997, 0.996);
+  var d = a; var e = b;
+  for (var i = 0u; i < 1024u; i++) {
+    a = fma(a, c, b); d = fma(d, c, e); b = fma(b, c, a); e = fma(e, c, d);
+  }
+  out[id.x] = a.x + b.y + d.z + e.w;
+}
+"""
+FLOPS_PER_INVOCATION = 1024 * 4 * 4 * 2  # iterations x fma per iteration x lanes x 2
+BYTES_WGSL = """
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let stride = n.x * 64u;
+  var s = vec4<f32>(0.0);
+  for (var i = id.x; i < arrayLength(&src); i += stride) { s += src[i]; }
+  out[id.x] = s.x + s.y + s.z + s.w;
+}
+"""
+
+
+def best_of(fn, repeats=5):
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def calibrate(backend) -> dict:
+    """Best GFLOP/s (register-only FMAs) and GB/s (a streaming read) the adapter reaches."""
+    device = backend.device
+    results = {}
+    for label, code, groups, make in [
+        ("flops", FLOPS_WGSL, 256, lambda: [backend.create_buffer("out", 4 * 256 * 64)]),
+        ("bytes", BYTES_WGSL, 256, lambda: [backend.create_buffer("src", 64 << 20),
+                                            backend.create_buffer("out", 4 * 256 * 64)]),
+    ]:
+        buffers = make()
+        pipeline = device.create_compute_pipeline(
+            layout="auto", compute={"module": device.create_shader_module(code=code), "entry_point": "main"})
+        group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}} for i, b in enumerate(buffers)])
+
+        def run():
+            encoder = device.create_command_encoder()
+            p = encoder.begin_compute_pass()
+            p.set_pipeline(pipeline)
+            p.set_bind_group(0, group)
+            p.dispatch_workgroups(groups)
+            p.end()
+            device.queue.submit([encoder.finish()])
+            device.queue.read_buffer(buffers[-1], 0, 4)
+
+        run()  # compile
+        seconds = best_of(run)
+        if label == "flops":
+            results["gflops"] = groups * 64 * FLOPS_PER_INVOCATION / seconds / 1e9
+        else:
+            results["gbps"] = buffers[0].size / seconds / 1e9
+    return results
+
+
+def decode_cost(model: dict, weights_bytes: int, position: int) -> tuple[float, float]:
+    """(FLOPs, bytes) one decode step needs at `position`: the roofline's inputs."""
+    h, f, v, layers = model["hidden"], model["ffn"], model["vocab"], model["n_layers"]
+    q, kv = model["n_heads"] * model["head_dim"], model["n_kv_heads"] * model["head_dim"]
+    macs = layers * (h * (q + 2 * kv) + q * h + 2 * h * f + f * h + 2 * q * (position + 1)) + h * v
+    kv_bytes = layers * 2 * 4 * kv * (position + 1)
+    return 2.0 * macs, float(weights_bytes + kv_bytes)
+
+
+def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decode_tokens, lines):
+    from trellis.runtime import Artifacts, Executor
+
+    artifacts = Artifacts.from_dir(folder)
+    context = prompt_tokens + decode_tokens + 8
+    t = time.perf_counter()
+    allocated_before = backend.allocated_bytes
+    ex = Executor(artifacts, backend, context=context)
+    load_s = time.perf_counter() - t
+    allocated = backend.allocated_bytes - allocated_before
+    vocab = ex.vocab_size
+    prompt = [(17 + 31 * i) % vocab for i in range(prompt_tokens)]
+
+    ex.prefill(prompt[:ex.chunk])  # compile the shaders before timing
+    ex.decode(3)
+    ex.reset()
+    t = time.perf_counter()
+    ex.prefill(prompt)
+    prefill_s = time.perf_counter() - t
+
+    step_times, host_times = [], []
+    for i in range(decode_tokens):
+        t = time.perf_counter()
+        ex._run("decode", [5 + i], read=False)  # writes, encodes and submits only
+        host = time.perf_counter() - t
+        backend.run([], read=(ex.buffers["logits"], 4 * vocab))  # waits for the GPU
+        step_times.append(time.perf_counter() - t)
+        host_times.append(host)
+    step_s = statistics.median(step_times)
+
+    # GPU time per kernel: the decode plan's dispatches, each repeated alone in one submit.
+    manifest = artifacts.manifest
+    names = [d["kernel"] for d in manifest["plans"]["decode"]["dispatches"]]
+    per_kernel = {}
+    repeat = 8
+    empty = best_of(lambda: backend.run([], read=(ex.buffers["step"], 16)), 3)
+    for kernel, dispatch in zip(names, ex._plans["decode"]):
+        if kernel in per_kernel:
+            continue
+        backend.write_buffer(ex.buffers["step"], 0, struct.pack("<4i", 1, ex.position - 1, 0, 0))
+        seconds = best_of(lambda: backend.run([dispatch] * repeat, read=(ex.buffers["step"], 16)), 2)
+        per_kernel[kernel] = max(0.0, seconds - empty) / repeat
+
+    flops, nbytes = decode_cost(artifacts.model, ex.weight_bytes, ex.position)
+    roofline_s = max(flops / (ceilings["gflops"] * 1e9), nbytes / (ceilings["gbps"] * 1e9))
+    kv_bytes = sum(spec.get("per_context", 0) * context for n, spec in manifest["buffers"].items()
+                   if spec["kind"] == "kv")
+
+    ref_tps = None
+    if gguf_path:
+        from tests.model.reference import ReferenceLlama
+
+        ref = ReferenceLlama(gguf_path)
+        ref.forward(prompt[:16])
+        t = time.perf_counter()
+        for i in range(4):
+            ref.forward([5 + i])
+        ref_tps = 4 / (time.perf_counter() - t)
+
+    rows = [
+        ("load (weights upload, pipelines)", f"{load_s:.2f} s"),
+        (f"prefill ({prompt_tokens} tokens, chunks of {ex.chunk})", f"{prompt_tokens / prefill_s:.2f} tok/s"),
+        ("decode", f"{1 / step_s:.2f} tok/s (step median {step_s * 1e3:.1f} ms, max {max(step_times) * 1e3:.1f} ms)"),
+        ("dispatches per decode token", f"{ex.dispatches_per_token} "
+                                        f"({(ex.dispatches_per_token - 3) / artifacts.model['n_layers']:.0f} per layer)"),
+        ("host time per decode step (no GPU wait)",
+         f"median {statistics.median(host_times) * 1e3:.2f} ms, p99 {max(host_times) * 1e3:.2f} ms"),
+        ("decode step vs roofline", f"{roofline_s / step_s * 100:.1f}% ({flops / 1e6:.0f} MFLOP, "
+                                    f"{nbytes / 2**20:.1f} MiB; roofline {roofline_s * 1e3:.1f} ms)"),
+        ("GPU memory allocated", f"{allocated / 2**20:.1f} MiB = "
+                                 f"{allocated / (ex.weight_bytes + kv_bytes):.2f} x (weights "
+                                 f"{ex.weight_bytes / 2**20:.1f} MiB + KV {kv_bytes / 2**20:.1f} MiB at context {context})"),
+        ("numpy reference decode (yardstick)", f"{ref_tps:.2f} tok/s" if ref_tps else "n/a"),
+    ]
+    lines.append(f"\n### {name}\n")
+    lines.append("| measure | value |\n|---|---|")
+    lines += [f"| {k} | {v} |" for k, v in rows]
+    lines.append("\n| kernel (decode plan) | dispatches | GPU ms each | share of step |\n|---|---|---|---|")
+    for kernel, seconds in sorted(per_kernel.items(), key=lambda kv: -kv[1] * names.count(kv[0])):
+        count = names.count(kernel)
+        lines.append(f"| {kernel} | {count} | {seconds * 1e3:.2f} | {seconds * count / step_s * 100:.0f}% |")
+
+
+def run_adapter(label, args, lines):
+    from trellis.runtime.wgpu_backend import WgpuBackend
+
+    backend = WgpuBackend()
+    ceilings = calibrate(backend)
+    lines.append(f"\n## {label}: {backend.adapter_info.get('device', '?')} ({backend.adapter_info.get('description', '')})\n")
+    lines.append(f"Calibration: best {ceilings['gflops']:.2f} GFLOP/s (register FMAs), "
+                 f"best {ceilings['gbps']:.2f} GB/s (streaming read).")
+    emit(lines[-2:])
+    for model in args.models.split(","):
+        start = len(lines)
+        if model == "tiny":
+            from kernels.llm.build_model import main as build
+            from tests.model.tiny_gguf import write_tiny_llama
+
+            tmp = Path(tempfile.mkdtemp(prefix="trellis-bench-"))
+            write_tiny_llama(tmp / "tiny.gguf")
+            build(["--gguf", str(tmp / "tiny.gguf"), "--out", str(tmp / "out")])
+            bench_model("tiny random Llama (2 layers, hidden 64)", tmp / "out", tmp / "tiny.gguf", backend, ceilings,
+                        min(args.prompt_tokens, 128), args.decode_tokens, lines)
+        elif model == "smollm2":
+            from kernels.llm.build_model import DEFAULT_OUT, default_gguf, main as build
+
+            build([])
+            bench_model("SmolLM2-135M-Instruct (Q4_1)", DEFAULT_OUT, default_gguf(), backend, ceilings,
+                        args.prompt_tokens, args.decode_tokens, lines)
+        emit(lines[start:])
+
+
+def emit(lines) -> None:
+    """Print result lines marked for the parent process, as soon as they exist (a child may be killed)."""
+    print("\n".join(RESULT + line for line in "\n".join(lines).split("\n")), flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="tiny,smollm2")
+    parser.add_argument("--prompt-tokens", type=int, default=128)
+    parser.add_argument("--decode-tokens", type=int, default=8)
+    parser.add_argument("--no-swiftshader", action="store_true", help="skip SwiftShader (Chromium's ICD)")
+    parser.add_argument("--adapter", choices=["lavapipe", "swiftshader"], help="(internal) one adapter only")
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "runtime.md"))
+    args = parser.parse_args(argv)
+
+    if args.adapter:
+        # A shader compiler that runs away (SwiftShader's once did, past 23 GB) fails here, not the machine.
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (ADAPTER_MEMORY_LIMIT, ADAPTER_MEMORY_LIMIT))
+        run_adapter(args.adapter, args, [])
+        return 0
+
+    # Each adapter in its own process: the Vulkan ICD is chosen when wgpu-native loads.
+    sections = []
+    adapters = [("lavapipe", {})]
+    if not args.no_swiftshader and os.path.exists(SWIFTSHADER_ICD):
+        adapters.append(("swiftshader", {"VK_ICD_FILENAMES": SWIFTSHADER_ICD}))
+    for label, env in adapters:
+        cmd = [sys.executable, __file__, "--adapter", label, "--models", args.models,
+               "--prompt-tokens", str(args.prompt_tokens), "--decode-tokens", str(args.decode_tokens)]
+        try:
+            proc = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True,
+                                  timeout=ADAPTER_TIMEOUT_S)
+            output, status = proc.stdout, (f"exit {proc.returncode}" if proc.returncode else "")
+            sys.stderr.write(proc.stderr[-2000:] if proc.returncode else "")
+        except subprocess.TimeoutExpired as e:
+            output = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            status = f"timed out after {ADAPTER_TIMEOUT_S} s"
+        results = [line[len(RESULT):] for line in output.splitlines() if line.startswith(RESULT)]
+        print("\n".join(line for line in output.splitlines() if not line.startswith(RESULT)), flush=True)
+        sections.append("\n".join(results) + "\n")
+        if status:
+            sections.append(f"\n{label}: stopped early ({status}); the sections above are what it finished.\n")
+    if not args.no_swiftshader and not os.path.exists(SWIFTSHADER_ICD):
+        sections.append(f"\nSwiftShader not measured: {SWIFTSHADER_ICD} is missing (apt-get install chromium).\n")
+
+    header = ["# Runtime benchmark", "",
+              f"Written by `python3 benchmarks/runtime_bench.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+              f"{os.cpu_count()} CPU cores. Goals (issue 4): decode step >= 50% of roofline, host time per decode "
+              "step <= 1 ms for SmolLM2, GPU memory <= 1.2 x (weights + KV cache), <= 10 dispatches per layer."]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(header) + "\n" + "".join(sections))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

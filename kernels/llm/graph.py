@@ -1,0 +1,114 @@
+"""The Llama forward pass as kernels, buffers and two dispatch plans (a prefill chunk, a decode step).
+
+Per layer: rms_norm, qkv_rope (Q/K/V + RoPE + KV append), attention_scores, attention_values,
+matmul accumulate (output projection + residual), rms_norm, gate_up_silu, matmul accumulate
+(down projection + residual): 8 dispatches. Then the final norm and the head (last token only).
+"""
+
+from kernels.llm import kernels as K
+from kernels.llm.gguf_model import LlamaConfig
+
+PREFILL_BLOCK = 8  # tokens per invocation in prefill matmuls (register blocking)
+# Output rows per invocation (register blocking: each x load serves that many rows), by tokens per invocation.
+# Lavapipe pays per load, so more rows per x load is faster (prefill with 16 rows ran 1.5x faster than
+# with 8), but the unrolled shaders grow: SwiftShader's compiler ran out of memory on the 16-row
+# prefill kernels, and compiling takes longer. Small test models use small blocks.
+ROWS_PER_THREAD = {1: 8, PREFILL_BLOCK: 8}
+SMALL_MODEL_ROWS_PER_THREAD = {1: 4, PREFILL_BLOCK: 4}
+HEAD_ROWS_PER_THREAD = 4  # the vocabulary is wide enough; 8 rows of Q8_0 spill registers on lavapipe
+
+
+def buffers(c: LlamaConfig, chunk: int) -> dict:
+    """name -> {"bytes": fixed size, "per_context": bytes per context position, "kind"}."""
+    q_rows, kv_rows = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
+    out = {
+        "step": {"bytes": 4 * K.STEP_WORDS, "kind": "step"},
+        "ids": {"bytes": 4 * chunk, "kind": "input"},
+        "x": {"bytes": 4 * chunk * c.hidden, "kind": "activation"},
+        "h": {"bytes": 4 * chunk * c.hidden, "kind": "activation"},
+        "q": {"bytes": 4 * chunk * q_rows, "kind": "activation"},
+        "attn": {"bytes": 4 * chunk * q_rows, "kind": "activation"},
+        "act": {"bytes": 4 * chunk * c.ffn, "kind": "activation"},
+        "scores": {"bytes": 0, "per_context": 4 * chunk * c.n_heads, "kind": "activation"},
+        "logits": {"bytes": 4 * c.vocab, "kind": "output"},
+        "bitmask": {"bytes": 4 * ((c.vocab + 31) // 32), "kind": "input"},
+    }
+    for i in range(c.n_layers):
+        out[f"k.{i}"] = {"bytes": 0, "per_context": 4 * kv_rows, "kind": "kv"}
+        out[f"v.{i}"] = {"bytes": 0, "per_context": 4 * kv_rows, "kind": "kv"}
+    return out
+
+
+def linear_groups(c: LlamaConfig, names) -> dict:
+    """GPU weight array -> the GGUF tensors stacked into it (Q/K/V and gate/up are fused)."""
+    groups = {"token_embd.weight": ["token_embd.weight"]}
+    if "output.weight" in names:
+        groups["output.weight"] = ["output.weight"]
+    for i in range(c.n_layers):
+        p = f"blk.{i}."
+        groups[p + "attn_qkv"] = [p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"]
+        groups[p + "attn_output.weight"] = [p + "attn_output.weight"]
+        groups[p + "ffn_gate_up"] = [p + "ffn_gate.weight", p + "ffn_up.weight"]
+        groups[p + "ffn_down.weight"] = [p + "ffn_down.weight"]
+    return groups
+
+
+def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict) -> list[dict]:
+    """Dispatches for `tokens` tokens per run; fills `kernels` (name -> Kernel) with what it uses.
+
+    `formats` maps each weight array of `linear_groups` to its format.
+    """
+
+    def use(kernel: K.Kernel, **args) -> dict:
+        kernels.setdefault(kernel.name, kernel)
+        return {"kernel": kernel.name, "args": args}
+
+    head_name = "output.weight" if "output.weight" in formats else "token_embd.weight"
+    steps = [use(K.embed(formats["token_embd.weight"], c.vocab, c.hidden, tokens),
+                 ids="ids", w="token_embd.weight", x="x", step="step")]
+    norm = K.rms_norm(c.hidden, tokens, c.rms_eps)
+    scores = K.attention_scores(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens)
+    values = K.attention_values(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens)
+    q_rows = c.n_heads * c.head_dim
+    rows = (ROWS_PER_THREAD if c.hidden >= 256 else SMALL_MODEL_ROWS_PER_THREAD)[block]
+    for i in range(c.n_layers):
+        p = f"blk.{i}."
+        steps += [
+            use(norm, x="x", g=p + "attn_norm.weight", y="h", step="step"),
+            use(K.qkv_rope(formats[p + "attn_qkv"], c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.context,
+                           tokens, block, _pairs(c, rows // 2)),
+                x="h", w=p + "attn_qkv", rope="rope", q="q", k_cache=f"k.{i}", v_cache=f"v.{i}", step="step"),
+            use(scores, q="q", k_cache=f"k.{i}", scores="scores", step="step"),
+            use(values, scores="scores", v_cache=f"v.{i}", out="attn", step="step"),
+            use(K.matmul(formats[p + "attn_output.weight"], q_rows, c.hidden, tokens, block, "accumulate", rows),
+                x="attn", w=p + "attn_output.weight", y="x", step="step"),
+            use(norm, x="x", g=p + "ffn_norm.weight", y="h", step="step"),
+            use(K.gate_up_silu(formats[p + "ffn_gate_up"], c.hidden, c.ffn, tokens, block, _divisor(c.ffn, rows // 2)),
+                x="h", w=p + "ffn_gate_up", act="act", step="step"),
+            use(K.matmul(formats[p + "ffn_down.weight"], c.ffn, c.hidden, tokens, block, "accumulate", rows),
+                x="act", w=p + "ffn_down.weight", y="x", step="step"),
+        ]
+    steps += [
+        use(norm, x="x", g="output_norm.weight", y="h", step="step"),
+        use(K.matmul(formats[head_name], c.hidden, c.vocab, tokens, 1, "last", HEAD_ROWS_PER_THREAD),
+            x="h", w=head_name, y="logits", step="step"),
+    ]
+    return steps
+
+
+def mask_plan(c: LlamaConfig, kernels: dict) -> list[dict]:
+    """Applies the uploaded token bitmask to the logits, after either plan."""
+    kernel = K.apply_bitmask(c.vocab)
+    kernels.setdefault(kernel.name, kernel)
+    return [{"kernel": kernel.name, "args": {"logits": "logits", "mask": "bitmask"}}]
+
+
+def _divisor(n: int, at_most: int) -> int:
+    """The largest divisor of n not above at_most."""
+    return max(d for d in range(1, at_most + 1) if n % d == 0)
+
+
+def _pairs(c: LlamaConfig, at_most: int) -> int:
+    """Row pairs per invocation of qkv_rope: must divide the pair count and stay inside one head."""
+    pairs = (c.n_heads + 2 * c.n_kv_heads) * c.head_dim // 2
+    return max(d for d in range(1, at_most + 1) if pairs % d == 0 and (c.head_dim // 2) % d == 0)

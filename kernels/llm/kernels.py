@@ -1,0 +1,480 @@
+"""TensorIR kernels of the Llama forward pass, written for software WebGPU adapters.
+
+Every kernel is barrier-free: each invocation owns its outputs and keeps partial sums in registers
+(lavapipe and SwiftShader run workgroup barriers and shared-memory reductions about 10x slower).
+On lavapipe a storage-buffer load costs about the same whether it fetches 4 or 16 bytes, so weights
+and activations are read as 16-byte vectors and every load is reused across several rows (register
+blocking) and, in prefill, across several tokens.
+
+Shapes are static per model; what changes per step (tokens in the chunk, start position) is read from
+a small `step` storage buffer, so grids and uniforms stay constant and bind groups are made once.
+
+Each weight is one array of 16-byte vectors (see `weight_vectors`), column-major ([vector, row]):
+per row, the quantized blocks, then the f32 block scales. One buffer per weight keeps every kernel at
+7 storage bindings or fewer (WebGPU's default limit is 8), and fused projections (Q/K/V, gate/up) are
+one weight with stacked rows.
+"""
+
+import functools
+from dataclasses import dataclass
+
+from tvm.script import tirx as T
+
+F32, U32, I32 = "float32", "uint32", "int32"
+F32X4, U32X4 = "float32x4", "uint32x4"
+WG = 64  # invocations per workgroup for element-parallel kernels
+# Invocations per workgroup of the register-blocked dot-product kernels: few invocations each doing
+# much work, so small workgroups, or lavapipe would run a layer's GEMV on one of its threads.
+DOT_WG = 16
+# step buffer: [tokens in this chunk, position of its first token, unused, unused]
+STEP_WORDS = 4
+MASKED_LOGIT = -3.0e38  # what a disallowed token's logit becomes (short in WGSL's 7-digit literal)
+
+# Per format: 16-byte vectors of quantized values per 32-element block, and blocks per scale vector.
+QUANT_VECTORS = {"q4_1": 1, "q8_0": 2, "f32": 8}
+BLOCKS_PER_SCALE_VECTOR = {"q4_1": 2, "q8_0": 4, "f32": 0}  # q4_1: (d, m) pairs; q8_0: d
+
+
+def weight_vectors(fmt: str, cols: int) -> tuple[int, int]:
+    """(quantized vectors, scale vectors) per row of `cols` elements in `fmt`."""
+    if fmt not in QUANT_VECTORS:
+        raise ValueError(f"unknown weight format {fmt!r}")
+    if cols % 32:
+        raise ValueError(f"weight rows must be a multiple of 32 elements, got {cols}")
+    blocks = cols // 32
+    per_scale = BLOCKS_PER_SCALE_VECTOR[fmt]
+    return blocks * QUANT_VECTORS[fmt], (blocks + per_scale - 1) // per_scale if per_scale else 0
+
+
+def weight_shape(fmt: str, rows: int, cols: int) -> tuple[int, int]:
+    """Column-major [vector, row]: neighbouring invocations read neighbouring memory (coalesced on GPUs)."""
+    return sum(weight_vectors(fmt, cols)), rows
+
+
+def lane(vector, i: int):
+    return T.Shuffle([vector], [i])
+
+
+def lane_of(vector, i, count: int):
+    """Lane `i` (an expression below `count`) of a vector, as a chain of selects: Shuffle needs constants."""
+    out = lane(vector, count - 1)
+    for j in range(count - 2, -1, -1):
+        out = T.Select(i == j, lane(vector, j), out)
+    return out
+
+
+def block_dot(fmt: str, wq, w0: int, xv):
+    """sum over a 32-element block of quant(w) * x, where w's vectors are wq[w0:] and x's are xv[0:8].
+
+    For q4_1 / q8_0 this is the sum of the integer codes times x; the caller applies the scales.
+    Element j < 16 of a q4_1 block is the low nibble of byte j, j >= 16 the high nibble of byte j - 16.
+    """
+    terms = []
+    if fmt == "q4_1":
+        for w in range(4):
+            word = lane(wq[w0], w)
+            for b in range(4):
+                lo = T.bitwise_and(T.shift_right(word, T.uint32(8 * b)), T.uint32(15))
+                hi = T.bitwise_and(T.shift_right(word, T.uint32(8 * b + 4)), T.uint32(15))
+                terms.append(T.Cast(F32, lo) * lane(xv[w], b))
+                terms.append(T.Cast(F32, hi) * lane(xv[4 + w], b))
+    elif fmt == "q8_0":
+        for w in range(8):
+            word = lane(wq[w0 + w // 4], w % 4)
+            for b in range(4):
+                # Move the byte to the top, then an arithmetic shift sign-extends it.
+                signed = T.shift_right(T.reinterpret(I32, T.shift_left(word, T.uint32(24 - 8 * b))), 24)
+                terms.append(T.Cast(F32, signed) * lane(xv[w], b))
+    else:
+        for v in range(8):
+            for b in range(4):
+                terms.append(T.reinterpret(F32, lane(wq[w0 + v], b)) * lane(xv[v], b))
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
+def vector_sum(xv):
+    total = lane(xv[0], 0)
+    for v in range(8):
+        for b in range(4):
+            if v or b:
+                total = total + lane(xv[v], b)
+    return total
+
+
+def scale_d(fmt: str, sv, block):
+    """The block's scale d from its scale vector."""
+    if fmt == "q4_1":
+        return T.reinterpret(F32, lane_of(sv, (block % 2) * 2, 4))
+    return T.reinterpret(F32, lane_of(sv, block % 4, 4))
+
+
+def scale_m(sv, block):
+    """q4_1's offset m."""
+    return T.reinterpret(F32, lane_of(sv, (block % 2) * 2 + 1, 4))
+
+
+@dataclass
+class Kernel:
+    name: str
+    func: object  # tvm PrimFunc
+    grid: tuple  # workgroups (x, y, z)
+
+
+@T.macro
+def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, sx, dm):
+    """acc[r * n_tok + t] = W[row r] . x[t0 + t] for r < n_rows, t < n_tok, where row r is
+    row0 + r % run + (r // run) * stride (runs of consecutive rows, e.g. gate rows then up rows).
+
+    Each block's weight vectors are loaded once for all tokens, x's once for all rows. The block's
+    scales go to registers (dm) first: inlining their lane selection into every token's sum made
+    SwiftShader's shader compiler run out of memory.
+    """
+    for i in T.unroll(n_rows * n_tok):
+        acc[i] = T.float32(0)
+    for b in range(n_blk):
+        for r in T.unroll(n_rows):
+            for i in T.unroll(QUANT_VECTORS[fmt]):
+                wq[r * QUANT_VECTORS[fmt] + i] = w[b * QUANT_VECTORS[fmt] + i, row0 + r % run + (r // run) * stride]
+            if per_scale > 0:
+                sv[0] = w[quant_vectors + b // T.max(per_scale, 1), row0 + r % run + (r // run) * stride]
+                dm[r * 2] = scale_d(fmt, sv[0], b)
+                if fmt == "q4_1":
+                    dm[r * 2 + 1] = scale_m(sv[0], b)
+        for t in T.unroll(n_tok):
+            for v in T.unroll(8):
+                xv[v] = x[t0 + t, b * 8 + v]
+            if fmt == "q4_1":
+                sx[0] = vector_sum(xv)
+            for r in T.unroll(n_rows):
+                if fmt == "q4_1":
+                    acc[r * n_tok + t] = acc[r * n_tok + t] + dm[r * 2] * block_dot(
+                        fmt, wq, r * QUANT_VECTORS[fmt], xv) + dm[r * 2 + 1] * sx[0]
+                elif fmt == "q8_0":
+                    acc[r * n_tok + t] = acc[r * n_tok + t] + dm[r * 2] * block_dot(
+                        fmt, wq, r * QUANT_VECTORS[fmt], xv)
+                else:
+                    acc[r * n_tok + t] = acc[r * n_tok + t] + block_dot(fmt, wq, r * QUANT_VECTORS[fmt], xv)
+
+
+def _dot_setup(fmt, rows, cols):
+    shape = weight_shape(fmt, rows, cols)
+    return shape, cols // 32, weight_vectors(fmt, cols)[0], BLOCKS_PER_SCALE_VECTOR[fmt]
+
+
+@functools.cache  # one parse per distinct kernel, however many layers use it
+def embed(fmt, vocab, hidden, tokens):
+    """x[t] = dequantized row ids[t] of the embedding; reads the weight as plain u32 words."""
+    rows_v, _ = weight_shape(fmt, vocab, hidden)
+    qv = weight_vectors(fmt, hidden)[0]
+    per_scale = BLOCKS_PER_SCALE_VECTOR[fmt]
+    total = tokens * hidden
+
+    def word(w, row, vec, i):  # u32 word i of vector vec of `row`
+        return w[(vec * vocab + row) * 4 + i]
+
+    def element(w, row, k):
+        blk, j = k // 32, k % 32
+        if fmt == "q4_1":
+            q = T.bitwise_and(T.shift_right(word(w, row, blk, (j % 16) // 4), T.Cast(U32, (j % 4) * 8 + (j // 16) * 4)),
+                              T.uint32(15))
+            d = T.reinterpret(F32, word(w, row, qv + blk // per_scale, (blk % per_scale) * 2))
+            m = T.reinterpret(F32, word(w, row, qv + blk // per_scale, (blk % per_scale) * 2 + 1))
+            return d * T.Cast(F32, q) + m
+        if fmt == "q8_0":
+            wd = word(w, row, blk * 2 + j // 16, (j % 16) // 4)
+            signed = T.shift_right(T.reinterpret(I32, T.shift_left(wd, T.Cast(U32, 24 - (j % 4) * 8))), 24)
+            return T.reinterpret(F32, word(w, row, qv + blk // per_scale, blk % per_scale)) * T.Cast(F32, signed)
+        return T.reinterpret(F32, word(w, row, k // 4, k % 4))
+
+    @T.prim_func(s_tir=True)
+    def func(ids: T.Buffer((tokens,), I32), w: T.Buffer((rows_v * vocab * 4,), U32),
+             x: T.Buffer((tokens, hidden), F32), step: T.Buffer((STEP_WORDS,), I32)):
+        for bx in T.thread_binding((total + WG - 1) // WG, "blockIdx.x"):
+            for tx in T.thread_binding(WG, "threadIdx.x"):
+                with T.sblock("embed"):
+                    if bx * WG + tx < total and (bx * WG + tx) // hidden < step[0]:
+                        x[(bx * WG + tx) // hidden, (bx * WG + tx) % hidden] = element(
+                            w, ids[(bx * WG + tx) // hidden], (bx * WG + tx) % hidden)
+
+    return Kernel(f"embed_{fmt}_v{vocab}_h{hidden}_t{tokens}", func, ((total + WG - 1) // WG, 1, 1))
+
+
+@functools.cache
+def rms_norm(hidden, tokens, eps):
+    """One workgroup per token; every invocation sums the squares itself (no barrier), then scales a slice."""
+    vecs = hidden // 4
+    lanes = 16
+    per_thread = (vecs + lanes - 1) // lanes
+
+    @T.prim_func(s_tir=True)
+    def func(x: T.Buffer((tokens, vecs), F32X4), g: T.Buffer((vecs,), F32X4), y: T.Buffer((tokens, vecs), F32X4),
+             step: T.Buffer((STEP_WORDS,), I32)):
+        for t in T.thread_binding(tokens, "blockIdx.x"):
+            for tx in T.thread_binding(lanes, "threadIdx.x"):
+                with T.sblock("rms_norm"):
+                    acc = T.sblock_alloc_buffer((1,), F32X4, scope="local")
+                    r = T.sblock_alloc_buffer((1,), F32, scope="local")
+                    if t < step[0]:
+                        acc[0] = T.Broadcast(T.float32(0), 4)
+                        for k in range(vecs):
+                            acc[0] = acc[0] + x[t, k] * x[t, k]
+                        r[0] = T.float32(1) / T.sqrt(
+                            (lane(acc[0], 0) + lane(acc[0], 1) + lane(acc[0], 2) + lane(acc[0], 3))
+                            / T.float32(hidden) + T.float32(eps))
+                        for j in range(per_thread):
+                            if j * lanes + tx < vecs:
+                                y[t, j * lanes + tx] = x[t, j * lanes + tx] * T.Broadcast(r[0], 4) * g[j * lanes + tx]
+
+    if hidden % 4:
+        raise ValueError(f"hidden size {hidden} is not a multiple of 4")
+    return Kernel(f"rms_norm_h{hidden}_e{eps:g}_t{tokens}".replace("-", "m").replace(".", "p"), func, (tokens, 1, 1))
+
+
+@functools.cache
+def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
+    """y[t, o] (=|+=) x[t, :] . W[o, :]; an invocation owns `rows_per_thread` rows and `block` tokens.
+
+    mode "store" writes, "accumulate" adds into y (fuses the residual add),
+    "last" computes only the chunk's last token into y[o] (the logits head).
+    Rows past the end (when rows % rows_per_thread != 0) are computed from clamped reads and dropped.
+    """
+    R = rows_per_thread
+    shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, rows, k_dim)
+    groups = 1 if mode == "last" else tokens // block
+    n_tok = 1 if mode == "last" else block
+    y_shape = (rows,) if mode == "last" else (tokens, rows)
+    threads = (rows + R - 1) // R
+
+    @T.prim_func(s_tir=True)
+    def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer(y_shape, F32),
+             step: T.Buffer((STEP_WORDS,), I32)):
+        for tb in T.thread_binding(groups, "blockIdx.y"):
+            for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
+                for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
+                    with T.sblock("matmul"):
+                        acc = T.sblock_alloc_buffer((R * n_tok,), F32, scope="local")
+                        wq = T.sblock_alloc_buffer((R * QUANT_VECTORS[fmt],), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((1,), U32X4, scope="local")
+                        dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
+                        xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                        sx = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        t0 = T.sblock_alloc_buffer((1,), I32, scope="local")
+                        if ob * DOT_WG + tx < threads and tb * n_tok < step[0]:
+                            # The head reads only the chunk's last token.
+                            if mode == "last":
+                                t0[0] = step[0] - 1
+                            else:
+                                t0[0] = tb * n_tok
+                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
+                                     t0[0], n_tok, acc, wq, sv, xv, sx, dm)
+                            for r in T.unroll(R):
+                                if (ob * DOT_WG + tx) * R + r < rows:
+                                    for t in T.unroll(n_tok):
+                                        if mode == "last":
+                                            y[(ob * DOT_WG + tx) * R + r] = acc[r]
+                                        elif tb * n_tok + t < step[0]:
+                                            if mode == "accumulate":
+                                                y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = (
+                                                    y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] + acc[r * n_tok + t])
+                                            else:
+                                                y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = acc[r * n_tok + t]
+
+    return Kernel(f"matmul_{mode}_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}", func,
+                  ((threads + DOT_WG - 1) // DOT_WG, groups, 1))
+
+
+@functools.cache
+def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread):
+    """act[t, o] = silu(x[t] . W[o]) * (x[t] . W[ffn + o]): W stacks the gate rows over the up rows,
+    so the two GEMVs and the SiLU-mul are one pass. An invocation owns `rows_per_thread` outputs."""
+    R = rows_per_thread
+    if ffn % R:
+        raise ValueError(f"FFN size {ffn} is not a multiple of {R}")
+    shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, 2 * ffn, hidden)
+    threads = ffn // R
+
+    @T.prim_func(s_tir=True)
+    def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4), act: T.Buffer((tokens, ffn), F32),
+             step: T.Buffer((STEP_WORDS,), I32)):
+        for tb in T.thread_binding(tokens // block, "blockIdx.y"):
+            for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
+                for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
+                    with T.sblock("gate_up"):
+                        # Rows: gate rows o*R .. o*R+R-1, then the up rows ffn + the same.
+                        acc = T.sblock_alloc_buffer((2 * R * block,), F32, scope="local")
+                        wq = T.sblock_alloc_buffer((2 * R * QUANT_VECTORS[fmt],), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((1,), U32X4, scope="local")
+                        dm = T.sblock_alloc_buffer((4 * R,), F32, scope="local")
+                        xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                        sx = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        if ob * DOT_WG + tx < threads and tb * block < step[0]:
+                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R, ffn,
+                                     tb * block, block, acc, wq, sv, xv, sx, dm)
+                            for r in T.unroll(R):
+                                for t in T.unroll(block):
+                                    if tb * block + t < step[0]:
+                                        act[tb * block + t, (ob * DOT_WG + tx) * R + r] = (
+                                            acc[r * block + t] / (T.float32(1) + T.exp(-acc[r * block + t]))
+                                            * acc[(R + r) * block + t])
+
+    return Kernel(f"gate_up_silu_{fmt}_h{hidden}_f{ffn}_t{tokens}_r{R}", func,
+                  ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1))
+
+
+@functools.cache
+def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs_per_thread):
+    """Q, K, V projections, interleaved RoPE and the KV-cache append in one kernel.
+
+    W stacks the Q, K and V rows. An invocation owns `pairs_per_thread` pairs of output rows
+    (2i, 2i+1) and `block` tokens, so it rotates each pair itself; `rope` holds cos and sin per
+    (position, pair), computed at build time in double precision.
+    """
+    P = pairs_per_thread
+    q_rows, kv_rows = n_heads * head_dim, n_kv * head_dim
+    shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, q_rows + 2 * kv_rows, hidden)
+    pairs = (q_rows + 2 * kv_rows) // 2
+    if pairs % P or half_check(head_dim, P):
+        raise ValueError(f"{pairs} row pairs (head dim {head_dim}) do not split into groups of {P}")
+    threads = pairs // P
+    half = head_dim // 2
+
+    @T.prim_func(s_tir=True)
+    def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4),
+             rope: T.Buffer((context, half, 2), F32), q: T.Buffer((tokens, q_rows), F32),
+             k_cache: T.Buffer((context, kv_rows), F32), v_cache: T.Buffer((context, kv_rows), F32),
+             step: T.Buffer((STEP_WORDS,), I32)):
+        for tb in T.thread_binding(tokens // block, "blockIdx.y"):
+            for pb in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
+                for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
+                    with T.sblock("qkv"):
+                        acc = T.sblock_alloc_buffer((2 * P * block,), F32, scope="local")
+                        wq = T.sblock_alloc_buffer((2 * P * QUANT_VECTORS[fmt],), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((1,), U32X4, scope="local")
+                        dm = T.sblock_alloc_buffer((4 * P,), F32, scope="local")
+                        xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                        sx = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        cs = T.sblock_alloc_buffer((2,), F32, scope="local")
+                        if pb * DOT_WG + tx < threads and tb * block < step[0]:
+                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
+                                     2 * P, 0, tb * block, block, acc, wq, sv, xv, sx, dm)
+                            for i in T.unroll(P):
+                                for t in T.unroll(block):
+                                    if tb * block + t < step[0]:
+                                        # Rows 2p, 2p+1 of pair p = invocation * P + i; acc[(2i + j) * block + t].
+                                        cs[0] = rope[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) % half, 0]
+                                        cs[1] = rope[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) % half, 1]
+                                        if ((pb * DOT_WG + tx) * P + i) * 2 < q_rows:
+                                            q[tb * block + t, ((pb * DOT_WG + tx) * P + i) * 2] = (
+                                                acc[2 * i * block + t] * cs[0] - acc[(2 * i + 1) * block + t] * cs[1])
+                                            q[tb * block + t, ((pb * DOT_WG + tx) * P + i) * 2 + 1] = (
+                                                acc[2 * i * block + t] * cs[1] + acc[(2 * i + 1) * block + t] * cs[0])
+                                        elif ((pb * DOT_WG + tx) * P + i) * 2 < q_rows + kv_rows:
+                                            k_cache[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) * 2 - q_rows] = (
+                                                acc[2 * i * block + t] * cs[0] - acc[(2 * i + 1) * block + t] * cs[1])
+                                            k_cache[step[1] + tb * block + t,
+                                                    ((pb * DOT_WG + tx) * P + i) * 2 - q_rows + 1] = (
+                                                acc[2 * i * block + t] * cs[1] + acc[(2 * i + 1) * block + t] * cs[0])
+                                        else:
+                                            v_cache[step[1] + tb * block + t,
+                                                    ((pb * DOT_WG + tx) * P + i) * 2 - q_rows - kv_rows] = (
+                                                acc[2 * i * block + t])
+                                            v_cache[step[1] + tb * block + t,
+                                                    ((pb * DOT_WG + tx) * P + i) * 2 - q_rows - kv_rows + 1] = (
+                                                acc[(2 * i + 1) * block + t])
+
+    return Kernel(f"qkv_rope_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}", func,
+                  ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1))
+
+
+def half_check(head_dim: int, pairs_per_thread: int) -> bool:
+    """True when an invocation's pairs would straddle two heads (they must not: RoPE is per head)."""
+    return (head_dim // 2) % pairs_per_thread != 0
+
+
+@functools.cache
+def attention_scores(n_heads, n_kv, head_dim, context, tokens):
+    """scores[key, t, h] = q[t, h] . k[key, h // group] / sqrt(d) for every key the token may see.
+
+    A workgroup per (head, token); its invocations stride over the keys. The [key, t, h] layout keeps
+    the indexing independent of the context size chosen at run time.
+    """
+    group = n_heads // n_kv
+    scale = 1.0 / head_dim**0.5
+    dv = head_dim // 4
+
+    @T.prim_func(s_tir=True)
+    def func(q: T.Buffer((tokens, n_heads * dv), F32X4), k_cache: T.Buffer((context, n_kv * dv), F32X4),
+             scores: T.Buffer((context, tokens, n_heads), F32), step: T.Buffer((STEP_WORDS,), I32)):
+        for t in T.thread_binding(tokens, "blockIdx.y"):
+            for h in T.thread_binding(n_heads, "blockIdx.x"):
+                for tx in T.thread_binding(WG, "threadIdx.x"):
+                    with T.sblock("scores"):
+                        acc = T.sblock_alloc_buffer((1,), F32X4, scope="local")
+                        if t < step[0]:
+                            # Causal: token t sits at position step[1] + t and sees keys up to it.
+                            for i in range((step[1] + t + WG) // WG):
+                                if i * WG + tx <= step[1] + t:
+                                    acc[0] = T.Broadcast(T.float32(0), 4)
+                                    for d in range(dv):
+                                        acc[0] = acc[0] + q[t, h * dv + d] * k_cache[i * WG + tx, (h // group) * dv + d]
+                                    scores[i * WG + tx, t, h] = (lane(acc[0], 0) + lane(acc[0], 1) + lane(acc[0], 2)
+                                                                 + lane(acc[0], 3)) * T.float32(scale)
+
+    return Kernel(f"attention_scores_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}", func, (n_heads, tokens, 1))
+
+
+@functools.cache
+def attention_values(n_heads, n_kv, head_dim, context, tokens):
+    """out[t, h, d:d+4] = softmax(scores[:, t, h]) . v[:, h // group, d:d+4]; one invocation per 4 outputs.
+
+    Each invocation redoes the max and the normalizer over the keys: cheaper here than a barrier.
+    """
+    group = n_heads // n_kv
+    dv = head_dim // 4
+
+    @T.prim_func(s_tir=True)
+    def func(scores: T.Buffer((context, tokens, n_heads), F32), v_cache: T.Buffer((context, n_kv * dv), F32X4),
+             out: T.Buffer((tokens, n_heads * dv), F32X4), step: T.Buffer((STEP_WORDS,), I32)):
+        for t in T.thread_binding(tokens, "blockIdx.y"):
+            for h in T.thread_binding(n_heads, "blockIdx.x"):
+                for d in T.thread_binding(dv, "threadIdx.x"):
+                    with T.sblock("values"):
+                        acc = T.sblock_alloc_buffer((3,), F32, scope="local")  # max, sum, current weight
+                        o = T.sblock_alloc_buffer((1,), F32X4, scope="local")
+                        if t < step[0]:
+                            acc[0] = T.float32(-3.0e38)
+                            for key in range(step[1] + t + 1):
+                                acc[0] = T.max(acc[0], scores[key, t, h])
+                            acc[1] = T.float32(0)
+                            o[0] = T.Broadcast(T.float32(0), 4)
+                            for key in range(step[1] + t + 1):
+                                acc[2] = T.exp(scores[key, t, h] - acc[0])
+                                acc[1] = acc[1] + acc[2]
+                                o[0] = o[0] + T.Broadcast(acc[2], 4) * v_cache[key, (h // group) * dv + d]
+                            out[t, h * dv + d] = o[0] / T.Broadcast(acc[1], 4)
+
+    return Kernel(f"attention_values_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}", func, (n_heads, tokens, 1))
+
+
+@functools.cache
+def apply_bitmask(vocab):
+    """logits[i] = MASKED_LOGIT where bit i % 32 of word i // 32 is clear (the grammar's token mask).
+
+    WGSL has no infinity literal; a huge negative finite value sorts and samples the same way.
+    """
+    words = (vocab + 31) // 32
+
+    @T.prim_func(s_tir=True)
+    def func(logits: T.Buffer((vocab,), F32), mask: T.Buffer((words,), U32)):
+        for bx in T.thread_binding((vocab + WG - 1) // WG, "blockIdx.x"):
+            for tx in T.thread_binding(WG, "threadIdx.x"):
+                with T.sblock("mask"):
+                    if bx * WG + tx < vocab:
+                        if T.bitwise_and(T.shift_right(mask[(bx * WG + tx) // 32], T.Cast(U32, (bx * WG + tx) % 32)),
+                                         T.uint32(1)) == T.uint32(0):
+                            logits[bx * WG + tx] = T.float32(MASKED_LOGIT)
+
+    return Kernel(f"apply_bitmask_v{vocab}", func, ((vocab + WG - 1) // WG, 1, 1))

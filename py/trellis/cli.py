@@ -1,0 +1,26 @@
+"""`trellis` on the desktop: one command line, subcommands from the modules that own them."""
+
+from __future__ import annotations
+
+import sys
+
+COMMANDS = {
+    "generate": ("trellis.runtime.generate", "stream the continuation of a ChatML prompt (wgpu-native)"),
+    "grammar-demo": ("trellis.demo", "sample random tokens that a grammar allows (no model needed)"),
+}
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        lines = [f"  {name:<14} {help}" for name, (_, help) in COMMANDS.items()]
+        print("usage: trellis COMMAND [options]\n\ncommands:\n" + "\n".join(lines))
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    import importlib
+
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return module.main(argv[1:]) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

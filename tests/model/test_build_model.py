@@ -1,0 +1,111 @@
+"""The model build on the tiny GGUF: manifest, WGSL, shards with sha256, skipping up-to-date outputs."""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from kernels.llm import build_model
+from kernels.llm.gguf_model import read_config
+from tests.model.tiny_gguf import write_tiny_llama
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-build")
+    write_tiny_llama(root / "tiny.gguf")
+    assert build_model.main(["--gguf", str(root / "tiny.gguf"), "--out", str(root / "out")]) == 0
+    return root
+
+
+def _manifest(root):
+    return json.loads((root / "out" / "manifest.json").read_text())
+
+
+def test_manifest_describes_every_dispatch(built):
+    m = _manifest(built)
+    assert m["model"]["n_layers"] == 2 and m["model"]["vocab"] == 269
+    arrays = m["weights"]["arrays"]
+    for plan in ("prefill", "decode"):
+        dispatches = m["plans"][plan]["dispatches"]
+        assert len(dispatches) == 1 + 8 * 2 + 2  # embed, 8 per layer, final norm and head
+        for d in dispatches:
+            kernel = m["kernels"][d["kernel"]]
+            source = (built / "out" / kernel["wgsl"]).read_text()
+            assert f"fn {kernel['entry_point']}(" in source
+            assert [b["binding"] for b in kernel["bindings"]] == list(range(len(kernel["bindings"])))
+            assert kernel["uniform"]["binding"] == len(kernel["bindings"])
+            # Every binding is fed by a declared buffer or a weight array, and nothing else is passed.
+            assert sorted(d["args"]) == sorted(b["name"] for b in kernel["bindings"])
+            for b in kernel["bindings"]:
+                assert d["args"][b["name"]] in m["buffers"] or d["args"][b["name"]] in arrays
+            assert "enable f16" not in source
+            assert len(kernel["bindings"]) <= 8  # WebGPU's default storage-buffer limit
+
+
+def test_shards_are_bounded_and_hashed(built):
+    m = _manifest(built)
+    total = 0
+    for shard in m["weights"]["shards"]:
+        data = (built / "out" / shard["file"]).read_bytes()
+        assert len(data) == shard["bytes"] <= build_model.SHARD_LIMIT
+        assert hashlib.sha256(data).hexdigest() == shard["sha256"]
+        total += len(data)
+    assert total == sum(a["bytes"] for a in m["weights"]["arrays"].values())
+
+
+def test_packed_q4_1_keeps_gguf_values(built):
+    """The packed (qs, sc) arrays decode, as the shader does, to gguf's own dequantization."""
+    import gguf
+
+    m = _manifest(built)
+    blob = b"".join((built / "out" / s["file"]).read_bytes() for s in m["weights"]["shards"])
+
+    def array(name):
+        a = m["weights"]["arrays"][name]
+        return np.frombuffer(blob[a["offset"]:a["offset"] + a["bytes"]], dtype=a["dtype"]).reshape(a["shape"])
+
+    reader = gguf.GGUFReader(str(built / "tiny.gguf"))
+    tensor = next(t for t in reader.tensors if t.name == "blk.0.attn_q.weight")
+    expected = gguf.dequantize(tensor.data, tensor.tensor_type).reshape(64, 64)
+    # Stored [vector, row, 4]; Q/K/V stacked by rows, Q first. Per row: 8 nibble words (2 blocks),
+    # then (d, m) per block as f32 bits.
+    packed = array("blk.0.attn_qkv").transpose(1, 0, 2).reshape(128, -1)[:64]
+    qs, sc = packed[:, :8], packed[:, 8:].view(np.float32)
+    k = np.arange(64)
+    j = k % 32
+    words = qs[:, (k // 32) * 4 + (j % 16) // 4]
+    nibbles = (words >> ((j % 4) * 8 + (j // 16) * 4)) & 15
+    got = sc[:, (k // 32) * 2] * nibbles + sc[:, (k // 32) * 2 + 1]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+    assert read_config(reader).rope_theta == 10000.0
+
+
+def test_rebuild_skips_up_to_date_outputs(built, capsys):
+    before = {p.name: p.stat().st_mtime_ns for p in (built / "out").iterdir()}
+    (built / "out" / "old_kernel.wgsl").write_text("// from an earlier build")
+    build_model.main(["--gguf", str(built / "tiny.gguf"), "--out", str(built / "out")])
+    assert not (built / "out" / "old_kernel.wgsl").exists()
+    log = capsys.readouterr().out
+    assert "weights up to date" in log and "kernel " not in log
+    after = {p.name: p.stat().st_mtime_ns for p in (built / "out").iterdir() if p.suffix != ".json"}
+    assert all(after[name] == before[name] for name in after)
+
+
+def test_unsupported_tensor_type_is_named(tmp_path):
+    import gguf
+
+    from trellis.errors import ModelError
+
+    w = gguf.GGUFWriter(str(tmp_path / "bad.gguf"), "llama")
+    w.add_tensor("blk.0.attn_q.weight", np.zeros((32, 256), np.uint8)[:, :144],
+                 raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    from kernels.llm.gguf_model import tensors_by_name
+
+    with pytest.raises(ModelError, match="blk.0.attn_q.weight.*Q4_K"):
+        tensors_by_name(gguf.GGUFReader(str(tmp_path / "bad.gguf")))

@@ -1,0 +1,87 @@
+"""A tiny random-weight Llama written as a GGUF, shaped like SmolLM2 but small enough for fast tests.
+
+2 layers, hidden 64, 4 query heads over 2 KV heads (GQA), head dim 16, FFN 96; linear weights Q4_1
+(one Q8_0, to cover that GEMV too), a Q8_0 token embedding tied as the output head, F32 norms;
+a byte-level vocabulary of 3 control tokens, 256 bytes and a few merges (vocab 269: not a round number).
+"""
+
+import gguf
+import numpy as np
+
+from trellis.bytelevel import BYTE_TO_CHAR
+
+CONFIG = dict(n_layers=2, hidden=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn=96, context=256,
+              rope_theta=10000.0, rms_eps=1e-5)
+CONTROL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+MERGES = ["Ġ t", "h e", "Ġt he", "i n", "a n", "e r", "o n", "Ġ a", "r e", "a t"]
+
+
+def tiny_tokenizer() -> tuple[list[str], list[int], list[str]]:
+    tokens = CONTROL + [BYTE_TO_CHAR[b] for b in range(256)] + [m.replace(" ", "") for m in MERGES]
+    types = [3] * len(CONTROL) + [1] * (len(tokens) - len(CONTROL))
+    return tokens, types, MERGES
+
+
+def write_tiny_llama(path, seed: int = 0, q8_0_tensors=("blk.1.ffn_down.weight",), float_tensors=None) -> dict:
+    """Write the model to `path`; returns its config (with vocab).
+
+    `float_tensors` maps tensor names to "F16" or "F32" to store those unquantized.
+    """
+    float_tensors = float_tensors or {}
+    rng = np.random.default_rng(seed)
+    c = dict(CONFIG)
+    tokens, types, merges = tiny_tokenizer()
+    c["vocab"] = len(tokens)
+    h, d, f = c["hidden"], c["head_dim"], c["ffn"]
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name("tiny-llama-test")
+    w.add_block_count(c["n_layers"])
+    w.add_context_length(c["context"])
+    w.add_embedding_length(h)
+    w.add_feed_forward_length(f)
+    w.add_head_count(c["n_heads"])
+    w.add_head_count_kv(c["n_kv_heads"])
+    w.add_rope_dimension_count(d)
+    w.add_rope_freq_base(c["rope_theta"])
+    w.add_layer_norm_rms_eps(c["rms_eps"])
+    w.add_vocab_size(c["vocab"])
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("smollm")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+    def linear(name, n_out, n_in, qtype=gguf.GGMLQuantizationType.Q4_1):
+        if name in q8_0_tensors:
+            qtype = gguf.GGMLQuantizationType.Q8_0
+        # Non-zero means per row exercise Q4_1's offset term.
+        weight = rng.normal(0, 1 / np.sqrt(n_in), (n_out, n_in)) + rng.normal(0, 0.02, (n_out, 1))
+        if name in float_tensors:
+            w.add_tensor(name, weight.astype({"F16": np.float16, "F32": np.float32}[float_tensors[name]]))
+            return
+        w.add_tensor(name, gguf.quantize(weight.astype(np.float32), qtype), raw_dtype=qtype)
+
+    def norm(name):
+        w.add_tensor(name, (1 + rng.normal(0, 0.1, h)).astype(np.float32))
+
+    linear("token_embd.weight", c["vocab"], h, gguf.GGMLQuantizationType.Q8_0)
+    for i in range(c["n_layers"]):
+        norm(f"blk.{i}.attn_norm.weight")
+        linear(f"blk.{i}.attn_q.weight", c["n_heads"] * d, h)
+        linear(f"blk.{i}.attn_k.weight", c["n_kv_heads"] * d, h)
+        linear(f"blk.{i}.attn_v.weight", c["n_kv_heads"] * d, h)
+        linear(f"blk.{i}.attn_output.weight", h, c["n_heads"] * d)
+        norm(f"blk.{i}.ffn_norm.weight")
+        linear(f"blk.{i}.ffn_gate.weight", f, h)
+        linear(f"blk.{i}.ffn_up.weight", f, h)
+        linear(f"blk.{i}.ffn_down.weight", h, f)
+    norm("output_norm.weight")
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return c

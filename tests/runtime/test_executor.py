@@ -1,0 +1,137 @@
+"""The WebGPU executor (wgpu-py on lavapipe) against the numpy reference forward pass."""
+
+import numpy as np
+import pytest
+
+from tests.model.reference import ReferenceLlama
+from trellis.errors import ModelError, SequenceLengthError
+
+PROMPT = [1, 40, 41, 200, 7, 268, 3, 99, 100, 5, 17, 2, 0, 64, 128, 255] * 3  # 48 tokens: 1.5 chunks
+
+
+def rel_err(got, want) -> float:
+    return float(np.max(np.abs(np.asarray(got) - want)) / np.max(np.abs(want)))
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model):
+    return ReferenceLlama(tiny_model[0])
+
+
+def test_prefill_and_16_decode_steps_match_reference(tiny_executor, reference):
+    tiny_executor.reset()
+    reference.reset()
+    got = tiny_executor.prefill(PROMPT)
+    want = reference.forward(PROMPT)[-1]
+    assert len(got) == 269 and rel_err(got, want) <= 1e-3
+    for _ in range(16):
+        token = int(np.argmax(want))
+        got, want = tiny_executor.decode(token), reference.forward([token])[-1]
+        assert rel_err(got, want) <= 1e-3
+    assert tiny_executor.position == len(PROMPT) + 16
+
+
+def test_prefill_in_pieces_matches_one_piece(tiny_executor, reference):
+    """A full chunk, a one-token prefill and a decode continue the same sequence."""
+    tiny_executor.reset()
+    reference.reset()
+    tiny_executor.prefill(PROMPT[:32])
+    got = tiny_executor.prefill(PROMPT[32:33])
+    assert rel_err(got, reference.forward(PROMPT[:33])[-1]) <= 1e-3
+    assert rel_err(tiny_executor.decode(PROMPT[33]), reference.forward([PROMPT[33]])[-1]) <= 1e-3
+
+
+def test_reset_starts_over(tiny_executor):
+    tiny_executor.reset()
+    first = list(tiny_executor.prefill(PROMPT[:10]))
+    tiny_executor.decode(3)
+    tiny_executor.reset()
+    assert list(tiny_executor.prefill(PROMPT[:10])) == first
+
+
+def test_sequence_limit_is_enforced(tiny_executor):
+    tiny_executor.reset()
+    tiny_executor.prefill(PROMPT[:40])
+    with pytest.raises(SequenceLengthError, match="context window of 96"):
+        tiny_executor.prefill(PROMPT * 2)
+    assert tiny_executor.position == 40
+    tiny_executor.prefill(PROMPT[:48])
+    tiny_executor.decode(5)
+    tiny_executor.decode(6)
+    assert tiny_executor.position == 90
+    tiny_executor.prefill(PROMPT[:6])  # exactly fills the window
+    with pytest.raises(SequenceLengthError):
+        tiny_executor.decode(7)
+
+
+def test_bad_inputs_are_refused(tiny_model, tiny_executor, wgpu_backend):
+    from trellis.runtime import Artifacts, Executor
+
+    tiny_executor.reset()
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tiny_executor.prefill([1, 269])
+    with pytest.raises(ValueError):
+        tiny_executor.prefill([])
+    with pytest.raises(ModelError, match="context 999"):
+        Executor(Artifacts.from_dir(tiny_model[1]), wgpu_backend, context=999)
+
+
+def test_corrupt_shard_is_detected(tiny_model, tmp_path):
+    import shutil
+
+    from trellis.runtime import Artifacts
+
+    copy = tmp_path / "model"
+    shutil.copytree(tiny_model[1], copy)
+    shard = next(copy.glob("weights-*.bin"))
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 1
+    shard.write_bytes(bytes(data))
+    with pytest.raises(ModelError, match="corrupt"):
+        list(Artifacts.from_dir(copy).weight_arrays())
+    with pytest.raises(ModelError, match="no built model"):
+        Artifacts.from_dir(tmp_path / "missing")
+
+
+def test_bitmask_is_applied_on_the_gpu(tiny_executor, reference):
+    tiny_executor.reset()
+    reference.reset()
+    allowed = {3, 40, 64, 200, 268}
+    words = [0] * 9  # 269 tokens
+    for t in allowed:
+        words[t // 32] |= 1 << (t % 32)
+    words = [w - (1 << 32) if w >= 1 << 31 else w for w in words]  # int32 words, as the grammar writes them
+    got = np.asarray(tiny_executor.prefill(PROMPT[:20], bitmask=words))
+    want = reference.forward(PROMPT[:20])[-1]
+    from trellis.runtime.executor import MASKED_LOGIT
+
+    lowest = np.float32(MASKED_LOGIT)
+    assert all(got[t] == lowest for t in range(269) if t not in allowed)
+    kept = sorted(allowed)
+    assert rel_err(got[kept], want[kept]) <= 1e-3
+    unmasked = tiny_executor.decode(5)  # no mask: every logit is back
+    assert min(unmasked) > lowest
+    with pytest.raises(ValueError, match="needs 9"):
+        tiny_executor.decode(5, bitmask=[0] * 8)
+    assert tiny_executor.position == 21
+
+
+def test_unquantized_weights_match_reference(tmp_path, wgpu_backend):
+    """F16 and F32 linear weights (and an F32 embedding) take the unquantized kernel path."""
+    import gguf
+
+    from kernels.llm import build_model
+    from tests.model.tiny_gguf import write_tiny_llama
+    from trellis.runtime import Artifacts, Executor
+
+    floats = {"token_embd.weight": "F32", "blk.0.attn_q.weight": "F16", "blk.0.attn_k.weight": "F16",
+              "blk.0.attn_v.weight": "F16", "blk.1.ffn_gate.weight": "F32", "blk.1.ffn_up.weight": "F32",
+              "blk.0.attn_output.weight": "F32"}
+    write_tiny_llama(tmp_path / "float.gguf", seed=1, float_tensors=floats)
+    types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(tmp_path / "float.gguf")).tensors}
+    assert types["blk.0.attn_q.weight"] == "F16" and types["token_embd.weight"] == "F32"
+    build_model.main(["--gguf", str(tmp_path / "float.gguf"), "--out", str(tmp_path / "out")])
+    executor = Executor(Artifacts.from_dir(tmp_path / "out"), wgpu_backend, context=64)
+    reference = ReferenceLlama(tmp_path / "float.gguf")
+    assert rel_err(executor.prefill(PROMPT[:12]), reference.forward(PROMPT[:12])[-1]) <= 1e-3
+    assert rel_err(executor.decode(7), reference.forward([7])[-1]) <= 1e-3
