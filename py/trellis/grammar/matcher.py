@@ -62,6 +62,15 @@ class GrammarCompiler:
     def compile_builtin_json(self) -> CompiledGrammar:
         return self.compile_ir(grammar_of("builtin_json"), source="builtin_json")
 
+    def compile_json_schema(self, schema, *, any_whitespace: bool = True, strict: bool = False,
+                            **options) -> CompiledGrammar:
+        """A JSON Schema (dict, JSON text or bool), enforced exactly or refused with
+        UnsupportedSchemaError naming the keyword and its JSON pointer."""
+        from .json_schema import json_schema_to_grammar
+
+        grammar = json_schema_to_grammar(schema, any_whitespace=any_whitespace, strict=strict, **options)
+        return self.compile_ir(grammar, source="json_schema")
+
 
 class CompiledGrammar:
     """A grammar compiled for a vocabulary; keeps its compiler (and so the core) alive."""

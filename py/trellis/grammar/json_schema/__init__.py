@@ -1,0 +1,62 @@
+"""JSON Schema front-end: a schema (dict, JSON text or bool) -> grammar IR.
+
+    grammar = json_schema_to_grammar({"type": "object", "properties": {...}})
+    compiled = compiler.compile_json_schema(schema)    # GrammarCompiler's verb
+
+Draft 2020-12, with draft-07 / 2019-09 compatibility (`definitions`, `dependencies`,
+array-form `items`, `additionalItems`; a `$schema` naming draft-07 switches to draft-07
+`$ref` semantics, or pass `draft="draft7"`). Every keyword is enforced exactly or raises
+`UnsupportedSchemaError(message, keyword, pointer)`; `ANNOTATIONS` are accepted and
+ignored, and so are keywords no draft defines (the specification says so).
+
+How: see converter.py (contexts of conjoined subschemas -> rules), _negate.py (exact
+negation, used by `not`, general `if`, overlapping `oneOf`, `dependentSchemas`,
+`maxContains`), _dfa.py (intersections of string languages), _numbers.py (digit-level
+ranges and multiples), _text.py (JSON string encoding, `pattern`, `format`), _validate.py
+(an exact validator for finite candidate sets such as `enum`), _refs.py (`$ref`, `$id`,
+`$anchor`).
+
+Output conventions (restrictions of what is generated, never wrong acceptances):
+- strings use the canonical JSON spelling (`json.dumps(..., ensure_ascii=False)`);
+- whitespace: `any_whitespace=True` allows JSON whitespace between tokens, at most
+  `max_whitespace` (default 20) bytes in a row; `any_whitespace=False` is compact, except
+  that the single space of json.dumps' default ", " and ": " separators is allowed;
+- object properties come in any order (required and dependent keys, up to 8, are tracked
+  as sets; maxProperties is counted); with minProperties beyond the required keys, or more
+  tracked keys, known properties come in schema order, then additional ones;
+- numbers with bounds other than a sign, or with multipleOf, are written without an
+  exponent; integers may end in `.0`; "-0" is not produced;
+- a maxLength above 1024 (without pattern/format) generates at most 1024 characters
+  (the core unrolls counts);
+- formats: leap seconds, A-labels (punycode) and "--" in places 3-4 of a host label are
+  left out; quoted local parts and address literals of e-mail are included.
+
+Refused (UnsupportedSchemaError with keyword and pointer): remote `$ref`, `$dynamicRef`,
+`$recursiveRef`, unknown `$schema` meta-schemas, Unicode property escapes and lookaround in
+patterns, `uniqueItems` unless the items come from a finite set of at most 8 values,
+negations of `uniqueItems` / `propertyNames` / `oneOf` / `contains` with counts, formats
+idn-email, idn-hostname and regex, draft-04 boolean exclusive bounds, schemas that admit no
+value (keyword None), and grammars beyond the size limits.
+"""
+
+from __future__ import annotations
+
+from ...errors import UnsupportedSchemaError
+from .. import ir
+from .converter import ANNOTATIONS, DEFAULT_MAX_WHITESPACE, REFUSED_KEYWORDS, to_grammar
+from ._text import FORMATS, REFUSED_FORMATS
+
+__all__ = ["ANNOTATIONS", "FORMATS", "REFUSED_FORMATS", "REFUSED_KEYWORDS", "UnsupportedSchemaError",
+           "json_schema_to_grammar"]
+
+
+def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool = False,
+                           max_whitespace: int = DEFAULT_MAX_WHITESPACE, draft: str | None = None) -> ir.Grammar:
+    """The grammar of the JSON texts that are valid instances of `schema`.
+
+    `strict` closes objects (a missing additionalProperties means false), like OpenAI's
+    strict mode. `draft` forces "draft7" or "2020-12" semantics; by default `$schema` decides
+    and 2020-12 is assumed.
+    """
+    return to_grammar(schema, any_whitespace=any_whitespace, strict=strict, max_whitespace=max_whitespace,
+                      draft=draft)

@@ -1,0 +1,369 @@
+"""Small byte-level DFAs for the JSON Schema front-end (pure Python, runs under Pyodide).
+
+The IR has no intersection or complement, but JSON Schema needs both: a property name
+that is "not one of the listed properties and matches patternProperties[p]", a string
+that matches two patterns and has at most 8 code points. Such languages are built here
+as DFAs over bytes (from IR expressions without rule references), combined with product
+constructions, trimmed, and turned back into IR as right-linear rules (one rule per
+state; the core runs the self-references as tail calls).
+"""
+
+from __future__ import annotations
+
+from ...errors import UnsupportedSchemaError
+from .. import ir
+
+MAX_STATES = 4000  # per DFA; beyond this the schema is refused rather than compiled slowly
+
+
+class Dfa:
+    """`trans[s]` is a sorted list of (lo, hi, target) byte ranges; `accept[s]` a bool; start 0."""
+
+    __slots__ = ("trans", "accept")
+
+    def __init__(self, trans: list[list[tuple[int, int, int]]], accept: list[bool]):
+        self.trans, self.accept = trans, accept
+
+    def step(self, state: int, byte: int) -> int:
+        for lo, hi, t in self.trans[state]:
+            if lo <= byte <= hi:
+                return t
+        return -1
+
+    def matches(self, data: bytes) -> bool:
+        s = 0
+        for b in data:
+            s = self.step(s, b)
+            if s < 0:
+                return False
+        return self.accept[s]
+
+    def is_empty(self) -> bool:
+        return not any(self.accept[s] for s in _reachable(self))
+
+
+def _too_big(what: str, keyword: str, pointer: str):
+    return UnsupportedSchemaError(f"{what} needs more than {MAX_STATES} automaton states", keyword, pointer)
+
+
+# ---- IR -> NFA -> DFA ------------------------------------------------------------------
+
+
+class _Nfa:
+    def __init__(self):
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[int, int, int]]] = []
+
+    def new(self) -> int:
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(self, expr: ir.Expr, start: int, budget: list[int]) -> int:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise OverflowError
+        if isinstance(expr, ir.Bytes):
+            cur = start
+            for b in expr.data:
+                nxt = self.new()
+                self.edges[cur].append((b, b, nxt))
+                cur = nxt
+            return cur
+        if isinstance(expr, ir.ByteSet):
+            end = self.new()
+            for lo, hi in expr.ranges:
+                self.edges[start].append((lo, hi, end))
+            return end
+        if isinstance(expr, ir.Seq):
+            cur = start
+            for item in expr.items:
+                cur = self.build(item, cur, budget)
+            return cur
+        if isinstance(expr, ir.Alt):
+            end = self.new()
+            for item in expr.items:
+                s = self.new()
+                self.eps[start].append(s)
+                self.eps[self.build(item, s, budget)].append(end)
+            return end
+        if isinstance(expr, ir.Repeat):
+            cur = start
+            for _ in range(expr.min):
+                cur = self.build(expr.item, cur, budget)
+            if expr.max is None:
+                loop = self.new()
+                self.eps[cur].append(loop)
+                self.eps[self.build(expr.item, loop, budget)].append(loop)
+                return loop
+            end = self.new()
+            for _ in range(expr.max - expr.min):
+                self.eps[cur].append(end)
+                cur = self.build(expr.item, cur, budget)
+            self.eps[cur].append(end)
+            return end
+        raise TypeError(f"cannot build an automaton from {type(expr).__name__}")
+
+    def closure(self, states) -> frozenset:
+        seen, todo = set(states), list(states)
+        while todo:
+            s = todo.pop()
+            for t in self.eps[s]:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return frozenset(seen)
+
+
+def _partition(edges):
+    """Split overlapping (lo, hi, x) ranges into disjoint pieces with the set of x's."""
+    points = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+    out = []
+    for a, b in zip(points, points[1:]):
+        targets = {x for lo, hi, x in edges if lo <= a and b - 1 <= hi}
+        if targets:
+            out.append((a, b - 1, targets))
+    return out
+
+
+def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "") -> Dfa:
+    nfa = _Nfa()
+    start = nfa.new()
+    try:
+        end = nfa.build(expr, start, [200_000])
+    except OverflowError:
+        raise _too_big("this string constraint", keyword, pointer) from None
+    first = nfa.closure([start])
+    index = {first: 0}
+    order = [first]
+    trans: list[list[tuple[int, int, int]]] = []
+    accept: list[bool] = []
+    i = 0
+    while i < len(order):
+        cur = order[i]
+        i += 1
+        accept.append(end in cur)
+        row = []
+        for lo, hi, targets in _partition([e for s in cur for e in nfa.edges[s]]):
+            nxt = nfa.closure(targets)
+            if nxt not in index:
+                if len(order) >= MAX_STATES:
+                    raise _too_big("this string constraint", keyword, pointer)
+                index[nxt] = len(order)
+                order.append(nxt)
+            row.append((lo, hi, index[nxt]))
+        trans.append(_merge(row))
+    return Dfa(trans, accept)
+
+
+def _merge(row):
+    out = []
+    for lo, hi, t in sorted(row):
+        if out and out[-1][2] == t and out[-1][1] + 1 == lo:
+            out[-1] = (out[-1][0], hi, t)
+        else:
+            out.append((lo, hi, t))
+    return out
+
+
+# ---- combinations -------------------------------------------------------------------------
+
+
+def product(dfas: list[Dfa], accept_fn, keyword: str = "pattern", pointer: str = "") -> Dfa:
+    """Product automaton; a missing transition is the dead state (-1) of that component.
+
+    accept_fn receives a tuple of component acceptances.
+    """
+    start = tuple(0 for _ in dfas)
+    index = {start: 0}
+    order = [start]
+    trans, accept = [], []
+    i = 0
+    while i < len(order):
+        cur = order[i]
+        i += 1
+        accept.append(bool(accept_fn(tuple(s >= 0 and d.accept[s] for d, s in zip(dfas, cur)))))
+        edges = [(lo, hi, (k, t)) for k, (d, s) in enumerate(zip(dfas, cur)) if s >= 0
+                 for lo, hi, t in d.trans[s]]
+        row = []
+        for lo, hi, targets in _partition(edges):
+            nxt = list(-1 for _ in dfas)
+            for k, t in targets:
+                nxt[k] = t
+            nxt = tuple(nxt)
+            if all(t < 0 for t in nxt):
+                continue
+            if nxt not in index:
+                if len(order) >= MAX_STATES:
+                    raise _too_big("this combination of string constraints", keyword, pointer)
+                index[nxt] = len(order)
+                order.append(nxt)
+            row.append((lo, hi, index[nxt]))
+        trans.append(_merge(row))
+    return trim(Dfa(trans, accept))
+
+
+def intersect(dfas: list[Dfa], keyword="pattern", pointer="") -> Dfa:
+    if len(dfas) == 1:
+        return dfas[0]
+    return product(dfas, all, keyword, pointer)
+
+
+def literal_set(words: list[bytes]) -> Dfa:
+    """A trie DFA accepting exactly the given byte strings."""
+    trans: list[dict[int, int]] = [{}]
+    accept = [False]
+    for w in words:
+        s = 0
+        for b in w:
+            if b not in trans[s]:
+                trans.append({})
+                accept.append(False)
+                trans[s][b] = len(trans) - 1
+            s = trans[s][b]
+        accept[s] = True
+    return Dfa([_merge([(b, b, t) for b, t in row.items()]) for row in trans], accept)
+
+
+def _reachable(d: Dfa) -> set[int]:
+    seen, todo = {0}, [0]
+    while todo:
+        s = todo.pop()
+        for _, _, t in d.trans[s]:
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+def trim(d: Dfa) -> Dfa:
+    """Drop states that are unreachable or cannot reach acceptance (state 0 stays first)."""
+    reach = _reachable(d)
+    back: dict[int, list[int]] = {}
+    for s in reach:
+        for _, _, t in d.trans[s]:
+            back.setdefault(t, []).append(s)
+    live = {s for s in reach if d.accept[s]}
+    todo = list(live)
+    while todo:
+        s = todo.pop()
+        for p in back.get(s, ()):
+            if p not in live:
+                live.add(p)
+                todo.append(p)
+    if 0 not in live:
+        return Dfa([[]], [False])
+    order = [0] + sorted(live - {0})
+    index = {s: i for i, s in enumerate(order)}
+    trans = [[(lo, hi, index[t]) for lo, hi, t in d.trans[s] if t in live] for s in order]
+    return Dfa([_merge(r) for r in trans], [d.accept[s] for s in order])
+
+
+# ---- DFA -> IR ------------------------------------------------------------------------------
+
+
+def to_rules(d: Dfa, prefix: str, rules: dict[str, ir.Expr], transform=None, heavy=None) -> ir.Expr:
+    """Adds one rule per state to `rules` and returns the expression for the start state.
+
+    An acyclic DFA is returned as one nested expression instead (the core inlines it).
+    `transform` maps each byte set (e.g. to JSON escapes) before it is placed.
+    """
+    d = trim(d)
+    if not d.accept[0] and not d.trans[0]:
+        return ir.NOTHING
+    transform = transform or (lambda e: e)
+    order = _tree_order(d)
+    if order is not None and len(d.trans) <= 48:
+        memo: dict[int, ir.Expr] = {}
+        for s in reversed(order):
+            memo[s] = _state_expr(d, s, lambda t: memo[t], transform)
+        return memo[0]
+    # A state entered from exactly one place is nested into that place; the others (and the
+    # targets of shared "heavy" transitions) become rules. Nesting keeps e.g. the trie of a
+    # property-name set one rule body, which the core sizes once.
+    preds: list[set] = [set() for _ in d.trans]
+    must = {0}
+    for s_, row in enumerate(d.trans):
+        for lo, hi, t in row:
+            preds[t].add(s_)
+        if heavy is not None:
+            must.update(t for _, _, t in _clip(row, heavy))
+    must.update(t for t in range(len(d.trans)) if len(preds[t]) != 1)
+    shared: dict = {}
+    depth = [0]
+
+    def target(t):
+        if t in must or depth[0] > 60:
+            must.add(t)
+            return ir.Ref(f"{prefix}_{t}")
+        depth[0] += 1
+        try:
+            return _state_expr(d, t, target, transform, heavy, shared, rules, prefix)
+        finally:
+            depth[0] -= 1
+
+    done: set = set()
+    while True:
+        todo = sorted(must - done)
+        if not todo:
+            break
+        for s_ in todo:
+            done.add(s_)
+            rules[f"{prefix}_{s_}"] = _state_expr(d, s_, target, transform, heavy, shared, rules, prefix)
+    return ir.Ref(f"{prefix}_0")
+
+
+def _clip(row, ranges):
+    """The transitions of `row` restricted to `ranges` (sorted, disjoint)."""
+    out = []
+    for lo, hi, t in row:
+        for a, b in ranges:
+            x, y = max(lo, a), min(hi, b)
+            if x <= y:
+                out.append((x, y, t))
+    return _merge(out)
+
+
+def _state_expr(d: Dfa, s: int, target, transform, heavy=None, shared=None, rules=None, prefix="") -> ir.Expr:
+    row = d.trans[s]
+    extra = []
+    if heavy is not None and shared is not None:
+        # Transitions on "heavy" bytes (whose transform is large, e.g. JSON escapes and UTF-8
+        # lead bytes) are often the same in many states: one shared rule for each distinct set.
+        heavy_row = tuple(_clip(row, heavy))
+        if heavy_row:
+            light = ir.negate_ranges(heavy, 255)
+            row = _clip(row, light)
+            name = shared.get(heavy_row)
+            if name is None:
+                name = shared[heavy_row] = f"{prefix}_h{len(shared)}"
+                rules[name] = _state_expr(Dfa([list(heavy_row)], [False]), 0, target, transform)
+            extra.append(ir.Ref(name))
+    by_target: dict[int, list[tuple[int, int]]] = {}
+    for lo, hi, t in row:
+        by_target.setdefault(t, []).append((lo, hi))
+    items = [ir.seq(transform(ir.byte_set(r)), target(t)) for t, r in by_target.items()] + extra
+    if d.accept[s]:
+        items.append(ir.EMPTY)
+    return ir.alt(*items) if items else ir.NOTHING
+
+
+def _tree_order(d: Dfa):
+    """States in topological order when the DFA is a tree (every state entered from one
+    place, so nesting the expressions costs no duplication), else None."""
+    n = len(d.trans)
+    indeg = [0] * n
+    for s in range(n):
+        for t in {t for _, _, t in d.trans[s]}:
+            indeg[t] += 1
+    if any(x > 1 for x in indeg) or indeg[0]:
+        return None
+    order = [s for s in range(n) if indeg[s] == 0]
+    i = 0
+    while i < len(order):
+        for t in {t for _, _, t in d.trans[order[i]]}:
+            indeg[t] -= 1
+            if indeg[t] == 0:
+                order.append(t)
+        i += 1
+    return order if len(order) == n else None

@@ -1,0 +1,279 @@
+"""A small exact validator over `Node`s, for finite sets of candidate values.
+
+Used where the grammar is built from a list of concrete values (`enum`, `const`, property
+names checked against `propertyNames`, `patternProperties`): each candidate is kept only if
+it validates against the whole schema context. Keywords it cannot evaluate raise
+UnsupportedSchemaError, like everywhere else in the front-end.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from ...errors import UnsupportedSchemaError
+from . import _text
+from ._numbers import is_multiple, to_decimal
+from ._refs import Node, Resolver, escape_pointer
+
+REFUSED = {"$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties"}
+
+
+def json_type(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    raise TypeError(type(v))
+
+
+def atom_of(v) -> str:
+    t = json_type(v)
+    return {"integer": "int", "number": "frac"}.get(t, t)
+
+
+def json_equal(a, b) -> bool:
+    ta, tb = json_type(a), json_type(b)
+    if ta in ("integer", "number") and tb in ("integer", "number"):
+        return Decimal(a) == Decimal(b) if isinstance(a, int) and isinstance(b, int) else \
+            _dec(a) == _dec(b)
+    if ta != tb:
+        return False
+    if ta == "array":
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if ta == "object":
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return a == b
+
+
+def canon(v):
+    """A hashable key with JSON equality: canon(a) == canon(b) iff json_equal(a, b)."""
+    t = json_type(v)
+    if t in ("integer", "number"):
+        d = _dec(v)
+        return ("n", d.normalize() if d else Decimal(0))
+    if t == "array":
+        return ("a", tuple(canon(x) for x in v))
+    if t == "object":
+        return ("o", tuple(sorted((k, canon(x)) for k, x in v.items())))
+    return (t[0], v)
+
+
+_ENUM_SETS: dict = {}
+
+
+def enum_set(values: list) -> frozenset:
+    key = id(values)
+    hit = _ENUM_SETS.get(key)
+    if hit is None or hit[0] is not values:
+        hit = _ENUM_SETS[key] = (values, frozenset(canon(x) for x in values))
+    return hit[1]
+
+
+def _dec(v) -> Decimal:
+    return Decimal(v) if isinstance(v, int) else Decimal(repr(v))
+
+
+def _is_type(v, t: str) -> bool:
+    jt = json_type(v)
+    if t == "number":
+        return jt in ("integer", "number")
+    return jt == t
+
+
+class Validator:
+    def __init__(self, resolver: Resolver, depth_limit: int = 200):
+        self.resolver = resolver
+        self.depth_limit = depth_limit
+
+    def valid(self, v, node: Node, depth: int = 0) -> bool:
+        s = node.schema
+        if s is True:
+            return True
+        if s is False:
+            return False
+        if not isinstance(s, dict):
+            raise UnsupportedSchemaError("a schema must be an object or a boolean", None, node.pointer)
+        if depth > self.depth_limit:
+            raise UnsupportedSchemaError("schema recursion too deep to evaluate", "$ref", node.pointer)
+        p = node.pointer
+
+        def sub(key, *more):
+            ptr = p + "/" + escape_pointer(key) + "".join("/" + escape_pointer(str(m)) for m in more)
+            value = s[key]
+            for m in more:
+                value = value[m]
+            base = node.base
+            return Node(value, base, ptr) if not self.resolver.by_pointer.get(ptr) else self.resolver.by_pointer[ptr]
+
+        for key in s:
+            if key in REFUSED and not (key.startswith("unevaluated") and s[key] is True):
+                raise UnsupportedSchemaError(f"{key} is not supported", key, p)
+        if "$ref" in s:
+            target = self.resolver.resolve(node, s["$ref"])
+            if not self.valid(v, target, depth + 1):
+                return False
+            if self.resolver.draft7:
+                return True
+        t = s.get("type")
+        if t is not None:
+            types = t if isinstance(t, list) else [t]
+            if not any(_is_type(v, x) for x in types):
+                return False
+        if "const" in s and not json_equal(v, s["const"]):
+            return False
+        if "enum" in s and canon(v) not in enum_set(s["enum"]):
+            return False
+        if "$trellis:notConst" in s and json_equal(v, s["$trellis:notConst"]):
+            return False
+        if isinstance(v, str):
+            if "$trellis:notPattern" in s and _text.pattern_search(s["$trellis:notPattern"], v, p):
+                return False
+            if "$trellis:notFormat" in s:
+                dfa = _text.format_dfa(s["$trellis:notFormat"], p)
+                if dfa is not None and dfa.matches(v.encode("utf-8")):
+                    return False
+        if "$trellis:notMultipleOf" in s and json_type(v) in ("integer", "number"):
+            if is_multiple(_dec(v), to_decimal(s["$trellis:notMultipleOf"], "multipleOf", p)):
+                return False
+        jt = json_type(v)
+        if jt in ("integer", "number"):
+            d = _dec(v)
+            for key, ok in (("minimum", lambda b: d >= b), ("maximum", lambda b: d <= b),
+                            ("exclusiveMinimum", lambda b: d > b), ("exclusiveMaximum", lambda b: d < b)):
+                if key in s:
+                    if isinstance(s[key], bool):
+                        raise UnsupportedSchemaError("boolean exclusive bounds (draft-04) are not supported", key, p)
+                    if not ok(to_decimal(s[key], key, p)):
+                        return False
+            if "multipleOf" in s and not is_multiple(d, to_decimal(s["multipleOf"], "multipleOf", p)):
+                return False
+        if jt == "string":
+            n = len(v)
+            if "minLength" in s and n < s["minLength"]:
+                return False
+            if "maxLength" in s and n > s["maxLength"]:
+                return False
+            if "pattern" in s and not _text.pattern_search(s["pattern"], v, p):
+                return False
+            if "format" in s:
+                dfa = _text.format_dfa(s["format"], p)
+                if dfa is not None and not dfa.matches(v.encode("utf-8")):
+                    return False
+        if jt == "array":
+            if not self._array(v, s, node, sub, depth):
+                return False
+        if jt == "object":
+            if not self._object(v, s, node, sub, depth):
+                return False
+        if "allOf" in s and not all(self.valid(v, sub("allOf", i), depth + 1) for i in range(len(s["allOf"]))):
+            return False
+        if "anyOf" in s and not any(self.valid(v, sub("anyOf", i), depth + 1) for i in range(len(s["anyOf"]))):
+            return False
+        if "oneOf" in s and sum(self.valid(v, sub("oneOf", i), depth + 1) for i in range(len(s["oneOf"]))) != 1:
+            return False
+        if "not" in s and self.valid(v, sub("not"), depth + 1):
+            return False
+        if "if" in s:
+            if self.valid(v, sub("if"), depth + 1):
+                if "then" in s and not self.valid(v, sub("then"), depth + 1):
+                    return False
+            elif "else" in s and not self.valid(v, sub("else"), depth + 1):
+                return False
+        return True
+
+    def _array(self, v, s, node, sub, depth) -> bool:
+        n = len(v)
+        if "minItems" in s and n < s["minItems"]:
+            return False
+        if "maxItems" in s and n > s["maxItems"]:
+            return False
+        items = s.get("items")
+        if "prefixItems" in s:
+            prefix = len(s["prefixItems"])
+            for i in range(min(n, prefix)):
+                if not self.valid(v[i], sub("prefixItems", i), depth + 1):
+                    return False
+            if isinstance(items, (dict, bool)):
+                if any(not self.valid(x, sub("items"), depth + 1) for x in v[prefix:]):
+                    return False
+        elif isinstance(items, list):
+            for i in range(min(n, len(items))):
+                if not self.valid(v[i], sub("items", i), depth + 1):
+                    return False
+            if "additionalItems" in s:
+                if any(not self.valid(x, sub("additionalItems"), depth + 1) for x in v[len(items):]):
+                    return False
+        elif items is not None:
+            if any(not self.valid(x, sub("items"), depth + 1) for x in v):
+                return False
+        if "contains" in s:
+            count = sum(self.valid(x, sub("contains"), depth + 1) for x in v)
+            lo = s.get("minContains", 1)
+            if count < lo:
+                return False
+            if "maxContains" in s and count > s["maxContains"]:
+                return False
+        if s.get("uniqueItems") is True:
+            for i in range(n):
+                for j in range(i):
+                    if json_equal(v[i], v[j]):
+                        return False
+        return True
+
+    def _object(self, v, s, node, sub, depth) -> bool:
+        if "minProperties" in s and len(v) < s["minProperties"]:
+            return False
+        if "maxProperties" in s and len(v) > s["maxProperties"]:
+            return False
+        if any(k not in v for k in s.get("required", [])):
+            return False
+        props = s.get("properties", {})
+        pats = s.get("patternProperties", {})
+        for k, x in v.items():
+            matched = False
+            if k in props:
+                matched = True
+                if not self.valid(x, sub("properties", k), depth + 1):
+                    return False
+            for pat in pats:
+                if _text.pattern_search(pat, k, node.pointer, "patternProperties"):
+                    matched = True
+                    if not self.valid(x, sub("patternProperties", pat), depth + 1):
+                        return False
+            if not matched and "additionalProperties" in s:
+                if not self.valid(x, sub("additionalProperties"), depth + 1):
+                    return False
+            if "propertyNames" in s and not self.valid(k, sub("propertyNames"), depth + 1):
+                return False
+        w = s.get("$trellis:someProperty")
+        if w is not None:
+            def in_region(k):
+                return (k not in w["exclude"] and (w["match"] is None or _text.pattern_search(w["match"], k, node.pointer))
+                        and not any(_text.pattern_search(q, k, node.pointer) for q in w["notMatch"]))
+            if not any(in_region(k) and self.valid(x, sub("$trellis:someProperty", "schema"), depth + 1)
+                       for k, x in v.items()):
+                return False
+        deps = dict(s.get("dependentRequired", {}))
+        dschemas = {k: ("dependentSchemas", k) for k in s.get("dependentSchemas", {})}
+        for k, d in s.get("dependencies", {}).items():
+            if isinstance(d, list):
+                deps[k] = d
+            else:
+                dschemas[k] = ("dependencies", k)
+        for k, names in deps.items():
+            if k in v and any(n not in v for n in names):
+                return False
+        for k, where in dschemas.items():
+            if k in v and not self.valid(v, sub(*where), depth + 1):
+                return False
+        return True

@@ -1,0 +1,1450 @@
+"""JSON Schema -> grammar IR. Every keyword is enforced exactly or refused.
+
+How a schema becomes rules
+--------------------------
+A *context* is the conjunction of all the subschemas that apply to one JSON value (the
+schema itself, its `allOf` members, `$ref` targets, the `then` branch that applies, ...),
+plus the set of JSON value kinds ("atoms") still possible: null, boolean, int, frac (a
+number that is not an integer), string, array, object. Each distinct context becomes one
+grammar rule (named after the pointer of its first subschema), so `$ref` recursion becomes
+rule recursion. A context is compiled by:
+
+1. intersecting the atoms with every `type` and every type-only `not`;
+2. splitting on type-only `if` (per atom, `then` or `else` joins the context);
+3. if any subschema has `enum`/`const`: the finite set of candidates, each checked
+   against the whole context by the exact validator, becomes the grammar;
+4. distributing `anyOf` and `oneOf` (the latter only when its branches are provably
+   disjoint: per atom at most one branch admits the atom, or the overlapping branches are
+   finite sets of distinct values);
+5. per atom, the keywords of that atom from every subschema together (numbers: exact
+   digit-level ranges and multiples; strings: pattern/format/length intersected as DFAs;
+   arrays: prefix items, counts, contains; objects: properties in any order with required
+   tracking, or in schema order when counts must be tracked).
+
+Refused (UnsupportedSchemaError naming keyword and pointer): see `REFUSED_KEYWORDS` and the
+cases the individual builders refuse. Unknown keywords are ignored, as the specification
+says; `ANNOTATIONS` lists the known annotation keywords.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from decimal import Decimal
+
+from ...errors import UnsupportedSchemaError
+from .. import ir
+from . import _dfa, _numbers, _text
+from ._negate import INTERNAL, NOT_CONST, NOT_FORMAT, NOT_MULTIPLE, NOT_PATTERN, WITNESS, Negator
+from ._refs import Node, Resolver, escape_pointer
+from ._validate import Validator, atom_of, canon, json_equal
+
+ATOMS = frozenset({"null", "boolean", "int", "frac", "string", "array", "object"})
+TYPE_ATOMS = {"null": {"null"}, "boolean": {"boolean"}, "integer": {"int"}, "number": {"int", "frac"},
+              "string": {"string"}, "array": {"array"}, "object": {"object"}}
+
+# Accepted and ignored: they do not constrain instances.
+ANNOTATIONS = frozenset({
+    "title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly",
+    "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor", "$dynamicAnchor",
+    "$recursiveAnchor", "$defs", "definitions", "$vocabulary",
+})
+# Never enforced: always refused when present (an `unevaluated*: true` is a no-op and allowed).
+REFUSED_KEYWORDS = frozenset({"$dynamicRef", "$recursiveRef"})
+NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
+
+DEFAULT_MAX_WHITESPACE = 20
+MAX_TRACKED_KEYS = 8  # required/dependent keys tracked as subsets when properties come in any order
+MAX_ORDERED_STATES = 6000
+MAX_RULES = 15000
+MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
+# A string with a larger maxLength is generated with at most this many characters.
+MAX_STRING_LENGTH = 100_000
+
+
+class Options:
+    def __init__(self, any_whitespace: bool, strict: bool, max_whitespace: int):
+        self.any_whitespace, self.strict, self.max_whitespace = any_whitespace, strict, max_whitespace
+
+
+class Converter:
+    def __init__(self, schema, options: Options, draft7: bool):
+        self.opt = options
+        self.resolver = Resolver(schema, draft7=draft7)
+        self.draft7 = draft7
+        self.validator = Validator(self.resolver)
+        self.rules: dict[str, ir.Expr] = {}
+        self.names: dict = {}
+        self.counter = itertools.count()
+        if options.any_whitespace:
+            ws = ir.repeat(ir.byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0, options.max_whitespace)
+            self.ws = ws
+            self.sep = ir.seq(ws, ir.literal(","), ws)
+            self.colon = ir.seq(ws, ir.literal(":"), ws)
+        else:  # compact, but json.dumps' default ", " and ": " are accepted
+            space = ir.repeat(ir.literal(" "), 0, 1)
+            self.ws = ir.EMPTY
+            self.sep = ir.seq(ir.literal(","), space)
+            self.colon = ir.seq(ir.literal(":"), space)
+        self._any_string_dfa = None
+        self.synthetic: dict = {}
+        self._in_place: dict = {}
+        self.key_cache: dict = {}
+        self.contexts = 0
+        self.negator = Negator(self)
+
+    # ---- entry ---------------------------------------------------------------------------
+
+    def grammar(self) -> ir.Grammar:
+        root = self.value([self.resolver.root])
+        self.rules["root"] = root
+        rules = prune(self.rules, "root")
+        if rules is None:
+            raise UnsupportedSchemaError("no JSON value is valid against this schema", None, "")
+        return ir.Grammar(rules, "root")
+
+    def fresh(self, hint: str) -> str:
+        n = next(self.counter)
+        if n > MAX_RULES:
+            raise UnsupportedSchemaError(f"the schema expands to more than {MAX_RULES} grammar rules", None, "")
+        return f"{hint}_{n}"
+
+    def dfa_rules(self, d: _dfa.Dfa, hint: str, transform=None) -> ir.Expr:
+        heavy = _text.HEAVY if transform is _text.json_escape else None
+        expr = _dfa.to_rules(d, self.fresh(hint), self.rules, transform, heavy)
+        if len(self.rules) > MAX_RULES:
+            raise UnsupportedSchemaError(f"the schema expands to more than {MAX_RULES} grammar rules", None, "")
+        return expr
+
+    def distribute(self, keyword: str, at: Node, ways: int = 2) -> None:
+        """Count the contexts that splitting on combinators creates (it can multiply)."""
+        self.contexts += ways
+        if self.contexts > MAX_CONTEXTS:
+            raise UnsupportedSchemaError(f"{keyword} combinations multiply beyond {MAX_CONTEXTS} cases here",
+                                         keyword, at.pointer)
+
+    def shared(self, expr: ir.Expr, hint: str) -> ir.Expr:
+        """A rule for an expression used in many places (the core inlines it only if small)."""
+        if expr == ir.NOTHING or isinstance(expr, (ir.Ref, ir.Bytes)):
+            return expr
+        name = self.fresh(hint)
+        self.rules[name] = expr
+        return ir.Ref(name)
+
+    def synth(self, node: Node, tag: str, value) -> Node:
+        """A synthetic subschema (e.g. a negation) with a stable identity."""
+        ptr = f"{node.pointer}/~{tag}"
+        known = self.synthetic.get((node.base, ptr))
+        if known is None:
+            known = self.synthetic[(node.base, ptr)] = Node(value, node.base, ptr)
+        return known
+
+    def negation(self, node: Node) -> Node:
+        ptr = f"{node.pointer}/~not"
+        known = self.synthetic.get((node.base, ptr))
+        if known is None:
+            known = self.synthetic[(node.base, ptr)] = Node(self.negator.negate(node), node.base, ptr)
+        return known
+
+    # ---- contexts -------------------------------------------------------------------------
+
+    def expand(self, nodes) -> list[Node] | None:
+        """Flatten allOf and $ref; None when some subschema is `false`."""
+        out: list[Node] = []
+        seen: set = set()
+        todo = list(nodes)
+        while todo:
+            node = todo.pop(0)
+            if node.key in seen:
+                continue
+            seen.add(node.key)
+            s = node.schema
+            if s is True:
+                continue
+            if s is False:
+                return None
+            if not isinstance(s, dict):
+                raise UnsupportedSchemaError("a schema must be an object or a boolean", None, node.pointer)
+            if "$ref" in s:
+                target = self.resolver.resolve(node, s["$ref"])
+                if self.draft7:  # draft-07: siblings of $ref are ignored
+                    todo.insert(0, target)
+                    continue
+                todo.append(target)
+            for key in s:
+                if key in REFUSED_KEYWORDS and not (key.startswith("unevaluated") and s[key] is True):
+                    raise UnsupportedSchemaError(f"{key} is not supported", key, node.pointer)
+            out.append(node)
+            if isinstance(s.get("allOf"), list):
+                todo.extend(self.child(node, "allOf", i) for i in range(len(s["allOf"])))
+        return out
+
+    def child(self, node: Node, key: str, *more) -> Node:
+        ptr = node.pointer + "/" + escape_pointer(key) + "".join("/" + escape_pointer(str(m)) for m in more)
+        known = self.resolver.by_pointer.get(ptr)
+        if known is not None:
+            return known
+        value = node.schema[key]
+        for m in more:
+            value = value[m]
+        return Node(value, node.base, ptr)
+
+    def value(self, nodes, atoms=ATOMS, done=frozenset()) -> ir.Expr:
+        expanded = self.expand(nodes)
+        if expanded is None or not atoms:
+            return ir.NOTHING
+        key = (frozenset(n.key for n in expanded), frozenset(atoms), done)
+        name = self.names.get(key)
+        if name is None:
+            hint = "v" + "".join(c if c.isalnum() else "_" for c in (expanded[0].pointer if expanded else "any"))[-40:]
+            name = self.fresh(hint)
+            self.names[key] = name
+            self.rules[name] = ir.NOTHING  # placeholder while the body is built (recursion)
+            self.rules[name] = self.body(expanded, frozenset(atoms), done)
+        return ir.Ref(name)
+
+    def type_atoms(self, node: Node, keyword="type") -> set:
+        t = node.schema.get("type")
+        if t is None:
+            return set(ATOMS)
+        types = t if isinstance(t, list) else [t]
+        out = set()
+        for x in types:
+            if x not in TYPE_ATOMS:
+                raise UnsupportedSchemaError(f"unknown type {x!r}", "type", node.pointer)
+            out |= TYPE_ATOMS[x]
+        return out
+
+    def type_only(self, node: Node, depth: int = 0) -> set | None:
+        """The atoms a schema admits, when it constrains nothing but the type; else None."""
+        if depth > 20:
+            return None
+        expanded = self.expand([node])
+        if expanded is None:
+            return set()
+        atoms = set(ATOMS)
+        for n in expanded:
+            s = n.schema
+            for key in s:
+                if key in ANNOTATIONS or key in ("type", "allOf", "$ref", "not", "anyOf", "oneOf"):
+                    continue
+                if key in ("then", "else") and "if" not in s:
+                    continue
+                if key in self.KNOWN_ALL:
+                    return None
+            atoms &= self.type_atoms(n)
+            if "not" in s:
+                inner = self.type_only(self.child(n, "not"), depth + 1)
+                if inner is None:
+                    return None
+                atoms -= inner
+            for comb in ("anyOf", "oneOf"):
+                if comb in s:
+                    sets = [self.type_only(self.child(n, comb, i), depth + 1) for i in range(len(s[comb]))]
+                    if any(x is None for x in sets):
+                        return None
+                    if comb == "anyOf":
+                        atoms &= set().union(*sets)
+                    else:
+                        atoms &= {a for a in ATOMS if sum(a in x for x in sets) == 1}
+        return atoms
+
+    KNOWN = frozenset({"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
+                       *NUMBER_KEYWORDS, *STRING_KEYWORDS, "items", "prefixItems", "additionalItems", "contains",
+                       "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "properties",
+                       "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties",
+                       "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+                       "unevaluatedItems", "unevaluatedProperties", *REFUSED_KEYWORDS})
+    KNOWN_ALL = KNOWN | INTERNAL
+    IGNORED_IN_NEGATION = ANNOTATIONS
+
+    def static_atoms(self, nodes, depth=0) -> set:
+        """An over-approximation of the atoms a context admits (for oneOf disjointness)."""
+        expanded = self.expand(nodes)
+        if expanded is None:
+            return set()
+        atoms = set(ATOMS)
+        for n in expanded:
+            s = n.schema
+            atoms &= self.type_atoms(n)
+            for key in ("const", "enum"):
+                if key in s:
+                    values = [s["const"]] if key == "const" else (s["enum"] if isinstance(s["enum"], list) else [])
+                    atoms &= {atom_of(v) for v in values}
+            if "not" in s:
+                inner = self.type_only(self.child(n, "not"))
+                if inner is not None:
+                    atoms -= inner
+            if depth < 8:
+                for comb in ("anyOf", "oneOf"):
+                    if isinstance(s.get(comb), list):
+                        atoms &= set().union(*[self.static_atoms([self.child(n, comb, i)], depth + 1)
+                                               for i in range(len(s[comb]))])
+        return atoms
+
+    def finite_values(self, nodes):
+        """The enum/const candidate list of a context, or None when it is not finite."""
+        expanded = self.expand(nodes)
+        if expanded is None:
+            return []
+        cands = None
+        for n in expanded:
+            s = n.schema
+            for key in ("const", "enum"):
+                if key not in s:
+                    continue
+                if key == "enum" and not isinstance(s["enum"], list):
+                    raise UnsupportedSchemaError("enum must be an array", "enum", n.pointer)
+                values = [s["const"]] if key == "const" else s["enum"]
+                if cands is None:
+                    seen = {}
+                    for v in values:
+                        seen.setdefault(canon(v), v)
+                    cands = list(seen.values())
+                else:
+                    keys = {canon(v) for v in values}
+                    cands = [c for c in cands if canon(c) in keys]
+        return cands
+
+    def body(self, nodes: list[Node], atoms: frozenset, done: frozenset) -> ir.Expr:
+        atoms = set(atoms)
+        for n in nodes:
+            atoms &= self.type_atoms(n)
+            if "not" in n.schema:
+                inner = self.type_only(self.child(n, "not"))
+                if inner is not None:
+                    atoms -= inner
+        if not atoms:
+            return ir.NOTHING
+        # enum / const: a finite set, each value checked against the whole context
+        cands = self.finite_values(nodes)
+        if cands is not None:
+            keep = [v for v in cands if atom_of(v) in atoms and all(self.validator.valid(v, n) for n in nodes)]
+            return ir.alt(*(self.const_expr(v) for v in keep))
+        # if / then / else: per atom when the condition is about the type alone, else
+        # (if ∧ then) ∨ (¬if ∧ else)
+        for n in nodes:
+            s = n.schema
+            marker = (n.key, "if")
+            if "if" in s and marker not in done and ("then" in s or "else" in s or any(
+                    k in m.schema for m in nodes for k in ("unevaluatedProperties", "unevaluatedItems"))):
+                self.distribute("if", n)
+                cond = self.type_only(self.child(n, "if"))
+                parts = []
+                if cond is not None:
+                    for branch, sub_atoms in (("then", atoms & cond), ("else", atoms - cond)):
+                        extra = [self.child(n, branch)] if branch in s else []
+                        if sub_atoms:
+                            parts.append(self.value(nodes + extra, frozenset(sub_atoms), done | {marker}))
+                    return ir.alt(*parts)
+                yes = [self.child(n, "if")] + ([self.child(n, "then")] if "then" in s else [])
+                no = [self.negation(self.child(n, "if"))] + ([self.child(n, "else")] if "else" in s else [])
+                return ir.alt(self.value(nodes + yes, frozenset(atoms), done | {marker}),
+                              self.value(nodes + no, frozenset(atoms), done | {marker}))
+        # anyOf / oneOf: distribute
+        for n in nodes:
+            s = n.schema
+            for comb in ("anyOf", "oneOf"):
+                marker = (n.key, comb)
+                if comb in s and marker not in done:
+                    if not isinstance(s[comb], list) or not s[comb]:
+                        raise UnsupportedSchemaError(f"{comb} must be a non-empty array", comb, n.pointer)
+                    branches = [self.child(n, comb, i) for i in range(len(s[comb]))]
+                    self.distribute(comb, n, len(branches))
+                    if comb == "oneOf" and not self.disjoint(nodes, branches, atoms):
+                        # exactly one: bᵢ ∧ ⋀ⱼ≠ᵢ ¬bⱼ
+                        negs = [self.negation(b) for b in branches]
+                        return ir.alt(*(self.value(nodes + [b] + negs[:i] + negs[i + 1:], frozenset(atoms),
+                                                   done | {marker}) for i, b in enumerate(branches)))
+                    return ir.alt(*(self.value(nodes + [b], frozenset(atoms), done | {marker}) for b in branches))
+        # a `not` that is not about types alone: its negation joins the context
+        for n in nodes:
+            marker = (n.key, "not")
+            if "not" in n.schema and marker not in done and self.type_only(self.child(n, "not")) is None:
+                return self.value(nodes + [self.negation(self.child(n, "not"))], frozenset(atoms), done | {marker})
+        # dependentSchemas that are more than a type or a required list: key absent, or
+        # key present and the dependent schema holds
+        if "object" in atoms:
+            for n in nodes:
+                for where, k, dnode in self.dependent_schemas(n):
+                    marker = (n.key, "dep", k)
+                    if marker in done or self.simple_dependency(dnode) is not None:
+                        continue
+                    absent = self.synth(n, f"absent/{escape_pointer(k)}", {"properties": {k: False}})
+                    present = self.synth(n, f"present/{escape_pointer(k)}", {"required": [k]})
+                    rest = frozenset(atoms - {"object"})
+                    obj = frozenset({"object"})
+                    return ir.alt(self.value(nodes, rest, done | {marker}) if rest else ir.NOTHING,
+                                  self.value(nodes + [absent], obj, done | {marker}),
+                                  self.value(nodes + [present, dnode], obj, done | {marker}))
+        excluded = [n.schema[NOT_CONST] for n in nodes if NOT_CONST in n.schema]
+        for v in excluded:
+            if isinstance(v, (list, dict)) and atom_of(v) in atoms:
+                raise UnsupportedSchemaError("excluding an array or object value (not const/enum) is not supported",
+                                             "not", nodes[0].pointer)
+        parts = []
+        if "null" in atoms and not any(v is None for v in excluded):
+            parts.append(ir.literal("null"))
+        if "boolean" in atoms:
+            parts += [ir.literal(json.dumps(b)) for b in (True, False) if not any(v is b for v in excluded)]
+        if "int" in atoms or "frac" in atoms:
+            parts.append(self.number(nodes, atoms))
+        if "string" in atoms:
+            parts.append(self.string(nodes))
+        if "array" in atoms:
+            parts.append(self.array(nodes))
+        if "object" in atoms:
+            parts.append(self.object(nodes))
+        return ir.alt(*parts)
+
+    def disjoint(self, nodes, branches, atoms) -> bool:
+        """Whether no value can satisfy two of the branches (in this context): then oneOf is anyOf."""
+        branch_atoms = [self.static_atoms(nodes + [b]) & atoms for b in branches]
+        finite: dict = {}
+        shapes: dict = {}
+
+        def fin(k):
+            if k not in finite:
+                finite[k] = self.finite_values([branches[k]])
+            return finite[k]
+
+        def shape(k):
+            if k not in shapes:
+                shapes[k] = self.object_shape(branches[k])
+            return shapes[k]
+
+        for i, j in itertools.combinations(range(len(branches)), 2):
+            shared = branch_atoms[i] & branch_atoms[j]
+            if not shared:
+                continue
+            if fin(i) is not None and fin(j) is not None:
+                if not any(json_equal(a, b) for a in fin(i) for b in fin(j)):
+                    continue
+                return False
+            if shared == {"object"} and self.objects_disjoint(shape(i), shape(j)):
+                continue
+            return False
+        return True
+
+    def object_shape(self, branch: Node):
+        """(required keys, closed key set or None, {key: [property schema nodes]}) of a branch."""
+        expanded = self.expand([branch]) or []
+        required, props = set(), {}
+        closed = None
+        for n in expanded:
+            s = n.schema
+            req = s.get("required", [])
+            if isinstance(req, list):
+                required.update(k for k in req if isinstance(k, str))
+            for k in s.get("properties", {}) if isinstance(s.get("properties"), dict) else ():
+                props.setdefault(k, []).append(self.child(n, "properties", k))
+            if s.get("additionalProperties") is False and not s.get("patternProperties"):
+                names = set(s.get("properties", {}))
+                closed = names if closed is None else closed & names
+        return required, closed, props
+
+    def objects_disjoint(self, a, b) -> bool:
+        for (req1, _, props1), (_, closed2, props2) in ((a, b), (b, a)):
+            for k in req1:
+                if closed2 is not None and k not in closed2:
+                    return True  # required in one, not allowed in the other
+                if any(n.schema is False for n in props2.get(k, ())):
+                    return True
+        req_a, _, props_a = a
+        req_b, _, props_b = b
+        for k in req_a & req_b:
+            if k in props_a and k in props_b:
+                va, vb = self.finite_values(props_a[k]), self.finite_values(props_b[k])
+                if va is not None and vb is not None and not any(json_equal(x, y) for x in va for y in vb):
+                    return True
+                if not (self.static_atoms(props_a[k]) & self.static_atoms(props_b[k])):
+                    return True
+        return False
+
+    # ---- constants -----------------------------------------------------------------------------
+
+    def const_expr(self, v) -> ir.Expr:
+        if v is None:
+            return ir.literal("null")
+        if v is True:
+            return ir.literal("true")
+        if v is False:
+            return ir.literal("false")
+        if isinstance(v, (int, float)):
+            forms = []
+            if isinstance(v, int) or v.is_integer():
+                n = int(v)
+                forms.append(ir.seq(ir.literal(str(n)), _numbers.ZERO_FRAC))
+            if isinstance(v, float):
+                text = repr(v)
+                if "e" not in text and "." in text:
+                    forms.append(ir.seq(ir.literal(text), ir.repeat(ir.literal("0"), 0, None)))
+                elif text not in ("inf", "-inf", "nan"):
+                    forms.append(ir.literal(text))
+            return ir.alt(*forms)
+        if isinstance(v, str):
+            return ir.literal(_text.encode_string(v))
+        if isinstance(v, list):
+            if not v:
+                return ir.seq(ir.literal("["), self.ws, ir.literal("]"))
+            items = [self.const_expr(x) for x in v]
+            inner = [items[0]]
+            for x in items[1:]:
+                inner += [self.sep, x]
+            return ir.seq(ir.literal("["), self.ws, *inner, self.ws, ir.literal("]"))
+        if isinstance(v, dict):
+            if not v:
+                return ir.seq(ir.literal("{"), self.ws, ir.literal("}"))
+            members = [ir.seq(ir.literal(_text.encode_string(k)), self.colon, self.const_expr(x)) for k, x in v.items()]
+            orders = itertools.permutations(members) if len(members) <= 4 else [members]
+            alts = []
+            for order in orders:
+                inner = [order[0]]
+                for m in order[1:]:
+                    inner += [self.sep, m]
+                alts.append(ir.seq(*inner))
+            return ir.seq(ir.literal("{"), self.ws, ir.alt(*alts), self.ws, ir.literal("}"))
+        raise UnsupportedSchemaError(f"unsupported constant {v!r}", "const", None)
+
+    # ---- numbers --------------------------------------------------------------------------------
+
+    def number(self, nodes, atoms) -> ir.Expr:
+        lo = hi = None
+        li = hinc = True
+        multiples: list[Decimal] = []
+        not_multiples: list[Decimal] = []
+        for n in nodes:
+            s = n.schema
+            for key in NUMBER_KEYWORDS:
+                if key not in s:
+                    continue
+                if isinstance(s[key], bool):
+                    raise UnsupportedSchemaError("boolean exclusive bounds (draft-04) are not supported", key,
+                                                 n.pointer)
+                d = _numbers.to_decimal(s[key], key, n.pointer)
+                if key == "multipleOf":
+                    if d <= 0:
+                        raise UnsupportedSchemaError("multipleOf must be positive", key, n.pointer)
+                    multiples.append(d)
+                elif key in ("minimum", "exclusiveMinimum"):
+                    inc = key == "minimum"
+                    if lo is None or d > lo or (d == lo and not inc):
+                        lo, li = d, inc
+                else:
+                    inc = key == "maximum"
+                    if hi is None or d < hi or (d == hi and not inc):
+                        hi, hinc = d, inc
+        for n in nodes:
+            if NOT_MULTIPLE in n.schema:
+                not_multiples.append(_numbers.to_decimal(n.schema[NOT_MULTIPLE], "multipleOf", n.pointer))
+        excluded = [v for n in nodes if NOT_CONST in n.schema for v in [n.schema[NOT_CONST]]
+                    if atom_of(v) in ("int", "frac")]
+        integer_only = "frac" not in atoms
+        frac_only = "int" not in atoms
+        bounded = lo is not None or hi is not None
+        if frac_only or excluded or not_multiples:
+            # exact via automata over exponent-free numbers
+            ptr = nodes[0].pointer
+            base = _numbers.decimal_range(lo, li, hi, hinc)
+            comps = [(_dfa.from_ir(base, "multipleOf", ptr), True)]
+            if frac_only:
+                comps.append((_dfa.from_ir(_numbers.NON_INTEGER, "not", ptr), True))
+            if integer_only:
+                comps.append((_dfa.from_ir(_numbers.INTEGER, "type", ptr), True))
+            comps += [(_numbers.multiple_dfa(m, ptr), True) for m in multiples]
+            comps += [(_numbers.multiple_dfa(m, ptr), False) for m in not_multiples]
+            if excluded:
+                comps.append((_dfa.from_ir(ir.alt(*(self.const_expr(v) for v in excluded)), "not", ptr), False))
+            wants = [w for _, w in comps]
+            d = _dfa.product([c for c, _ in comps], lambda acc: all(a == w for a, w in zip(acc, wants)), "not", ptr)
+            return self.dfa_rules(d, "num")
+        if not integer_only and not multiples and bounded and ((lo == 0 and hi is None) or (hi == 0 and lo is None)):
+            # a sign constraint alone: exponents are allowed (1e-06 >= 0)
+            positive = ir.seq(ir.alt(ir.seq(_numbers.NONZERO, ir.repeat(_numbers.DIGIT, 0, None),
+                                            ir.repeat(_numbers.FRAC, 0, 1)),
+                                     ir.seq(ir.literal("0."), ir.repeat(ir.literal("0"), 0, None), _numbers.NONZERO,
+                                            ir.repeat(_numbers.DIGIT, 0, None))),
+                              ir.repeat(_numbers.EXP, 0, 1))
+            zero = ir.seq(ir.literal("0"), ir.repeat(ir.seq(ir.literal("."), ir.repeat(ir.literal("0"), 1, None)), 0, 1),
+                          ir.repeat(_numbers.EXP, 0, 1))
+            inclusive = li if lo is not None else hinc
+            magnitude = ir.alt(positive, zero) if inclusive else positive
+            if lo is not None:
+                return magnitude
+            return ir.alt(ir.seq(ir.literal("-"), positive), *([zero] if inclusive else []))
+        if integer_only:
+            ilo = None
+            if lo is not None:
+                ilo = int(lo.to_integral_value(rounding="ROUND_CEILING"))
+                if not li and lo == lo.to_integral_value():
+                    ilo = int(lo) + 1
+            ihi = None
+            if hi is not None:
+                ihi = int(hi.to_integral_value(rounding="ROUND_FLOOR"))
+                if not hinc and hi == hi.to_integral_value():
+                    ihi = int(hi) - 1
+            if ilo is not None and ihi is not None and ihi < ilo:
+                return ir.NOTHING
+            expr = ir.seq(_numbers.integer_range(ilo, ihi), _numbers.ZERO_FRAC) if bounded else _numbers.INTEGER
+        else:
+            expr = _numbers.decimal_range(lo, li, hi, hinc) if bounded else None
+        if not multiples:
+            return expr if expr is not None else _numbers.NUMBER
+        base = expr if expr is not None else _numbers.PLAIN_NUMBER
+        ptr = nodes[0].pointer
+        dfas = [_dfa.from_ir(base, "multipleOf", ptr)] + [_numbers.multiple_dfa(m, ptr) for m in multiples]
+        d = _dfa.intersect(dfas, "multipleOf", ptr)
+        return self.dfa_rules(d, "mult")
+
+    # ---- strings --------------------------------------------------------------------------------
+
+    def char_count(self, lo: int, hi: int | None) -> ir.Expr:
+        """lo..hi JSON string characters. Long counts go through a shared 16-character block
+        rule, so the core's automaton grows with hi/16 calls instead of hi copies of a char."""
+        char = _text.JSON_CHAR
+        if (hi is None or hi <= 64) and lo <= 64:
+            return ir.repeat(char, lo, hi)
+        if "chars16" not in self.rules:
+            self.rules["chars16"] = ir.repeat(char, 16, 16)
+        block = ir.Ref("chars16")
+
+        def exactly(n):
+            return ir.seq(ir.repeat(block, n // 16, n // 16), ir.repeat(char, n % 16, n % 16))
+
+        def up_to(m):
+            q = m // 16
+            if q == 0:
+                return ir.repeat(char, 0, m)
+            return ir.alt(ir.seq(ir.repeat(block, 0, q - 1), ir.repeat(char, 0, 15)),
+                          ir.seq(ir.repeat(block, q, q), ir.repeat(char, 0, m % 16)))
+
+        rest = ir.repeat(char, 0, None) if hi is None else up_to(hi - lo)
+        return ir.seq(exactly(lo), rest)
+
+    def string_constraints(self, nodes):
+        lo, hi, exprs = 0, None, []
+        for n in nodes:
+            s = n.schema
+            for key in ("minLength", "maxLength"):
+                if key in s:
+                    v = s[key]
+                    if isinstance(v, float) and v.is_integer():
+                        v = int(v)
+                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                        raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+                    if key == "minLength":
+                        lo = max(lo, v)
+                    else:
+                        hi = v if hi is None else min(hi, v)
+            if "pattern" in s:
+                exprs.append(("pattern", s["pattern"], n.pointer))
+            if self.draft7 and "contentMediaType" in s:
+                raise UnsupportedSchemaError("contentMediaType is an assertion in draft-07 and is not enforced",
+                                             "contentMediaType", n.pointer)
+            if self.draft7 and "contentEncoding" in s:
+                if s["contentEncoding"] != "base64":
+                    raise UnsupportedSchemaError("only the base64 contentEncoding is enforced", "contentEncoding",
+                                                 n.pointer)
+                exprs.append(("regex", _text.BASE64, n.pointer))
+            if "format" in s:
+                if _text.format_expr(s["format"], n.pointer) is not None:
+                    exprs.append(("format", s["format"], n.pointer))
+            if NOT_PATTERN in s:
+                exprs.append(("notpattern", s[NOT_PATTERN], n.pointer))
+            if NOT_FORMAT in s and _text.format_expr(s[NOT_FORMAT], n.pointer) is not None:
+                exprs.append(("notformat", s[NOT_FORMAT], n.pointer))
+            if NOT_CONST in s and isinstance(s[NOT_CONST], str):
+                exprs.append(("notliteral", s[NOT_CONST], n.pointer))
+        return lo, hi, exprs
+
+    def string_dfa(self, lo, hi, exprs, pointer) -> _dfa.Dfa:
+        comps = [(self.any_string_dfa(), True)]
+        for kind, value, ptr in exprs:
+            negated = kind.startswith("not")
+            comps.append((self.string_part(kind[3:] if negated else kind, value, ptr, dfa=True), not negated))
+        if lo > 0 or hi is not None:
+            if hi is not None and hi > 500:
+                raise UnsupportedSchemaError("maxLength above 500 together with a pattern or format is not supported",
+                                             "maxLength", pointer)
+            comps.append((_dfa.from_ir(_text.length_expr(lo, hi), "maxLength", pointer), True))
+        wants = [w for _, w in comps]
+        return _dfa.product([c for c, _ in comps], lambda acc: all(a == w for a, w in zip(acc, wants)),
+                            "pattern", pointer)
+
+    @staticmethod
+    def string_part(kind, value, ptr, dfa=False):
+        if kind == "pattern":
+            return _text.pattern_dfa(value, ptr) if dfa else _text.pattern_expr(value, ptr)
+        if kind == "format":
+            return _text.format_dfa(value, ptr) if dfa else _text.format_expr(value, ptr)
+        if kind == "literal":
+            return _dfa.literal_set([value.encode("utf-8")])
+        return _text.full_regex_dfa(value) if dfa else _text.full_regex_expr(value)
+
+    def any_string_dfa(self) -> _dfa.Dfa:
+        if self._any_string_dfa is None:
+            self._any_string_dfa = _dfa.from_ir(ir.repeat(_text.ANY_CHAR, 0, None))
+        return self._any_string_dfa
+
+    def string(self, nodes) -> ir.Expr:
+        lo, hi, exprs = self.string_constraints(nodes)
+        quote = ir.literal('"')
+        if hi is not None and hi < lo:
+            return ir.NOTHING
+        if not exprs:
+            if lo > MAX_STRING_LENGTH:
+                raise UnsupportedSchemaError(f"minLength above {MAX_STRING_LENGTH} is not supported", "minLength",
+                                             nodes[0].pointer)
+            if hi is not None and hi > MAX_STRING_LENGTH:
+                hi = MAX_STRING_LENGTH  # a restriction
+            return ir.seq(quote, self.char_count(lo, hi), quote)
+        if len(exprs) == 1 and not exprs[0][0].startswith("not"):
+            expr = self.string_part(*exprs[0])
+            rlo, rhi = _text.regex_min_max_length(expr)
+            if rlo >= lo and (hi is None or (rhi is not None and rhi <= hi)):
+                return ir.seq(quote, _text.json_escape(expr), quote)
+        d = self.string_dfa(lo, hi, exprs, nodes[0].pointer)
+        return ir.seq(quote, self.dfa_rules(d, "str", _text.json_escape), quote)
+
+    # ---- arrays ---------------------------------------------------------------------------------
+
+    def array(self, nodes) -> ir.Expr:
+        lo, hi = 0, None
+        prefixes: list[tuple[Node, list[Node], Node | None]] = []  # (node, prefix schemas, rest schema)
+        contains = []
+        unique_at = None
+        for n in nodes:
+            s = n.schema
+            for key in ("minItems", "maxItems"):
+                if key in s:
+                    v = s[key]
+                    if isinstance(v, float) and v.is_integer():
+                        v = int(v)
+                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                        raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+                    if key == "minItems":
+                        lo = max(lo, v)
+                    else:
+                        hi = v if hi is None else min(hi, v)
+            items = s.get("items")
+            prefix: list[Node] = []
+            rest = None
+            if "prefixItems" in s and not self.draft7:
+                prefix = [self.child(n, "prefixItems", i) for i in range(len(s["prefixItems"]))]
+                if isinstance(items, (dict, bool)):
+                    rest = self.child(n, "items")
+            elif isinstance(items, list):
+                prefix = [self.child(n, "items", i) for i in range(len(items))]
+                if "additionalItems" in s:
+                    rest = self.child(n, "additionalItems")
+            elif isinstance(items, (dict, bool)):
+                rest = self.child(n, "items")
+            if prefix or rest is not None:
+                prefixes.append((n, prefix, rest))
+            if "contains" in s:
+                mn = s.get("minContains", 1)
+                mx = s.get("maxContains")
+                contains.append((n, mn, mx))
+            elif "maxContains" in s or "minContains" in s:
+                pass  # without contains they do nothing
+            if s.get("uniqueItems") is True:
+                unique_at = n
+        if hi is not None and hi < lo:
+            return ir.NOTHING
+        unique = unique_at is not None and (hi is None or hi > 1)
+        width = max((len(p) for _, p, _ in prefixes), default=0)
+        if hi is not None:
+            width = min(width, hi)
+
+        # unevaluatedItems: items past every in-place prefix get x's schema
+        uneval = []  # (schema node, number of evaluated leading items)
+        for x, evaluating in self.unevaluated(nodes, "unevaluatedItems"):
+            if any(isinstance(n.schema.get("items"), (dict, bool)) for n in evaluating) or any(
+                    "additionalItems" in n.schema and isinstance(n.schema.get("items"), list) for n in evaluating) or any(
+                    n is not x and "unevaluatedItems" in n.schema for n in evaluating):
+                continue  # every item is evaluated
+            if any("contains" in n.schema for n in evaluating):
+                raise UnsupportedSchemaError("unevaluatedItems together with contains is not supported",
+                                             "unevaluatedItems", x.pointer)
+            count = 0
+            for n in evaluating:
+                if "prefixItems" in n.schema and not self.draft7:
+                    count = max(count, len(n.schema["prefixItems"]))
+                elif isinstance(n.schema.get("items"), list):
+                    count = max(count, len(n.schema["items"]))
+            uneval.append((self.child(x, "unevaluatedItems"), count))
+            width = max(width, count) if hi is None else min(max(width, count), hi)
+
+        def position_nodes(i):
+            out = []
+            for _, prefix, rest in prefixes:
+                if i < len(prefix):
+                    out.append(prefix[i])
+                elif rest is not None:
+                    out.append(rest)
+            out += [u for u, count in uneval if i >= count]
+            return out
+
+        rest_nodes = [rest for _, prefix, rest in prefixes if rest is not None] + [u for u, _ in uneval]
+        contains = [(n, mn, mx) for n, mn, mx in contains if not (mn == 0 and mx is None)]
+        if contains:
+            return self.array_contains(nodes, contains, width, rest_nodes, lo, hi)
+        if unique:
+            if width or contains:
+                raise UnsupportedSchemaError("uniqueItems is only supported for items from a small finite set",
+                                             "uniqueItems", unique_at.pointer)
+            return self.array_unique(rest_nodes, lo, hi, unique_at)
+        elems = [self.value(position_nodes(i)) for i in range(width)]
+        rest = self.value(rest_nodes)
+        return self.array_shape(elems, rest, lo, hi)
+
+    def array_unique(self, rest_nodes, lo, hi, at: Node) -> ir.Expr:
+        """uniqueItems over a finite set of item values: track which values were used."""
+        expanded = self.expand(rest_nodes)
+        values = None
+        if expanded is not None:
+            values = self.finite_values(expanded)
+            if values is None:
+                atoms = self.static_atoms(expanded)
+                if atoms <= {"null", "boolean"} and all(self.type_only(n) is not None for n in expanded):
+                    values = [v for v, a in ((None, "null"), (True, "boolean"), (False, "boolean")) if a in atoms]
+            if values is not None:
+                values = [v for v in values if all(self.validator.valid(v, n) for n in expanded)]
+        else:
+            values = []
+        if values is None or len(values) > 8:
+            raise UnsupportedSchemaError("uniqueItems is only supported for items from a small finite set",
+                                         "uniqueItems", at.pointer)
+        exprs = [self.const_expr(v) for v in values]
+        names: dict = {}
+        close = ir.literal("]")
+
+        def state(used: frozenset) -> ir.Expr:
+            if used in names:
+                return ir.Ref(names[used])
+            name = self.fresh("uniq")
+            names[used] = name
+            opts = []
+            if len(used) >= lo:
+                opts.append(ir.seq(self.ws, close) if used else close)
+            if hi is None or len(used) < hi:
+                sep = self.sep if used else ir.EMPTY
+                opts += [ir.seq(sep, e, state(used | {i})) for i, e in enumerate(exprs) if i not in used]
+            self.rules[name] = ir.alt(*opts)
+            return ir.Ref(name)
+
+        return ir.seq(ir.literal("["), self.ws, state(frozenset()))
+
+    def array_shape(self, elems, rest, lo, hi) -> ir.Expr:
+        n = len(elems)
+
+        def tail(i):  # items from index i on (i >= 1), each preceded by a separator
+            if i == n:
+                mn = max(0, lo - n)
+                mx = None if hi is None else hi - n
+                if mx is not None and mx < mn:
+                    return ir.NOTHING
+                if mx == 0:
+                    return ir.EMPTY
+                return ir.repeat(ir.seq(self.sep, rest), mn, mx)
+            step = ir.seq(self.sep, elems[i], tail(i + 1))
+            return step if i < lo else ir.alt(ir.EMPTY, step)
+
+        if n:
+            content = ir.seq(elems[0], tail(1))
+        else:
+            if hi == 0:
+                content = ir.NOTHING
+            else:
+                more = ir.repeat(ir.seq(self.sep, rest), max(0, lo - 1), None if hi is None else hi - 1)
+                content = ir.seq(rest, more)
+        open_, close = ir.literal("["), ir.literal("]")
+        full = ir.seq(open_, self.ws, content, self.ws, close)
+        if lo == 0:
+            return ir.alt(ir.seq(open_, self.ws, close), full)
+        return full
+
+    def array_contains(self, nodes, contains, width, rest_nodes, lo, hi) -> ir.Expr:
+        at = contains[0][0]
+        if len(contains) > 1:
+            raise UnsupportedSchemaError("more than one contains in one place is not supported", "contains",
+                                         contains[1][0].pointer)
+        if width:
+            raise UnsupportedSchemaError("contains together with prefixItems is not supported", "contains",
+                                         at.pointer)
+        n, mn, mx = contains[0]
+        mn = int(mn) if isinstance(mn, float) and mn.is_integer() else mn
+        mx = int(mx) if isinstance(mx, float) and mx.is_integer() else mx
+        for key, v in (("minContains", mn), ("maxContains", mx)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+        cnode = self.child(n, "contains")
+        hit = self.value(rest_nodes + [cnode])
+        if mx is not None:
+            cond = self.type_only(cnode)
+            if cond is not None:
+                miss = self.value(rest_nodes, frozenset(ATOMS - cond))
+            else:
+                miss = self.value(rest_nodes + [self.negation(cnode)])
+            exact = True
+        else:
+            miss = self.value(rest_nodes)
+            exact = False
+        if mx is not None and mx < mn:
+            return ir.NOTHING
+        # states (t items so far, c hits so far), both capped
+        t_cap = hi if hi is not None else max(lo, mn, 1)
+        c_cap = mx if exact else mn
+        if (t_cap + 1) * (c_cap + 1) > MAX_ORDERED_STATES:
+            raise UnsupportedSchemaError("contains with these counts needs too many states", "contains", n.pointer)
+        names: dict = {}
+
+        def state(t, c):
+            key = (t, c)
+            if key in names:
+                return ir.Ref(names[key])
+            name = self.fresh("arr")
+            names[key] = name
+            opts = []
+            if t >= lo and c >= mn:
+                opts.append(ir.seq(self.ws, ir.literal("]")) if t else ir.literal("]"))
+            if hi is None or t < hi:
+                sep = self.sep if t else ir.EMPTY
+                nt = min(t + 1, t_cap) if hi is None else t + 1
+                if not exact or c < mx:
+                    opts.append(ir.seq(sep, hit, state(nt, min(c + 1, c_cap) if not exact else c + 1)))
+                opts.append(ir.seq(sep, miss, state(nt, c)))
+            self.rules[name] = ir.alt(*opts)
+            return ir.Ref(name)
+
+        return ir.seq(ir.literal("["), self.ws, state(0, 0))
+
+    # ---- objects -------------------------------------------------------------------------------
+
+    def object(self, nodes) -> ir.Expr:
+        required: list[str] = []
+        min_p, max_p = 0, None
+        order: list[str] = []
+        deps: dict[str, set] = {}
+        forbidden: set[str] = set()
+        patterns: list[tuple[Node, str]] = []
+        name_nodes: list[Node] = []
+        for n in nodes:
+            s = n.schema
+            props = s.get("properties", {})
+            if not isinstance(props, dict):
+                raise UnsupportedSchemaError("properties must be an object", "properties", n.pointer)
+            for k in props:
+                if k not in order:
+                    order.append(k)
+            req = s.get("required", [])
+            if not isinstance(req, list) or not all(isinstance(k, str) for k in req):
+                raise UnsupportedSchemaError("required must be an array of strings", "required", n.pointer)
+            for k in req:
+                if k not in required:
+                    required.append(k)
+            for key in ("minProperties", "maxProperties"):
+                if key in s:
+                    v = s[key]
+                    if isinstance(v, float) and v.is_integer():
+                        v = int(v)
+                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                        raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+                    if key == "minProperties":
+                        min_p = max(min_p, v)
+                    else:
+                        max_p = v if max_p is None else min(max_p, v)
+            for p in s.get("patternProperties", {}):
+                _text.pattern_expr(p, n.pointer + "/patternProperties", "patternProperties")
+                patterns.append((n, p))
+            if "propertyNames" in s:
+                name_nodes.append(self.child(n, "propertyNames"))
+            dep_req = dict(s.get("dependentRequired", {}))
+            if self.draft7 or "dependencies" in s:
+                for k, d in s.get("dependencies", {}).items():
+                    if isinstance(d, list):
+                        dep_req[k] = d
+            for k, names in dep_req.items():
+                deps.setdefault(k, set()).update(names)
+            for where, k, dnode in self.dependent_schemas(n):
+                simple = self.simple_dependency(dnode)
+                if simple == "forbid":
+                    forbidden.add(k)
+                elif simple is not None:
+                    deps.setdefault(k, set()).update(simple)
+                # other dependent schemas were distributed by body()
+        for k in [*required, *sorted(forbidden)]:
+            if k not in order:
+                order.append(k)
+        for k, names in deps.items():
+            for x in [k, *sorted(names)]:
+                if x not in order:
+                    order.append(x)
+        # unevaluatedProperties: keys no in-place subschema of x evaluates get x's schema
+        uneval = []  # (schema node, evaluated names, evaluating (node, pattern) pairs)
+        for x, evaluating in self.unevaluated(nodes, "unevaluatedProperties"):
+            if any("additionalProperties" in n.schema or (n is not x and "unevaluatedProperties" in n.schema)
+                   for n in evaluating):
+                continue  # every property is evaluated
+            names = {k for n in evaluating for k in n.schema.get("properties", {})}
+            pats = {(n.key, p) for n in evaluating for p in n.schema.get("patternProperties", {})}
+            uneval.append((self.child(x, "unevaluatedProperties"), names, pats))
+        # the schema of each known key, and whether it may appear at all
+        members: dict[str, ir.Expr] = {}
+        key_nodes: dict[str, list] = {}
+        for k in order:
+            knodes = []
+            for n in nodes:
+                s = n.schema
+                hit = False
+                if k in s.get("properties", {}):
+                    knodes.append(self.child(n, "properties", k))
+                    hit = True
+                for p in s.get("patternProperties", {}):
+                    if _text.pattern_search(p, k, n.pointer, "patternProperties"):
+                        knodes.append(self.child(n, "patternProperties", p))
+                        hit = True
+                if not hit:
+                    addl = self.additional(n)
+                    if addl is not None:
+                        knodes.append(addl)
+            for unode, names, pats in uneval:
+                if k not in names and not any(
+                        _text.pattern_search(p, k, unode.pointer, "patternProperties") for _, p in pats):
+                    knodes.append(unode)
+            ok = k not in forbidden and all(self.validator.valid(k, pn) for pn in name_nodes)
+            key_nodes[k] = knodes
+            value = self.value(knodes) if ok else ir.NOTHING
+            if value == ir.NOTHING:
+                if k in required:
+                    return ir.NOTHING
+                continue
+            members[k] = self.shared(ir.seq(ir.literal(_text.encode_string(k)), self.colon, value), "member")
+        for k in list(deps):
+            if k not in members:
+                del deps[k]  # the key can never appear
+            elif any(x not in members for x in deps[k]):
+                # k would require a key that cannot appear: k cannot appear either
+                del members[k]
+                del deps[k]
+                if k in required:
+                    return ir.NOTHING
+        additional = self.shared(self.additional_member(nodes, order, patterns, name_nodes, uneval), "extra")
+        # witnesses ("some property in a region has a value valid against X", from negations):
+        # each is a pseudo-key that must be seen
+        for i, n in enumerate(n for n in nodes if WITNESS in n.schema):
+            spec = n.schema[WITNESS]
+            wnode = self.child(n, WITNESS, "schema")
+
+            def in_region(k):
+                return (k not in spec["exclude"] and (spec["match"] is None or _text.pattern_search(
+                    spec["match"], k, n.pointer)) and not any(_text.pattern_search(q, k, n.pointer)
+                                                              for q in spec["notMatch"]))
+
+            parts = [ir.seq(ir.literal(_text.encode_string(k)), self.colon, self.value(key_nodes[k] + [wnode]))
+                     for k in order if k in members and in_region(k)]
+            parts.append(self.additional_member(nodes, order + [k for k in spec["exclude"] if k not in order],
+                                                patterns, name_nodes, uneval, [wnode], spec["match"],
+                                                spec["notMatch"]))
+            witness = self.shared(ir.alt(*parts), "witness")
+            if witness == ir.NOTHING:
+                return ir.NOTHING
+            pseudo = f"\x00witness{i}"
+            members[pseudo] = witness
+            required.append(pseudo)
+        eff_min = min_p if min_p > len([k for k in required if not k.startswith("\x00")]) else 0
+        tracked = list(dict.fromkeys([*required, *[x for k, v in deps.items() for x in [k, *sorted(v)]]]))
+        if eff_min == 0 and len(tracked) <= MAX_TRACKED_KEYS and (
+                max_p is None or (2 ** len(tracked)) * (max_p + 1) <= 4096):
+            return self.object_any_order(members, additional, required, deps, tracked, max_p)
+        if any(k.startswith("\x00") for k in required):
+            raise UnsupportedSchemaError("a negated additionalProperties together with min/maxProperties or many "
+                                         "required keys is not supported", "additionalProperties", nodes[0].pointer)
+        reachable = len([k for k in members if not k.startswith("\x00")]) + (additional != ir.NOTHING)
+        if eff_min > reachable and additional != ir.NOTHING:
+            # only distinct keys count, and repeated additional keys cannot be told apart
+            raise UnsupportedSchemaError("minProperties beyond the known properties plus one additional property "
+                                         "is not supported", "minProperties", nodes[0].pointer)
+        if len({x for k, v in deps.items() for x in [k, *v]}) > MAX_TRACKED_KEYS:
+            raise UnsupportedSchemaError("dependentRequired over more than 6 keys together with min/maxProperties "
+                                         "or many required keys is not supported", "dependentRequired",
+                                         nodes[0].pointer)
+        return self.object_ordered(members, additional, set(required), eff_min, max_p, nodes[0].pointer, deps)
+
+    def in_place(self, x: Node) -> set:
+        """Keys of the subschemas applied to the same instance as x (allOf, anyOf, oneOf, if,
+        then, else, dependentSchemas, $ref, transitively): their annotations count as x's."""
+        known = self._in_place.get(x.key)
+        if known is not None:
+            return known
+        seen = {x.key}
+        todo = [x]
+        while todo:
+            n = todo.pop()
+            s = n.schema
+            if not isinstance(s, dict):
+                continue
+            subs = []
+            for comb in ("allOf", "anyOf", "oneOf"):
+                if isinstance(s.get(comb), list):
+                    subs += [self.child(n, comb, i) for i in range(len(s[comb]))]
+            for key in ("if", "then", "else"):
+                if key in s:
+                    subs.append(self.child(n, key))
+            for k in s.get("dependentSchemas", {}) if isinstance(s.get("dependentSchemas"), dict) else ():
+                subs.append(self.child(n, "dependentSchemas", k))
+            if "$ref" in s:
+                subs.append(self.resolver.resolve(n, s["$ref"]))
+            for sub in subs:
+                if sub.key not in seen:
+                    seen.add(sub.key)
+                    todo.append(sub)
+        self._in_place[x.key] = seen
+        return seen
+
+    def unevaluated(self, nodes, keyword: str):
+        """(x, evaluating subschemas in the context) for each x with a constraining `keyword`."""
+        out = []
+        for x in nodes:
+            if keyword in x.schema and x.schema[keyword] is not True:
+                reach = self.in_place(x)
+                out.append((x, [n for n in nodes if n.key in reach]))
+        return out
+
+    def dependent_schemas(self, n: Node):
+        s = n.schema
+        out = [("dependentSchemas", k, self.child(n, "dependentSchemas", k)) for k in s.get("dependentSchemas", {})]
+        if self.draft7 or "dependencies" in s:
+            out += [("dependencies", k, self.child(n, "dependencies", k))
+                    for k, d in s.get("dependencies", {}).items() if not isinstance(d, list)]
+        return out
+
+    def simple_dependency(self, dnode: Node):
+        """"forbid" (the key cannot appear), a list of required keys, or None (general)."""
+        t = self.type_only(dnode)
+        if t is not None:
+            return [] if "object" in t else "forbid"
+        ds = dnode.schema
+        if isinstance(ds, dict) and set(ds) - ANNOTATIONS <= {"required"} and isinstance(ds.get("required"), list):
+            return list(ds["required"])
+        return None
+
+    def additional(self, n: Node) -> Node | None:
+        s = n.schema
+        if "additionalProperties" in s:
+            return self.child(n, "additionalProperties")
+        if self.opt.strict:
+            return Node(False, n.base, n.pointer + "/additionalProperties")
+        return None
+
+    def additional_member(self, nodes, known: list[str], patterns, name_nodes, uneval=(), value_extra=(),
+                          match=None, not_match=()) -> ir.Expr:
+        """Members whose key is not a known property: one alternative per pattern region.
+
+        value_extra / match / not_match narrow it (a witness of a negated additionalProperties)."""
+        if len(patterns) > 4:
+            raise UnsupportedSchemaError("more than 4 patternProperties in one place are not supported",
+                                         "patternProperties", patterns[4][0].pointer)
+        names_lo, names_hi, names_exprs, names_finite = 0, None, [], None
+        if name_nodes:
+            expanded = self.expand(name_nodes)
+            if expanded is None:
+                return ir.NOTHING
+            atoms = set(ATOMS)
+            for n in expanded:
+                atoms &= self.type_atoms(n)
+                for key in n.schema:
+                    if key in self.KNOWN and key not in ("type", "$ref", "allOf", *STRING_KEYWORDS, "enum",
+                                                          "const", *NUMBER_KEYWORDS, "items", "prefixItems",
+                                                          "minItems", "maxItems", "properties", "required",
+                                                          "minProperties", "maxProperties",
+                                                          "additionalProperties"):
+                        raise UnsupportedSchemaError(f"{key} inside propertyNames is not supported",
+                                                     "propertyNames", n.pointer)
+            if "string" not in atoms:
+                return ir.NOTHING
+            finite = self.finite_values(expanded)
+            if finite is not None:
+                names_finite = [v for v in finite if isinstance(v, str)
+                                and all(self.validator.valid(v, n) for n in expanded)]
+            names_lo, names_hi, names_exprs = self.string_constraints(expanded)
+        parts = []
+        for mask in range(1 << len(patterns)):
+            chosen = [patterns[i] for i in range(len(patterns)) if mask >> i & 1]
+            vnodes = []
+            for n in nodes:
+                mine = [p for m, p in chosen if m is n]
+                if mine:
+                    vnodes += [self.child(n, "patternProperties", p) for p in mine]
+                else:
+                    addl = self.additional(n)
+                    if addl is not None:
+                        vnodes.append(addl)
+            for unode, _, pats in uneval:
+                if not any((m.key, p) in pats for m, p in chosen):
+                    vnodes.append(unode)
+            value = self.value(vnodes + list(value_extra))
+            if value == ir.NOTHING:
+                continue
+            simple = not patterns and not name_nodes and not known and match is None and not not_match
+            if simple:
+                key = ir.seq(ir.literal('"'), ir.repeat(_text.JSON_CHAR, 0, None), ir.literal('"'))
+            else:
+                sig = (tuple(known), tuple(p for _, p in patterns), mask, names_lo, names_hi,
+                       tuple((k, json.dumps(v)) for k, v, _ in names_exprs),
+                       None if names_finite is None else tuple(names_finite), bool(name_nodes), match,
+                       tuple(not_match))
+                body = self.key_cache.get(sig)
+                if body is None:
+                    comps = [(self.any_string_dfa(), True), (_dfa.literal_set([k.encode() for k in known]), False)]
+                    for i, (n, p) in enumerate(patterns):
+                        comps.append((_text.pattern_dfa(p, n.pointer, "patternProperties"), bool(mask >> i & 1)))
+                    if match is not None:
+                        comps.append((_text.pattern_dfa(match, nodes[0].pointer, "patternProperties"), True))
+                    for q in not_match:
+                        comps.append((_text.pattern_dfa(q, nodes[0].pointer, "patternProperties"), False))
+                    if name_nodes:
+                        if names_finite is not None:
+                            comps.append((_dfa.literal_set([v.encode() for v in names_finite]), True))
+                        else:
+                            comps.append((self.string_dfa(names_lo, names_hi, names_exprs, name_nodes[0].pointer),
+                                          True))
+                    wants = [w for _, w in comps]
+                    d = _dfa.product([c for c, _ in comps], lambda acc: all(a == w for a, w in zip(acc, wants)),
+                                     "patternProperties", nodes[0].pointer)
+                    body = ir.NOTHING if d.is_empty() else self.dfa_rules(d, "key", _text.json_escape)
+                    self.key_cache[sig] = body
+                if body == ir.NOTHING:
+                    continue
+                key = ir.seq(ir.literal('"'), body, ir.literal('"'))
+            parts.append(ir.seq(key, self.colon, value))
+        return ir.alt(*parts)
+
+    def object_any_order(self, members, additional, required, deps, tracked, max_p=None) -> ir.Expr:
+        """Members in any order; the required and dependency keys seen so far are tracked, and
+        with maxProperties the number of members (a repeated key only lowers the real count)."""
+        open_, close = ir.literal("{"), ir.literal("}")
+        others = self.shared(ir.alt(*[m for k, m in members.items() if k not in tracked], additional), "others")
+        if not tracked and max_p is None:
+            member = ir.alt(*members.values(), additional)
+            if member == ir.NOTHING:
+                return ir.seq(open_, self.ws, close)
+            more = ir.repeat(ir.seq(self.sep, member), 0, None)
+            return ir.seq(open_, self.ws, ir.repeat(ir.seq(member, more, self.ws), 0, 1), close)
+        tracked = [k for k in tracked if k in members]
+        if any(k not in members for k in required):
+            return ir.NOTHING
+
+        def satisfied(seen: frozenset) -> bool:
+            return all(k in seen for k in required) and all(x in seen for k in seen for x in deps.get(k, ()))
+
+        names: dict = {}
+
+        def after(seen: frozenset, c: int) -> ir.Expr:
+            key = (seen, c)
+            if key in names:
+                return ir.Ref(names[key])
+            name = self.fresh("obj")
+            names[key] = name
+            opts = [ir.seq(self.ws, close)] if satisfied(seen) else []
+            if max_p is None or c < max_p:
+                nc = c + 1 if max_p is not None else 0
+                choices = [ir.seq(members[k], after(seen | {k}, nc)) for k in tracked]
+                if others != ir.NOTHING:
+                    choices.append(ir.seq(others, after(seen, nc)))
+                opts.append(ir.seq(self.sep, ir.alt(*choices)))  # one separator for all choices
+            self.rules[name] = ir.alt(*opts)
+            return ir.Ref(name)
+
+        empty = frozenset()
+        first = [close] if satisfied(empty) else []
+        if max_p is None or max_p > 0:
+            for k in tracked:
+                first.append(ir.seq(members[k], after(frozenset({k}), 1 if max_p is not None else 0)))
+            if others != ir.NOTHING:
+                first.append(ir.seq(others, after(empty, 1 if max_p is not None else 0)))
+        return ir.seq(open_, self.ws, ir.alt(*first))
+
+    def object_ordered(self, members, additional, required, eff_min, max_p, pointer, deps=None) -> ir.Expr:
+        """Known properties in schema order (each at most once), then additional ones.
+
+        Counts: `c` counts every member (for maxProperties: a repeated key only lowers the real
+        count); `m` counts members certainly distinct (for minProperties): known keys, and the
+        first additional one (additional keys may repeat each other, but differ from known keys).
+        """
+        keys = list(members)
+        deps = deps or {}
+        watched = {x for k, v in deps.items() for x in [k, *v]}
+        c_cap = max_p if max_p is not None else 0
+        if (len(keys) + 1) * (c_cap + 1) * (eff_min + 1) * 4 * 2 ** len(watched) > MAX_ORDERED_STATES:
+            raise UnsupportedSchemaError("min/maxProperties need too many states here",
+                                         "maxProperties" if max_p is not None else "minProperties", pointer)
+        close = ir.literal("}")
+        names: dict = {}
+
+        def state(i, c, m, started, extra, seen=frozenset()) -> ir.Expr:
+            key = (i, c, m, started, extra, seen)
+            if key in names:
+                return ir.Ref(names[key])
+            name = self.fresh("obj")
+            names[key] = name
+            sep = self.sep if started else ir.EMPTY
+            opts = []
+            room = max_p is None or c < max_p
+            nc = c + 1 if max_p is not None else 0
+            if i < len(keys):
+                k = keys[i]
+                if k not in required:
+                    opts.append(state(i + 1, c, m, started, extra, seen))
+                if room:
+                    now = seen | {k} if k in watched else seen
+                    opts.append(ir.seq(sep, members[k], state(i + 1, nc, min(m + 1, eff_min), True, extra, now)))
+            else:
+                if m >= eff_min and all(set(deps[k]) <= seen for k in seen if k in deps):
+                    opts.append(ir.seq(self.ws, close) if started else close)
+                if additional != ir.NOTHING and room:
+                    nm = m if extra else min(m + 1, eff_min)
+                    opts.append(ir.seq(sep, additional, state(i, nc, nm, True, True, seen)))
+            self.rules[name] = ir.alt(*opts)
+            return ir.Ref(name)
+
+        return ir.seq(ir.literal("{"), self.ws, state(0, 0, 0, False, False))
+
+
+def prune(rules: dict[str, ir.Expr], root: str) -> dict[str, ir.Expr] | None:
+    """Drop what can match no string (so no mask ever offers a dead end) and unused rules;
+    None when the root itself matches nothing."""
+    productive: set[str] = set()
+
+    def live(e) -> bool:
+        if isinstance(e, ir.Bytes):
+            return True
+        if isinstance(e, ir.ByteSet):
+            return bool(e.ranges)
+        if isinstance(e, ir.Seq):
+            return all(live(x) for x in e.items)
+        if isinstance(e, ir.Alt):
+            return any(live(x) for x in e.items)
+        if isinstance(e, ir.Repeat):
+            return e.min == 0 or live(e.item)
+        return e.name in productive
+
+    changed = True
+    while changed:
+        changed = False
+        for name, body in reversed(rules.items()):  # callees are mostly defined after callers
+            if name not in productive and live(body):
+                productive.add(name)
+                changed = True
+    if root not in productive:
+        return None
+    memo: dict = {}
+
+    def simplify(e):
+        key = id(e)
+        if key in memo:
+            return memo[key][0]
+        if isinstance(e, ir.Ref):
+            out = e if e.name in productive else ir.NOTHING
+        elif isinstance(e, ir.Seq):
+            items = [simplify(x) for x in e.items]
+            out = ir.NOTHING if any(x == ir.NOTHING for x in items) else ir.seq(*items) if items else e
+        elif isinstance(e, ir.Alt):
+            items = [x for x in (simplify(x) for x in e.items) if x != ir.NOTHING]
+            out = ir.alt(*items) if items else ir.NOTHING
+        elif isinstance(e, ir.Repeat):
+            item = simplify(e.item)
+            if item == ir.NOTHING:
+                out = ir.EMPTY if e.min == 0 else ir.NOTHING
+            else:
+                out = ir.Repeat(item, e.min, e.max)
+        else:
+            out = e
+        memo[key] = (out, e)
+        return out
+
+    out: dict[str, ir.Expr] = {}
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        out[name] = body = simplify(rules[name])
+        stack = [body]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, ir.Ref):
+                if e.name not in out:
+                    todo.append(e.name)
+            elif isinstance(e, (ir.Seq, ir.Alt)):
+                stack.extend(e.items)
+            elif isinstance(e, ir.Repeat):
+                stack.append(e.item)
+    out = {root: out[root], **{k: v for k, v in out.items() if k != root}}
+    return _merge_equal_rules(out)
+
+
+def _merge_equal_rules(rules: dict[str, ir.Expr]) -> dict[str, ir.Expr]:
+    """Rules with equal bodies become one (many properties share one string or number rule), so
+    the core builds each automaton once. The first rule (the root) keeps its name."""
+    for _ in range(2):
+        first: dict = {}
+        rename = {}
+        for name, body in rules.items():
+            keep = first.setdefault(body, name)
+            if keep != name:
+                rename[name] = keep
+        if not rename:
+            return rules
+        memo: dict = {}  # by id: hashing a deep expression walks all of it
+
+        def sub(e):
+            key = id(e)
+            if key in memo:
+                return memo[key][0]
+            if isinstance(e, ir.Ref):
+                out = ir.Ref(rename.get(e.name, e.name))
+            elif isinstance(e, ir.Seq):
+                out = ir.Seq(tuple(sub(x) for x in e.items))
+            elif isinstance(e, ir.Alt):
+                out = ir.Alt(tuple(sub(x) for x in e.items))
+            elif isinstance(e, ir.Repeat):
+                out = ir.Repeat(sub(e.item), e.min, e.max)
+            else:
+                out = e
+            memo[key] = (out, e)  # keep e alive so that its id is not reused
+            return out
+
+        rules = {name: sub(body) for name, body in rules.items() if name not in rename}
+    return rules
+
+
+KNOWN_METASCHEMAS = ("json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema",
+                     "json-schema.org/draft-07/schema", "json-schema.org/draft-06/schema",
+                     "json-schema.org/draft-04/schema", "json-schema.org/schema")
+
+
+def detect_draft7(schema) -> bool:
+    if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
+        uri = schema["$schema"]
+        return any(d in uri for d in ("draft-07", "draft-06", "draft-04"))
+    return False
+
+
+def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
+               draft: str | None = None) -> ir.Grammar:
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = json.loads(schema)
+        except ValueError as e:
+            raise UnsupportedSchemaError(f"the schema is not valid JSON: {e}", None, "") from None
+    if not isinstance(schema, (dict, bool)):
+        raise UnsupportedSchemaError("a schema must be an object or a boolean", None, "")
+    if isinstance(schema, dict) and "$schema" in schema:
+        uri = schema["$schema"]
+        if not isinstance(uri, str) or not any(m in uri for m in KNOWN_METASCHEMAS):
+            raise UnsupportedSchemaError(f"unknown meta-schema {uri!r} (its vocabularies are unknown)", "$schema", "")
+    draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
+    conv = Converter(schema, Options(any_whitespace, strict, max_whitespace), draft7)
+    return conv.grammar()
