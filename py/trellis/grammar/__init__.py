@@ -1,6 +1,6 @@
 """Grammar-constrained decoding: front-ends (EBNF, regex, JSON) -> IR -> the C++ core."""
 
-from ..errors import GrammarError, GrammarLimitError, VocabularyError
+from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, UnsupportedSchemaError, VocabularyError
 from .matcher import CompiledGrammar, GrammarCompiler, GrammarMatcher
 from .vocabulary import Vocabulary
 
@@ -10,6 +10,8 @@ __all__ = [
     "GrammarError",
     "GrammarLimitError",
     "GrammarMatcher",
+    "InvalidRequestError",
+    "UnsupportedSchemaError",
     "Vocabulary",
     "VocabularyError",
 ]

@@ -71,6 +71,19 @@ class GrammarCompiler:
         grammar = json_schema_to_grammar(schema, any_whitespace=any_whitespace, strict=strict, **options)
         return self.compile_ir(grammar, source="json_schema")
 
+    def compile_structural_tag(self, tag) -> CompiledGrammar:
+        """Free text with grammar-constrained tagged regions (web-llm / xgrammar format)."""
+        from .structural_tag import structural_tag_to_grammar
+
+        return self.compile_ir(structural_tag_to_grammar(tag), source="structural_tag")
+
+    def compile_response_format(self, response_format):
+        """Any supported response_format dialect -> (CompiledGrammar, or None for plain text;
+        the canonical cache key). Raises InvalidRequestError naming the bad field."""
+        from .response_format import compile_response_format
+
+        return compile_response_format(self, response_format)
+
 
 class CompiledGrammar:
     """A grammar compiled for a vocabulary; keeps its compiler (and so the core) alive."""

@@ -1,0 +1,258 @@
+"""Response formats: every dialect, web-llm's validation rules, canonical cache keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trellis.errors import InvalidRequestError
+from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+from trellis.grammar.response_format import (
+    compile_response_format,
+    normalize_response_format,
+    response_format_to_grammar,
+)
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name"]}
+
+
+class Recorder:
+    """Stands in for the JSON Schema front-end: records its calls, returns a fixed grammar."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, schema, *, any_whitespace, strict):
+        from trellis.grammar.regex import parse_regex
+
+        self.calls.append((schema, any_whitespace, strict))
+        return parse_regex(r"\{\}")
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    return GrammarCompiler(Vocabulary.smollm2())
+
+
+def accepts(compiled, text) -> bool:
+    m = GrammarMatcher(compiled)
+    return m.accept_string(text) and m.can_terminate()
+
+
+# ---- dialects -----------------------------------------------------------------------------------
+
+def test_text_and_none_are_unconstrained(compiler):
+    for rf in (None, {"type": "text"}, {"type": "text", "schema": None}):
+        grammar, key = response_format_to_grammar(rf)
+        assert grammar is None and len(key) == 64
+        assert compile_response_format(compiler, rf)[0] is None
+
+
+def test_json_object_is_any_object_not_any_value(compiler):
+    compiled, _ = compile_response_format(compiler, {"type": "json_object"})
+    assert accepts(compiled, '{"a": [1, {"b": null}], "c": "d"}')
+    assert accepts(compiled, ' {} \n')
+    for text in ("[1]", '"x"', "1", "null", "{", '{"a"}'):
+        assert not accepts(compiled, text), text
+
+
+@pytest.mark.parametrize("rf", [
+    {"type": "json_object", "schema": SCHEMA},                                   # web-llm, object
+    {"type": "json_object", "schema": json.dumps(SCHEMA)},                       # web-llm, string
+    {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA}},  # OpenAI
+    {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": False}},
+    {"type": "json_schema", "json_schema": SCHEMA},                              # Transformers.js
+    {"type": "json", "value": SCHEMA},                                           # TGI
+    {"type": "json", "value": json.dumps(SCHEMA)},
+])
+def test_schema_dialects_normalize_to_one_request_and_key(rf):
+    recorder = Recorder()
+    grammar, key = response_format_to_grammar(rf, schema_to_grammar=recorder)
+    assert grammar is not None
+    assert recorder.calls == [(SCHEMA, True, False)]
+    _, reference = response_format_to_grammar({"type": "json", "value": SCHEMA}, schema_to_grammar=Recorder())
+    assert key == reference
+
+
+def test_openai_strict_and_options_change_the_key():
+    recorder = Recorder()
+    _, plain = response_format_to_grammar({"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}},
+                                          schema_to_grammar=recorder)
+    _, strict = response_format_to_grammar(
+        {"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA, "strict": True}}, schema_to_grammar=recorder)
+    _, compact = response_format_to_grammar({"type": "json", "value": SCHEMA}, any_whitespace=False,
+                                            schema_to_grammar=recorder)
+    assert len({plain, strict, compact}) == 3
+    assert recorder.calls[1] == (SCHEMA, True, True)
+    assert recorder.calls[2] == (SCHEMA, False, False)
+
+
+def test_keys_are_stable_across_dict_order():
+    a = {"type": "json_object", "schema": {"type": "object", "properties": {"x": {"type": "string", "minLength": 1},
+                                                                            "y": {"type": "number"}}}}
+    b = {"schema": {"properties": {"y": {"type": "number"}, "x": {"minLength": 1, "type": "string"}},
+                    "type": "object"}, "type": "json_object"}
+    rec = Recorder()
+    assert response_format_to_grammar(a, schema_to_grammar=rec)[1] == response_format_to_grammar(b, schema_to_grammar=rec)[1]
+    tag1 = {"type": "structural_tag", "structural_tag": {"type": "structural_tag", "format": {
+        "type": "triggered_tags", "triggers": ["<f"], "tags": [
+            {"begin": "<f>", "content": {"type": "regex", "pattern": "[0-9]"}, "end": "</f>"}]}}}
+    tag2 = {"structural_tag": json.dumps({"format": {"tags": [
+        {"end": "</f>", "content": {"pattern": "[0-9]", "type": "regex"}, "begin": "<f>"}],
+        "triggers": ["<f"], "type": "triggered_tags", "at_least_one": False}}), "type": "structural_tag"}
+    assert response_format_to_grammar(tag1)[1] == response_format_to_grammar(tag2)[1]
+    # and different requests differ
+    assert response_format_to_grammar({"type": "regex", "regex": "a"})[1] != \
+        response_format_to_grammar({"type": "regex", "regex": "b"})[1]
+
+
+def test_regex_grammar_and_structural_tag_dialects(compiler):
+    for rf in ({"type": "regex", "regex": r"\d{3}"}, {"type": "regex", "value": r"\d{3}"}):
+        compiled, _ = compile_response_format(compiler, rf)
+        assert accepts(compiled, "123") and not accepts(compiled, "12a")
+    assert response_format_to_grammar({"type": "regex", "regex": "a"})[1] == \
+        response_format_to_grammar({"type": "regex", "value": "a"})[1]
+    compiled, _ = compile_response_format(compiler, {"type": "grammar", "grammar": 'root ::= "yes" | "no"'})
+    assert accepts(compiled, "yes") and not accepts(compiled, "maybe")
+    tag = {"format": {"type": "triggered_tags", "triggers": ["<f"], "at_least_one": True, "tags": [
+        {"begin": "<f>", "content": {"type": "const_string", "value": "ok"}, "end": "</f>"}]}}
+    for rf in ({"type": "structural_tag", "structural_tag": tag},
+               {"type": "structural_tag", "structural_tag": json.dumps(tag)},
+               {"type": "structural_tag", **tag}):
+        compiled, _ = compile_response_format(compiler, rf)
+        assert accepts(compiled, "hi <f>ok</f>") and not accepts(compiled, "hi")
+    legacy = {"type": "structural_tag", "triggers": ["<f"], "structures": [
+        {"begin": "<f>", "schema": {"type": "object"}, "end": "</f>"}]}
+    grammar, _ = response_format_to_grammar(legacy, schema_to_grammar=Recorder())
+    assert grammar is not None
+
+
+def test_compiled_grammars_are_memoized_by_key(compiler):
+    rf = {"type": "regex", "regex": "[a-z]+"}
+    first, key1 = compile_response_format(compiler, rf)
+    second, key2 = compile_response_format(compiler, {"regex": "[a-z]+", "type": "regex"})
+    assert key1 == key2 and first is second
+
+
+# ---- validation: web-llm's rules and the other dialects' shapes --------------------------------
+
+@pytest.mark.parametrize("rf, field", [
+    ({"type": "text", "schema": SCHEMA}, "response_format.schema"),
+    ({"type": "grammar", "grammar": "root ::= \"a\"", "schema": SCHEMA}, "response_format.schema"),
+    ({"type": "json_object", "grammar": "root ::= \"a\""}, "response_format.grammar"),
+    ({"type": "text", "grammar": "root ::= \"a\""}, "response_format.grammar"),
+    ({"type": "grammar"}, "response_format.grammar"),
+    ({"type": "grammar", "grammar": None}, "response_format.grammar"),
+    ({"type": "grammar", "grammar": 7}, "response_format.grammar"),
+    ({"type": "grammar", "grammar": "root ::= (("}, "response_format.grammar"),
+    ({"type": "structural_tag"}, "response_format.structural_tag"),
+    ({"type": "json_object", "structural_tag": {"format": {}}}, "response_format.structural_tag"),
+    ({"type": "structural_tag", "structural_tag": {"format": {"type": "triggered_tags", "triggers": ["<"],
+                                                              "tags": [{"begin": "[", "content": {"type": "const_string", "value": "a"}, "end": "]"}]}}},
+     "response_format.structural_tag.format.tags[0].begin"),
+    ({"type": "structural_tag", "format": {"type": "nope"}}, "response_format.format.type"),
+    ({"type": "xml"}, "response_format.type"),
+    ({}, "response_format.type"),
+    ({"type": "json_object", "schema": "{not json"}, "response_format.schema"),
+    ({"type": "json_object", "schema": [1, 2]}, "response_format.schema"),
+    ({"type": "json_schema"}, "response_format.json_schema"),
+    ({"type": "json_schema", "json_schema": {"name": "bad name!", "schema": SCHEMA}}, "response_format.json_schema.name"),
+    ({"type": "json_schema", "json_schema": {"name": "n", "schema": SCHEMA, "strict": "yes"}},
+     "response_format.json_schema.strict"),
+    ({"type": "json_schema", "json_schema": {"name": "n", "schema": 5}}, "response_format.json_schema.schema"),
+    ({"type": "json_schema", "json_schema": SCHEMA, "value": 1}, "response_format.value"),
+    ({"type": "json"}, "response_format.value"),
+    ({"type": "regex"}, "response_format.regex"),
+    ({"type": "regex", "regex": "a", "value": "a"}, "response_format.value"),
+    ({"type": "regex", "regex": "(a"}, "response_format.regex"),
+    ({"type": "regex", "regex": ""}, "response_format.regex"),
+    ("[1]", "response_format"),
+])
+def test_invalid_formats_name_the_field(rf, field):
+    with pytest.raises(InvalidRequestError) as info:
+        response_format_to_grammar(rf, schema_to_grammar=Recorder())
+    assert info.value.field == field, str(info.value)
+
+
+def test_tgi_field_prefix():
+    with pytest.raises(InvalidRequestError) as info:
+        normalize_response_format({"type": "json"}, field="grammar")
+    assert info.value.field == "grammar.value"
+
+
+PYODIDE = __import__("pathlib").Path(__file__).resolve().parents[2] / "build" / "node" / "node_modules" / "pyodide"  # build.py test installs it
+
+PYODIDE_SCRIPT = r"""
+const path = require("path"), fs = require("fs");
+const { loadPyodide } = require(process.argv[2] + "/pyodide.js");
+(async () => {
+  const py = await loadPyodide({ indexURL: process.argv[2] + "/" });
+  function copy(dir, dest) {
+    py.FS.mkdirTree(dest);
+    for (const f of fs.readdirSync(dir)) {
+      const p = path.join(dir, f);
+      if (fs.statSync(p).isDirectory()) { if (f !== "__pycache__") copy(p, dest + "/" + f); }
+      else if (f.endsWith(".py")) py.FS.writeFile(dest + "/" + f, fs.readFileSync(p));
+    }
+  }
+  copy(process.argv[3], "/lib/trellis");
+  console.log(await py.runPythonAsync(fs.readFileSync(process.argv[4], "utf8")));
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+
+PYTHON_SIDE = r"""
+import json, sys
+sys.path.insert(0, "/lib")
+from trellis.grammar import ir
+from trellis.grammar.response_format import response_format_to_grammar
+from trellis.grammar.regex import parse_regex
+fake = lambda schema, *, any_whitespace, strict: parse_regex(r"\{\}")
+tag = {"type": "structural_tag", "structural_tag": {"format": {"type": "triggered_tags", "triggers": ["<f"],
+       "tags": [{"begin": "<f>", "content": {"type": "json_schema", "json_schema": {"type": "object"}}, "end": "</f>"}]}}}
+out = []
+for rf in [{"type": "json_object"}, {"type": "regex", "regex": "[0-9]+"}, tag]:
+    g, key = response_format_to_grammar(rf, schema_to_grammar=fake)
+    out.append([key, list(ir.serialize(g)[0])])
+json.dumps([sys.version_info[:2], out])
+"""
+
+
+def test_front_ends_run_under_pyodide_with_the_same_keys_and_ir(tmp_path):
+    """The same response formats under Pyodide (CPython 3.14 in node): same keys, same IR words."""
+    import shutil
+    import subprocess
+
+    assert shutil.which("node") and (PYODIDE / "pyodide.js").exists(), \
+        "node and the pyodide npm package come with `python3 build.py test`"
+    js, side = tmp_path / "run.cjs", tmp_path / "side.py"
+    js.write_text(PYODIDE_SCRIPT)
+    side.write_text(PYTHON_SIDE)
+    package = PYODIDE.parents[3] / "py" / "trellis"
+    run = subprocess.run(["node", str(js), str(PYODIDE), str(package), str(side)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    version, remote = json.loads(run.stdout.strip().splitlines()[-1])
+    assert version[0] == 3 and version[1] >= 12
+    namespace: dict = {}
+    exec(PYTHON_SIDE.replace('sys.path.insert(0, "/lib")', "").rsplit("\n", 2)[0], namespace)
+    local = [[key, words] for key, words in namespace["out"]]
+    assert remote == local
+
+
+def test_compiler_methods():
+    from trellis.grammar import GrammarCompiler, GrammarMatcher, InvalidRequestError, Vocabulary
+
+    compiler = GrammarCompiler(Vocabulary.smollm2())
+    compiled, key = compiler.compile_response_format({"type": "json_object", "schema": {"type": "integer"}})
+    m = GrammarMatcher(compiled)
+    assert m.accept_string("42") and m.can_terminate() and not m.accept_string("x")
+    assert compiler.compile_response_format({"type": "text"})[0] is None
+    with pytest.raises(InvalidRequestError) as err:
+        compiler.compile_response_format({"type": "grammar"})
+    assert err.value.field and "grammar" in err.value.field
+    tag = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f>"],
+           "tags": [{"begin": "<f>", "content": {"type": "const_string", "value": "1"}, "end": "</f>"}]}}
+    m = GrammarMatcher(compiler.compile_structural_tag(tag))
+    assert m.accept_string("hi <f>1</f>") and not m.accept_string("<f>2")
