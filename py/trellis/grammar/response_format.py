@@ -35,6 +35,7 @@ from typing import Callable
 from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, UnsupportedSchemaError
 from . import ir
 from .ir import Ref, byte_set, literal, repeat, seq
+from .structural_tag import _fail, _parse_json as _json_value
 
 KEY_VERSION = 1
 _OPENAI_JSON_SCHEMA_FIELDS = {"name", "description", "schema", "strict"}
@@ -49,19 +50,6 @@ _KNOWN_FIELDS = {
     "regex": {"regex", "value"},
 }
 _WEBLLM_ONLY = {"schema": "json_object", "grammar": "grammar", "structural_tag": "structural_tag"}
-
-
-def _fail(message: str, field: str):
-    raise InvalidRequestError(message, field)
-
-
-def _json_value(value, field: str):
-    if isinstance(value, (str, bytes)):
-        try:
-            return json.loads(value)
-        except ValueError as e:
-            _fail(f"not valid JSON ({e})", field)
-    return value
 
 
 def _schema(value, field: str):

@@ -626,17 +626,7 @@ class Converter:
         lo, hi, exprs = 0, None, []
         for n in nodes:
             s = n.schema
-            for key in ("minLength", "maxLength"):
-                if key in s:
-                    v = s[key]
-                    if isinstance(v, float) and v.is_integer():
-                        v = int(v)
-                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                        raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
-                    if key == "minLength":
-                        lo = max(lo, v)
-                    else:
-                        hi = v if hi is None else min(hi, v)
+            lo, hi = _count_bounds(n, "minLength", "maxLength", lo, hi)
             if "pattern" in s:
                 exprs.append(("pattern", s["pattern"], n.pointer))
             if self.draft7 and "contentMediaType" in s:
@@ -716,17 +706,7 @@ class Converter:
         unique_at = None
         for n in nodes:
             s = n.schema
-            for key in ("minItems", "maxItems"):
-                if key in s:
-                    v = s[key]
-                    if isinstance(v, float) and v.is_integer():
-                        v = int(v)
-                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                        raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
-                    if key == "minItems":
-                        lo = max(lo, v)
-                    else:
-                        hi = v if hi is None else min(hi, v)
+            lo, hi = _count_bounds(n, "minItems", "maxItems", lo, hi)
             items = s.get("items")
             prefix: list[Node] = []
             rest = None
@@ -944,17 +924,7 @@ class Converter:
             for k in req:
                 if k not in required:
                     required.append(k)
-            for key in ("minProperties", "maxProperties"):
-                if key in s:
-                    v = s[key]
-                    if isinstance(v, float) and v.is_integer():
-                        v = int(v)
-                    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                        raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
-                    if key == "minProperties":
-                        min_p = max(min_p, v)
-                    else:
-                        max_p = v if max_p is None else min(max_p, v)
+            min_p, max_p = _count_bounds(n, "minProperties", "maxProperties", min_p, max_p)
             for p in s.get("patternProperties", {}):
                 _text.pattern_expr(p, n.pointer + "/patternProperties", "patternProperties")
                 patterns.append((n, p))
@@ -1448,3 +1418,19 @@ def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFA
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
     conv = Converter(schema, Options(any_whitespace, strict, max_whitespace), draft7)
     return conv.grammar()
+
+
+def _count_bounds(n, lo_key: str, hi_key: str, lo: int, hi: int | None) -> tuple[int, int | None]:
+    """Tighten (lo, hi) by a node's min*/max* count keywords (non-negative integers, 2.0 == 2)."""
+    for key in (lo_key, hi_key):
+        if key in n.schema:
+            v = n.schema[key]
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+            if key == lo_key:
+                lo = max(lo, v)
+            else:
+                hi = v if hi is None else min(hi, v)
+    return lo, hi
