@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 
-COMMANDS = {
+COMMANDS = {  # name -> ("module" or "module:function" taking argv, help)
+    "chat": ("trellis.engine.cli:chat", "chat with the model in the terminal, streaming"),
+    "run": ("trellis.engine.cli:run", "answer one prompt, optionally with a response format, and print stats"),
     "generate": ("trellis.runtime.generate", "stream the continuation of a ChatML prompt (wgpu-native)"),
     "grammar-demo": ("trellis.demo", "sample random tokens that a grammar allows (no model needed)"),
 }
@@ -18,8 +20,8 @@ def main(argv=None) -> int:
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     import importlib
 
-    module = importlib.import_module(COMMANDS[argv[0]][0])
-    return module.main(argv[1:]) or 0
+    module, _, function = COMMANDS[argv[0]][0].partition(":")
+    return getattr(importlib.import_module(module), function or "main")(argv[1:]) or 0
 
 
 if __name__ == "__main__":

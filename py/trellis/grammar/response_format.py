@@ -185,10 +185,11 @@ def response_format_to_grammar(rf, *, any_whitespace: bool = True, field: str = 
     UnsupportedSchemaError from the JSON Schema front-end."""
     normalized = normalize_response_format(rf, field)
     key = cache_key(normalized, {"any_whitespace": any_whitespace})
-    return _build(normalized, any_whitespace, field, schema_to_grammar), key
+    return grammar_of_normalized(normalized, any_whitespace, field, schema_to_grammar), key
 
 
-def _build(normalized, any_whitespace: bool, field: str, schema_to_grammar) -> ir.Grammar | None:
+def grammar_of_normalized(normalized, any_whitespace: bool = True, field: str = "response_format",
+                          schema_to_grammar: Callable | None = None) -> ir.Grammar | None:
     if normalized is None:
         return None
     convert = schema_to_grammar or _default_schema_to_grammar
@@ -237,7 +238,7 @@ def compile_response_format(compiler, response_format, *, any_whitespace: bool =
     memo = compiler.__dict__.setdefault("_response_format_cache", {}) if schema_to_grammar is None else {}
     compiled = memo.pop(key, None)
     if compiled is None:
-        grammar = _build(normalized, any_whitespace, field, schema_to_grammar)
+        grammar = grammar_of_normalized(normalized, any_whitespace, field, schema_to_grammar)
         compiled = compiler.compile_ir(grammar, source=f"response_format:{key[:12]}")
     memo[key] = compiled  # most recently used last
     while len(memo) > CACHE_SIZE:

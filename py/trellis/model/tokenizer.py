@@ -65,6 +65,21 @@ class Tokenizer:
                     ids.extend(self._encode_word(word))
         return ids
 
+    def encode_bytes(self, data: bytes) -> list[int]:
+        """Token ids whose bytes concatenate to `data` (no special tokens); bytes that are not
+        whole UTF-8 characters (a grammar may stop mid-character) get one byte token each."""
+        try:
+            return self.encode(data.decode("utf-8"), special=False)
+        except UnicodeDecodeError as e:
+            head, bad, rest = data[:e.start], data[e.start:e.end], data[e.end:]
+        ids = self.encode_bytes(head) if head else []
+        for b in bad:
+            token = self._ids.get(BYTE_TO_CHAR[b])
+            if token is None:
+                raise ModelError(f"the vocabulary has no token for byte 0x{b:02x}")
+            ids.append(token)
+        return ids + (self.encode_bytes(rest) if rest else [])
+
     def token_bytes(self, token_id: int) -> bytes:
         return self._token_bytes[token_id]
 

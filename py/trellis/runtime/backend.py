@@ -1,11 +1,12 @@
 """The small interface a GPU backend implements for the plan executor.
 
 Kept to what both wgpu-py (desktop) and the browser's WebGPU (through Pyodide) do cheaply: buffers,
-compute pipelines from WGSL, prebuilt dispatches, and one "run these, then read that back" call.
+compute pipelines from WGSL, prebuilt dispatches, and "submit these (copying that out)" plus a
+read-back that may be awaitable (the browser can only wait for the GPU asynchronously).
 Handles are opaque to the executor.
 """
 
-from typing import Protocol, Sequence
+from typing import Awaitable, Protocol, Sequence
 
 
 class Backend(Protocol):
@@ -25,8 +26,13 @@ class Backend(Protocol):
                         grid: Sequence[int]) -> object:
         """A ready-to-run dispatch: storage buffers bound at 0..n-1 in order, then the uniform."""
 
-    def run(self, dispatches: Sequence[object], read: tuple[object, int] | None = None) -> bytes | None:
-        """Submit the dispatches in order; with `read=(buffer, size)`, wait and return its first bytes."""
+    def submit(self, dispatches: Sequence[object], read: tuple[object, int] | None = None) -> object:
+        """Submit the dispatches in order without waiting; with `read=(buffer, size)`, also copy the
+        buffer's first bytes out, and return a handle for `read_back` (else None)."""
+
+    def read_back(self, pending) -> bytes | Awaitable[bytes]:
+        """The bytes a `submit` copied out, once the GPU is done (awaitable on asynchronous backends).
+        At most one read is outstanding at a time."""
 
     def destroy(self) -> None:
         """Release the GPU memory."""

@@ -68,28 +68,66 @@ class Executor:
         """Forget the sequence; the KV cache is overwritten from position 0 on."""
         self.position = 0
 
+    def rewind(self, position: int) -> None:
+        """Keep only the first `position` tokens of the KV cache (a shared prompt prefix)."""
+        if not 0 <= position <= self.position:
+            raise ValueError(f"cannot rewind to {position}: the KV cache holds {self.position} tokens")
+        self.position = position
+
+    # Synchronous calls (desktop backends): run, wait, return the logits.
+
     def prefill(self, tokens, bitmask=None) -> array:
         """Append `tokens` (run in chunks); returns the logits after the last one.
 
         With `bitmask` (int32 words; bit i % 32 of word i // 32 set = token i allowed), the GPU sets
         the logits of disallowed tokens to MASKED_LOGIT before they come back.
         """
+        mask = None if bitmask is None else self._mask_bytes(bitmask)  # checked before any work is queued
+        self.submit_prefill(tokens)
+        return self._logits(self.backend.read_back(self.submit_read(mask)))
+
+    def decode(self, token: int, bitmask=None) -> array:
+        """Append one token; returns the logits for the next (masked on the GPU with `bitmask`)."""
+        mask = None if bitmask is None else self._mask_bytes(bitmask)
+        self.submit_decode(token)
+        return self._logits(self.backend.read_back(self.submit_read(mask)))
+
+    # Split calls: submit GPU work, do CPU work (grammar) meanwhile, then collect the logits.
+
+    def submit_prefill(self, tokens) -> None:
+        """Queue the prefill of `tokens` in chunks, without waiting."""
         tokens = list(tokens)
         if not tokens:
             raise ValueError("prefill needs at least one token")
         self._check(tokens)
-        mask = None if bitmask is None else self._mask_bytes(bitmask)
-        logits = None
         for start in range(0, len(tokens), self.chunk):
-            part = tokens[start:start + self.chunk]
-            last = start + self.chunk >= len(tokens)
-            logits = self._run("prefill", part, read=last, mask=mask if last else None)
-        return logits
+            self._submit("prefill", tokens[start:start + self.chunk])
 
-    def decode(self, token: int, bitmask=None) -> array:
-        """Append one token; returns the logits for the next (masked on the GPU with `bitmask`)."""
+    def submit_decode(self, token: int) -> None:
+        """Queue one decode step, without waiting."""
         self._check([token])
-        return self._run("decode", [token], read=True, mask=None if bitmask is None else self._mask_bytes(bitmask))
+        self._submit("decode", [token])
+
+    def submit_read(self, bitmask=None):
+        """Queue the read-back of the last logits (masked on the GPU first with `bitmask`)."""
+        dispatches = []
+        if bitmask is not None:
+            self.backend.write_buffer(self.buffers["bitmask"], 0, self._mask_bytes(bitmask))
+            dispatches = self._plans["mask"]
+        return self.backend.submit(dispatches, read=(self.buffers["logits"], 4 * self.vocab_size))
+
+    async def collect(self, pending) -> array:
+        """The logits of a `submit_read`; suspends only on asynchronous (browser) backends."""
+        data = self.backend.read_back(pending)
+        if hasattr(data, "__await__"):
+            data = await data
+        return self._logits(data)
+
+    @staticmethod
+    def _logits(data) -> array:
+        logits = array("f")
+        logits.frombytes(bytes(data))
+        return logits
 
     def _check(self, tokens) -> None:
         if self.position + len(tokens) > self.context:
@@ -102,7 +140,7 @@ class Executor:
 
     def _mask_bytes(self, bitmask) -> bytes:
         words = (self.vocab_size + 31) // 32
-        if isinstance(bitmask, (bytes, bytearray, memoryview)):
+        if isinstance(bitmask, (bytes, bytearray, memoryview, array)):
             data = bytes(bitmask)
         else:
             data = struct.pack(f"<{len(bitmask)}I", *(int(w) & 0xFFFFFFFF for w in bitmask))
@@ -110,18 +148,9 @@ class Executor:
             raise ValueError(f"bitmask has {len(data) // 4} words; the vocabulary of {self.vocab_size} needs {words}")
         return data
 
-    def _run(self, plan: str, tokens, read: bool, mask: bytes | None = None):
-        dispatches = self._plans[plan]
-        if mask is not None:
-            self.backend.write_buffer(self.buffers["bitmask"], 0, mask)
-            dispatches = dispatches + self._plans["mask"]
+    def _submit(self, plan: str, tokens) -> None:
         self.backend.write_buffer(self.buffers["ids"], 0, struct.pack(f"<{len(tokens)}i", *tokens))
         self.backend.write_buffer(self.buffers["step"], 0,
                                   struct.pack(f"<{STEP_WORDS}i", len(tokens), self.position, 0, 0))
-        out = self.backend.run(dispatches, read=(self.buffers["logits"], 4 * self.vocab_size) if read else None)
+        self.backend.submit(self._plans[plan])
         self.position += len(tokens)
-        if out is None:
-            return None
-        logits = array("f")
-        logits.frombytes(out)
-        return logits

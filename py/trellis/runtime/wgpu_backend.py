@@ -61,26 +61,36 @@ class WgpuBackend:
         group = self.device.create_bind_group(layout=kernel.get_bind_group_layout(0), entries=entries)
         return (kernel, group, tuple(grid), ubuf)
 
-    def run(self, dispatches, read=None):
+    def submit(self, dispatches, read=None):
         encoder = self.device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
-        for kernel, group, grid, _ in dispatches:
-            compute.set_pipeline(kernel)
-            compute.set_bind_group(0, group)
-            compute.dispatch_workgroups(*grid)
-        compute.end()
-        if read is None:
-            self._queue.submit([encoder.finish()])
-            return None
-        buffer, size = read
-        staging = self._staging_buffer(size)
-        encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, size)
+        if dispatches:
+            compute = encoder.begin_compute_pass()
+            for kernel, group, grid, _ in dispatches:
+                compute.set_pipeline(kernel)
+                compute.set_bind_group(0, group)
+                compute.dispatch_workgroups(*grid)
+            compute.end()
+        pending = None
+        if read is not None:
+            buffer, size = read
+            staging = self._staging_buffer(size)
+            encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, size)
+            pending = (staging, size)
         self._queue.submit([encoder.finish()])
+        return pending
+
+    def read_back(self, pending):
+        staging, size = pending
         staging.map_sync(self._wgpu.MapMode.READ, 0, size)
         try:
             return bytes(staging.read_mapped(0, size))
         finally:
             staging.unmap()
+
+    def run(self, dispatches, read=None):
+        """Submit and, with `read`, wait for the copy (a convenience for synchronous callers)."""
+        pending = self.submit(dispatches, read)
+        return None if pending is None else self.read_back(pending)
 
     def _staging_buffer(self, size):
         if self._staging is None or self._staging.size < size:

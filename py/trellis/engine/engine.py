@@ -1,0 +1,501 @@
+"""The engine: OpenAI / web-llm chat completions over a built model, with grammar-constrained decoding.
+
+    engine = Engine()                                   # the built embedded SmolLM2 on wgpu-native
+    reply = engine.chat.completions.create(messages=[{"role": "user", "content": "Hi"}],
+                                           response_format={"type": "json_object"})
+
+One generation loop serves both faces. It is a coroutine that suspends only where an asynchronous
+backend (the browser's WebGPU under Pyodide) makes it wait for the GPU; `Engine` drives it without
+an event loop on synchronous backends, `AsyncEngine` awaits it.
+
+Per request: the prompt's prefill is queued on the GPU first, the grammar is compiled (or taken
+from the cache) while the GPU works, and the first sample waits for both. Each decode step queues
+the model's step, fills the next token mask meanwhile, then lets the GPU mask the logits before
+they come back.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from trellis.errors import InvalidRequestError, RuntimeBackendError, SequenceLengthError
+from trellis.grammar.matcher import GrammarCompiler
+from trellis.grammar.vocabulary import Vocabulary
+from trellis.model.chatml import ChatTemplate
+from trellis.model.tokenizer import Tokenizer
+from trellis.runtime.artifacts import Artifacts
+from trellis.runtime.executor import Executor
+
+from . import responses as R
+from .grammar_cache import GrammarCache
+from .request import parse_chat_request, parse_completion_request
+from .sampler import Sampler
+from .stop_strings import StopStrings
+from .tools import parse_tool_calls, render_tool_messages, tool_response_format
+
+
+@dataclass
+class _Constraint:
+    """The grammar side of a request: its normalized response format and cache key."""
+    normalized: dict
+    key: str
+    field: str
+
+
+@dataclass
+class _Outcome:
+    """What one choice produced, for the final response and the stats."""
+    text: str = ""
+    finish_reason: str = "length"
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list | None = None
+    prompt_tokens: int = 0
+    prefill_tokens: int = 0  # the part of the prompt not already in the KV cache
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    ttft_s: float = 0.0
+    grammar_init_s: float = 0.0
+    grammar_s: float = 0.0  # mask fills and token accepts after the first token
+    grammar_hit: bool | None = None
+
+
+class Engine:
+    """Chat and text completions over one built model (synchronous API; see AsyncEngine)."""
+
+    def __init__(self, model_dir=None, *, backend=None, context: int | None = 2048, grammar_core="native",
+                 artifacts: Artifacts | None = None, max_cached_grammars: int = 32,
+                 max_grammar_cache_bytes: int = 256 << 20):
+        artifacts = artifacts or Artifacts.from_dir(model_dir)
+        if backend is None:
+            from trellis.runtime.wgpu_backend import WgpuBackend
+
+            backend = WgpuBackend()
+        limit = artifacts.model["context"]
+        self.executor = Executor(artifacts, backend, min(context or limit, limit))
+        self.tokenizer = Tokenizer(artifacts.tokenizer_data())
+        self.model_id = artifacts.manifest.get("id") or artifacts.model["name"]
+        self.template = ChatTemplate.from_manifest(artifacts.manifest, self.tokenizer.tokens)
+        self.stop_ids = self._stop_ids()
+        vocab = Vocabulary([self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)],
+                           special_ids=self.tokenizer.special_ids, stop_ids=self.stop_ids,
+                           vocab_size=self.executor.vocab_size)
+        self.compiler = GrammarCompiler(vocab, core=grammar_core)
+        self.grammars = GrammarCache(self.compiler, max_cached_grammars, max_grammar_cache_bytes)
+        self._stop_words = {}  # bitmask word -> bits of stop tokens in it
+        for t in self.stop_ids:
+            self._stop_words[t // 32] = self._stop_words.get(t // 32, 0) | 1 << (t % 32)
+        self._kv_ids: list[int] = []  # the tokens whose keys and values the KV cache holds
+        self._interrupted = False
+        self._last: dict = {}
+        self.chat = _Namespace(completions=_Chat(self))
+        self.completions = _Text(self)
+
+    def _stop_ids(self) -> tuple[int, ...]:
+        ids = {self.tokenizer.eos_token_id} if self.tokenizer.eos_token_id is not None else set()
+        ids |= {self.tokenizer.token_to_id(t) for t in self.template.stop_tokens} - {None}
+        return tuple(sorted(ids))
+
+    # ---- public verbs -------------------------------------------------------------------
+
+    def reset_chat(self) -> None:
+        """Forget the conversation held in the KV cache (the next request prefills from scratch)."""
+        self._kv_ids = []
+        self.executor.reset()
+
+    def interrupt_generate(self) -> None:
+        """Stop the generation in progress after its current token; it ends with finish_reason "abort"."""
+        self._interrupted = True
+
+    def runtime_stats(self) -> dict:
+        """The last request's speeds and grammar costs, and the grammar cache's counters."""
+        return {**self._last, "grammar_cache": self.grammars.stats(), "adapter": self.executor.backend.adapter_info}
+
+    def runtime_stats_text(self) -> str:
+        s = self._last
+        if not s:
+            return "no request yet"
+        return (f"prefill: {s['prefill_tokens_per_s']:.1f} tok/s, decode: {s['decode_tokens_per_s']:.1f} tok/s, "
+                f"grammar init: {1000 * s['grammar_init_s']:.1f} ms, cache hits: {self.grammars.hits}")
+
+    # ---- requests -> events ---------------------------------------------------------------
+
+    def _constraint(self, response_format, field: str = "response_format") -> _Constraint | None:
+        normalized, key = GrammarCache.key_of(response_format, field)
+        return None if normalized is None else _Constraint(normalized, key, field)
+
+    def _chat_job(self, request: dict):
+        req = parse_chat_request(request, vocab_size=self.executor.vocab_size)
+        self._check_model(req.model)
+        messages = render_tool_messages(req.messages, req.tools, req.tool_choice or "auto",
+                                        parallel_tool_calls=req.parallel_tool_calls,
+                                        default_system=self.template.default_system)
+        constraint = None
+        if req.tools and req.tool_choice != "none":
+            rf = tool_response_format(req.tools, req.tool_choice or "auto", parallel_tool_calls=req.parallel_tool_calls)
+            constraint = self._constraint(rf, "tools")
+        elif req.response_format is not None:
+            constraint = self._constraint(req.response_format)
+        prompt = self.tokenizer.encode(self.template.render(messages))
+        return req, prompt, constraint
+
+    def _text_job(self, request: dict):
+        req = parse_completion_request(request, vocab_size=self.executor.vocab_size)
+        self._check_model(req.model)
+        constraint = self._constraint(req.response_format) if req.response_format is not None else None
+        prompt = self.tokenizer.encode(req.prompt)
+        if not prompt:
+            raise InvalidRequestError("must not be empty", "prompt")
+        return req, prompt, constraint
+
+    def _check_model(self, model) -> None:
+        if model is not None and model != self.model_id:
+            raise InvalidRequestError(f"this engine serves {self.model_id!r}, not {model!r}", "model")
+
+    async def _choice(self, prompt: list[int], config, constraint: _Constraint | None, seed, out: _Outcome):
+        """Generate one choice; yields (text, logprob entries) deltas and fills `out`."""
+        ex = self.executor
+        started = time.perf_counter()
+        budget = self._budget(len(prompt), config.max_tokens)
+        out.prompt_tokens = len(prompt)
+        # Keep the KV cache's shared prefix (multi-turn chat, n > 1); at least one token is prefilled
+        # because its logits are needed.
+        keep = _common_prefix(self._kv_ids, prompt, len(prompt) - 1)
+        ex.rewind(keep) if keep <= ex.position else ex.reset()
+        self._kv_ids = prompt[:keep]
+        ex.submit_prefill(prompt[keep:])
+        self._kv_ids = list(prompt)
+        out.prefill_tokens = len(prompt) - keep
+
+        matcher = mask = None
+        if constraint is not None:  # runs while the GPU prefills
+            g0 = time.perf_counter()
+            matcher, out.grammar_hit = self.grammars.matcher(constraint.normalized, constraint.key, constraint.field)
+            mask = matcher.new_bitmask()
+            matcher.fill_next_token_bitmask(mask)
+            if config.complete_on_length:
+                self._check_budget(matcher, budget)
+            out.grammar_init_s = time.perf_counter() - g0
+        logits = await ex.collect(ex.submit_read(mask))
+        out.prefill_s = time.perf_counter() - started
+
+        sampler = Sampler(config, seed)
+        decoder = self.tokenizer.stream_decoder(skip_special=True)
+        stops = StopStrings(config.stop)
+        banned = self.stop_ids if config.ignore_eos else ()
+        out.logprobs = [] if config.logprobs else None
+        decode_started = time.perf_counter()
+        step = 0
+        while True:
+            if self._interrupted:
+                out.finish_reason = "abort"
+                break
+            if matcher is not None and self._only_stops(mask):  # the structure is complete
+                out.finish_reason = "stop"
+                break
+            sampled = sampler.sample(logits, banned)
+            token = sampled.token
+            if step == 0:
+                out.ttft_s = time.perf_counter() - started
+            if token in self.stop_ids:
+                out.finish_reason = "stop"
+                break
+            closing = None
+            if matcher is not None:
+                g0 = time.perf_counter()
+                if not matcher.accept_token(token):
+                    raise RuntimeBackendError(f"the grammar refused token {token}, which its own mask allowed")
+                if config.complete_on_length:
+                    closing = self._closing_if_needed(matcher, budget - step - 1)
+                out.grammar_s += time.perf_counter() - g0
+            if closing is not None:  # the token is rolled back; the structure is closed instead
+                async for delta in self._emit(closing, matcher, decoder, stops, out):
+                    yield delta
+                out.finish_reason = "length"
+                break
+            sampler.accept(token)
+            step += 1
+            out.tokens.append(token)
+            if out.logprobs is not None:
+                out.logprobs.append((token, sampled.logprob, sampled.top))
+            text = stops.push(decoder.push(token))
+            if text:
+                out.text += text
+                yield text, out.logprobs[-1:] if out.logprobs is not None else None
+            if stops.stopped:
+                out.finish_reason = "stop"
+                break
+            if step >= budget:
+                out.finish_reason = "length"
+                break
+            ex.submit_decode(token)
+            self._kv_ids.append(token)
+            if matcher is not None:  # the next mask is filled while the GPU runs the step
+                g0 = time.perf_counter()
+                matcher.fill_next_token_bitmask(mask)
+                out.grammar_s += time.perf_counter() - g0
+            logits = await ex.collect(ex.submit_read(mask))
+        tail = stops.push(decoder.flush()) + stops.flush()
+        if tail:
+            out.text += tail
+            yield tail, None
+        out.decode_s = time.perf_counter() - decode_started
+        if constraint is not None:
+            self.grammars.refresh(constraint.key)
+
+    def _budget(self, prompt_tokens: int, max_tokens: int | None) -> int:
+        room = self.executor.context - prompt_tokens
+        if room < 1:
+            raise SequenceLengthError(f"the prompt has {prompt_tokens} tokens; the context window holds "
+                                      f"{self.executor.context} (prompt plus output)")
+        if max_tokens is None:
+            return room
+        if max_tokens > room:
+            raise InvalidRequestError(f"{max_tokens} tokens do not fit: the prompt has {prompt_tokens} of the "
+                                      f"{self.executor.context}-token context window", "max_tokens")
+        return max_tokens
+
+    def _only_stops(self, mask) -> bool:
+        """Whether the mask allows nothing but stop tokens (the grammar is complete)."""
+        if mask.count(0) < len(mask) - len(self._stop_words):
+            return False
+        return all(not (word & 0xFFFFFFFF & ~self._stop_words.get(w, 0)) for w, word in enumerate(mask) if word)
+
+    # ---- complete_on_length ---------------------------------------------------------------
+
+    def _closing_tokens(self, matcher) -> list[int] | None:
+        data = matcher.shortest_completion()
+        if data is None:
+            return None
+        return self.tokenizer.encode_bytes(data)
+
+    def _check_budget(self, matcher, budget: int) -> None:
+        need = self._closing_tokens(matcher)
+        if need is not None and len(need) > budget:
+            raise InvalidRequestError(f"the response format needs at least {len(need)} tokens; max_tokens allows "
+                                      f"{budget}", "max_tokens")
+
+    def _closing_if_needed(self, matcher, remaining: int) -> list[int] | None:
+        """None while sampling may go on after the token just accepted; else, with that token rolled
+        back, the tokens that close the structure. They fit: before the token they did (checked
+        at the start and kept true at every step)."""
+        need = self._closing_tokens(matcher)
+        if need is None or len(need) <= remaining:
+            return None
+        matcher.rollback(1)
+        return self._closing_tokens(matcher) or []
+
+    async def _emit(self, tokens, matcher, decoder, stops, out):
+        for token in tokens:
+            matcher.accept_token(token)
+            out.tokens.append(token)
+            text = stops.push(decoder.push(token))
+            if text:
+                out.text += text
+                yield text, None
+
+    # ---- statistics -----------------------------------------------------------------------
+
+    def _record(self, outcomes: list[_Outcome]) -> dict:
+        first = outcomes[0]
+        decoded = sum(len(o.tokens) for o in outcomes)
+        decode_s = sum(o.decode_s for o in outcomes)
+        grammar_tokens = decoded if first.grammar_hit is not None else 0
+        self._last = {
+            "prefill_tokens_per_s": first.prefill_tokens / first.prefill_s if first.prefill_s else 0.0,
+            "decode_tokens_per_s": decoded / decode_s if decode_s else 0.0,
+            "time_to_first_token_s": first.ttft_s,
+            "time_per_output_token_s": decode_s / decoded if decoded else 0.0,
+            "e2e_latency_s": sum(o.prefill_s + o.decode_s for o in outcomes),
+            "prefill_tokens": first.prefill_tokens,
+            "grammar_init_s": first.grammar_init_s,
+            "grammar_per_token_s": sum(o.grammar_s for o in outcomes) / grammar_tokens if grammar_tokens else 0.0,
+            "grammar_cache_hit": first.grammar_hit,
+        }
+        return self._last
+
+
+def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    n = min(len(a), len(b), limit)
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class _Namespace:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+# ---- the OpenAI faces: events -> responses ------------------------------------------------
+
+
+class _Face:
+    """Shared by chat and text completions: runs the choices, then shapes chunks or a response."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def create(self, **request):
+        req, events = self.start(request)
+        return _iterate(events) if req.stream else _drive(self.collect(req, events))
+
+    def start(self, request: dict):
+        """(validated request, async iterator of chunks when streaming, else of raw events)."""
+        req, prompt, constraint = self._job(request)
+        events = self._events(req, prompt, constraint)
+        return req, self._chunks(req, events) if req.stream else events
+
+    async def _events(self, req, prompt, constraint):
+        """Yields ("delta", index, text, logprobs) per piece, then ("done", outcomes, stats)."""
+        engine = self.engine
+        engine._interrupted = False
+        outcomes = []
+        for index in range(req.config.n):
+            out = _Outcome()
+            outcomes.append(out)
+            seed = None if req.config.seed is None else req.config.seed + index
+            async for text, logprobs in engine._choice(prompt, req.config, constraint, seed, out):
+                yield "delta", index, text, logprobs
+        yield "done", outcomes, engine._record(outcomes)
+
+    async def collect(self, req, events):
+        async for kind, *rest in events:
+            if kind == "done":
+                return self._response(req, *rest)
+
+    def _usage(self, outcomes, stats) -> dict:
+        return R.usage(outcomes[0].prompt_tokens, sum(len(o.tokens) for o in outcomes), stats)
+
+    def _logprobs(self, entries):
+        return R.logprobs_content(entries, self.engine.tokenizer.token_bytes)
+
+
+class _Chat(_Face):
+    def _job(self, request):
+        return self.engine._chat_job(request)
+
+    @staticmethod
+    def _message(req, out: _Outcome) -> tuple[dict, str]:
+        if req.tools and req.tool_choice != "none":
+            content, calls = parse_tool_calls(out.text, req.tools)
+            if calls:
+                finish = "tool_calls" if out.finish_reason == "stop" else out.finish_reason
+                return {"role": "assistant", "content": content, "tool_calls": calls}, finish
+        return {"role": "assistant", "content": out.text}, out.finish_reason
+
+    def _response(self, req, outcomes, stats):
+        choices = []
+        for i, out in enumerate(outcomes):
+            message, finish = self._message(req, out)
+            choices.append({"index": i, "message": message, "finish_reason": finish,
+                            "logprobs": self._logprobs(out.logprobs)})
+        return R.Record(id=R.new_id("chatcmpl"), object="chat.completion", created=R.now(),
+                        model=self.engine.model_id, choices=choices, usage=self._usage(outcomes, stats))
+
+    async def _chunks(self, req, events):
+        ident, created, model = R.new_id("chatcmpl"), R.now(), self.engine.model_id
+        buffered = bool(req.tools and req.tool_choice != "none")  # tool calls come whole, at the end
+
+        def chunk(choices, **usage):
+            return R.Record(id=ident, object="chat.completion.chunk", created=created, model=model,
+                            choices=choices, **usage)
+
+        started = set()
+        async for kind, *rest in events:
+            if kind == "delta":
+                index, text, logprobs = rest
+                if not buffered:
+                    delta = {"content": text} if index in started else {"role": "assistant", "content": text}
+                    started.add(index)
+                    yield chunk([{"index": index, "delta": delta, "finish_reason": None,
+                                  "logprobs": self._logprobs(logprobs)}])
+                continue
+            outcomes, stats = rest
+            for i, out in enumerate(outcomes):
+                message, finish = self._message(req, out)
+                delta = {}
+                if buffered:
+                    delta = {"role": "assistant", "content": message["content"]}
+                    if "tool_calls" in message:
+                        delta["tool_calls"] = [dict(c, index=k) for k, c in enumerate(message["tool_calls"])]
+                yield chunk([{"index": i, "delta": delta, "finish_reason": finish, "logprobs": None}])
+            if req.include_usage:
+                yield chunk([], usage=self._usage(outcomes, stats))
+
+
+class _Text(_Face):
+    def _job(self, request):
+        return self.engine._text_job(request)
+
+    def _response(self, req, outcomes, stats):
+        choices = [{"index": i, "text": (req.prompt if req.echo else "") + out.text,
+                    "finish_reason": out.finish_reason, "logprobs": self._logprobs(out.logprobs)}
+                   for i, out in enumerate(outcomes)]
+        return R.Record(id=R.new_id("cmpl"), object="text_completion", created=R.now(),
+                        model=self.engine.model_id, choices=choices, usage=self._usage(outcomes, stats))
+
+    async def _chunks(self, req, events):
+        ident, created, model = R.new_id("cmpl"), R.now(), self.engine.model_id
+
+        def chunk(choices, **usage):
+            return R.Record(id=ident, object="text_completion", created=created, model=model,
+                            choices=choices, **usage)
+
+        echoed = set()
+        async for kind, *rest in events:
+            if kind == "delta":
+                index, text, logprobs = rest
+                if req.echo and index not in echoed:
+                    echoed.add(index)
+                    text = req.prompt + text
+                yield chunk([{"index": index, "text": text, "finish_reason": None,
+                              "logprobs": self._logprobs(logprobs)}])
+                continue
+            outcomes, stats = rest
+            for i, out in enumerate(outcomes):
+                yield chunk([{"index": i, "text": "", "finish_reason": out.finish_reason, "logprobs": None}])
+            if req.include_usage:
+                yield chunk([], usage=self._usage(outcomes, stats))
+
+
+# ---- driving the coroutines ---------------------------------------------------------------
+
+
+def _drive(awaitable):
+    """Run an awaitable that never suspends (synchronous backends) to its result."""
+    try:
+        awaitable.send(None)
+    except StopIteration as done:
+        return done.value
+    awaitable.close()
+    raise RuntimeBackendError("this backend waits asynchronously: use AsyncEngine")
+
+
+def _iterate(agen):
+    """A plain iterator over an async generator that never suspends."""
+    while True:
+        try:
+            yield _drive(agen.__anext__())
+        except StopAsyncIteration:
+            return
+
+
+class AsyncEngine(Engine):
+    """The same engine for asynchronous backends (the browser): `await ...create(...)`, and with
+    `stream=True` an async iterator of chunks."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.chat = _Namespace(completions=_AsyncFace(_Chat(self)))
+        self.completions = _AsyncFace(_Text(self))
+
+
+class _AsyncFace:
+    def __init__(self, face: _Face):
+        self._face = face
+
+    async def create(self, **request):
+        req, events = self._face.start(request)
+        return events if req.stream else await self._face.collect(req, events)
