@@ -90,8 +90,22 @@ def bootstrap() -> None:
         run([*pip, *with_deps])
         run([*pip, "--no-deps", *no_deps])
         stamp.write_text(wanted)
+    link_package()
     if not in_venv():
         os.execv(venv_python(), [str(venv_python()), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+
+def link_package() -> None:
+    """Make the checkout's `py/trellis` importable in .venv and give it the `trellis` command."""
+    site = next((VENV / "lib").glob("python3*/site-packages"))
+    pth = site / "trellis-checkout.pth"
+    if not pth.exists() or pth.read_text().strip() != str(ROOT / "py"):
+        pth.write_text(f"{ROOT / 'py'}\n")
+    script = VENV / "bin" / "trellis"
+    text = f"#!{venv_python()}\nimport sys\nfrom trellis.cli import main\nsys.exit(main())\n"
+    if not script.exists() or script.read_text() != text:
+        script.write_text(text)
+        script.chmod(0o755)
 
 
 def ensure_vulkan() -> None:
@@ -247,7 +261,7 @@ def main() -> None:
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
     p.set_defaults(func=cmd_test)
     p = sub.add_parser("bench", help="run a benchmark (writes benchmarks/results/)")
-    p.add_argument("what", choices=["grammar", "runtime"])
+    p.add_argument("what", choices=["grammar", "runtime", "engine"])
     p.add_argument("bench_args", nargs="*")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("serve", help="build everything and run the main job (for now: generate "

@@ -7,7 +7,7 @@ import pytest
 def tiny_engine(tiny_model, wgpu_backend):
     from trellis.engine import Engine
 
-    return Engine(tiny_model[1], backend=wgpu_backend, context=256)
+    return Engine(tiny_model[1], backend=wgpu_backend, context=1280)
 
 
 @pytest.fixture

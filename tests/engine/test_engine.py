@@ -150,7 +150,7 @@ def test_invalid_requests_name_the_field_and_the_engine_keeps_working(engine):
             ask(engine, **extra)
         assert e.value.field == field, (extra, e.value)
     with pytest.raises(SequenceLengthError):
-        engine.chat.completions.create(messages=[{"role": "user", "content": "word " * 400}])
+        engine.chat.completions.create(messages=[{"role": "user", "content": "word " * 1000}])
     assert ask(engine, max_tokens=3, seed=1).usage.completion_tokens <= 3
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from trellis.bytelevel import BYTE_TO_CHAR
 
-CONFIG = dict(n_layers=2, hidden=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn=96, context=256,
+CONFIG = dict(n_layers=2, hidden=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn=96, context=2048,
               rope_theta=10000.0, rms_eps=1e-5)
 CONTROL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 MERGES = ["Ġ t", "h e", "Ġt he", "i n", "a n", "e r", "o n", "Ġ a", "r e", "a t"]

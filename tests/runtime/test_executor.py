@@ -72,8 +72,8 @@ def test_bad_inputs_are_refused(tiny_model, tiny_executor, wgpu_backend):
         tiny_executor.prefill([1, 269])
     with pytest.raises(ValueError):
         tiny_executor.prefill([])
-    with pytest.raises(ModelError, match="context 999"):
-        Executor(Artifacts.from_dir(tiny_model[1]), wgpu_backend, context=999)
+    with pytest.raises(ModelError, match="context 99999"):
+        Executor(Artifacts.from_dir(tiny_model[1]), wgpu_backend, context=99999)
 
 
 def test_corrupt_shard_is_detected(tiny_model, tmp_path):

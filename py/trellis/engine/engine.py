@@ -173,6 +173,9 @@ class Engine:
             matcher, out.grammar_hit = self.grammars.matcher(constraint.normalized, constraint.key, constraint.field)
             mask = matcher.new_bitmask()
             matcher.fill_next_token_bitmask(mask)
+            if not any(mask):
+                raise InvalidRequestError("no text satisfies this format (the schema admits no value)",
+                                          constraint.field)
             if config.complete_on_length:
                 self._check_budget(matcher, budget)
             out.grammar_init_s = time.perf_counter() - g0
