@@ -23,6 +23,7 @@ export const ERR_ARGUMENT = 1;  // a bad argument (null handle, id out of range,
 export const ERR_IR = 2;        // malformed IR words
 export const ERR_GRAMMAR = 3;   // well-formed IR that is not a usable grammar
 export const ERR_LIMIT = 4;     // a size limit was exceeded
+export const NO_COMPLETION = -100;  // tg_matcher_shortest_completion: the matcher has none
 
 /** An error reported by the core: `code` is one of ERR_*, `rule` the rule index named (or -1). */
 export class GrammarError extends Error {
@@ -351,6 +352,26 @@ export class GrammarMatcher {
       return core.u8.slice(p, p + n);
     } finally {
       core.free(p);
+    }
+  }
+
+  /**
+   * A shortest byte string after which the text is complete (empty if it already is), or null
+   * once terminated: forced when the token budget runs out, so truncated output still parses.
+   */
+  shortestCompletion() {
+    const core = this.core;
+    for (let cap = 256; ;) {  // the core says how long the string is; a short buffer asks again
+      const p = core.exports.tg_alloc(cap) >>> 0;
+      if (!p) throw new GrammarError('grammar core: out of wasm memory', ERR_LIMIT);
+      try {
+        const n = core.exports.tg_matcher_shortest_completion(this.handle, p, cap);
+        if (n === NO_COMPLETION) return null;
+        if (core.checked(n) <= cap) return core.u8.slice(p, p + n);
+        cap = n;
+      } finally {
+        core.free(p);
+      }
     }
   }
 

@@ -76,6 +76,11 @@ function replay(m, op, core) {
         result = m.find_jump_forward_string();
         assert.equal(Buffer.from(m.find_jump_forward_bytes()).toString('hex'), op.hex, `${where}: bytes`);
         break;
+      case 'shortest': {
+        const done = m.shortestCompletion();
+        assert.equal(done === null ? null : Buffer.from(done).toString('hex'), op.hex, `${where}: bytes`);
+        break;
+      }
       default: assert.fail(`unknown op ${op.op}`);
     }
   } catch (e) {

@@ -4,7 +4,7 @@
 
 Writes vocabularies (token bytes as hex), grammars as IR words, and for each grammar a script of
 matcher operations with the native core's results: masks (base64 int32 words), accept results,
-rollback, termination, jump-forward strings and bytes, and the core's error code and message for
+rollback, termination, jump-forward strings and bytes, shortest completions, and the core's error code and message for
 refused calls and refused IR. The node test replays each script through web/grammar.js and the
 wasm core and expects identical results. tests/grammar/test_wasm_node.py runs both.
 """
@@ -91,6 +91,9 @@ class Recorder:
             elif op == "jump":
                 result = entry["result"] = m.find_jump_forward_string()
                 entry["hex"] = self.core.jump_forward(m._handle).hex()
+            elif op == "shortest":
+                result = m.shortest_completion()
+                entry["hex"] = None if result is None else result.hex()
             else:
                 raise ValueError(op)
         except TrellisError:
@@ -119,6 +122,7 @@ def walk(compiler: GrammarCompiler, compiled, seed: int, steps: int, forced: lis
         r.do("is_terminated")
         if step % 3 == 0:
             r.do("jump")
+            r.do("shortest")
         refused = [i for i in rng.sample(range(vocab.vocab_size), 20) if i not in allowed]
         if refused:
             r.do("accept_token", id=refused[0])  # refused: the state must not change
@@ -148,6 +152,7 @@ def walk(compiler: GrammarCompiler, compiled, seed: int, steps: int, forced: lis
         for s in vocab.stop_ids:
             r.do("accept_token", id=s)
             r.do("is_terminated")
+            r.do("shortest")
             r.do("mask")
             break
     return r.ops
@@ -165,6 +170,7 @@ def compile_case(compiler: GrammarCompiler, name: str, source: tuple[str, str], 
         for data in strings:
             r.do("accept_string", hex=data.hex())
             r.do("jump")
+            r.do("shortest")
             r.do("mask")
             r.do("history_length")
         r.do("can_terminate")
@@ -207,6 +213,8 @@ def main(argv=None) -> None:
                      strings=[b"ab", b"x", "cé".encode()[:2], b"\xa9", b"a"]),
         compile_case(tc, "strings", ("ebnf", 'root ::= "ab" [c]* "(" | "日本" "a"+'), "tiny", 6, 12,
                      strings=["日".encode(), "本".encode()[:1], "本".encode()[1:], b"aa", b"b"]),
+        # A shortest completion longer than the bindings' first buffer (256 bytes).
+        compile_case(tc, "long completion", ("regex", "(ab){150}x"), "tiny", 9, 6),
     ]
     # Refused grammars: left recursion, an empty language, a size limit, malformed IR.
     for name, text in [

@@ -73,6 +73,12 @@ TG_API int32_t tg_matcher_can_terminate(const tg_matcher* matcher);
 TG_API void tg_matcher_reset(tg_matcher* matcher);
 /* Bytes that are forced next (the only possible continuation), at most cap; returns the count. */
 TG_API int32_t tg_matcher_jump_forward(tg_matcher* matcher, uint8_t* out, int32_t cap);
+/* A shortest byte string after which the matcher can terminate (empty when it already can):
+ * returns its length n and writes it to out when n <= cap (otherwise nothing: call again with
+ * cap >= n). TG_NO_COMPLETION when there is none (the matcher is terminated); TG_ERR_LIMIT
+ * when it is over 16 MiB. */
+#define TG_NO_COMPLETION (-100)
+TG_API int32_t tg_matcher_shortest_completion(tg_matcher* matcher, uint8_t* out, int32_t cap);
 
 #ifdef __cplusplus
 }

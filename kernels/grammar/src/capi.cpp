@@ -1,6 +1,7 @@
 // The C ABI: argument checks, handles and the last error. No exception crosses it (the
 // core is built with -fno-exceptions).
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "../include/trellis_grammar.h"
@@ -156,6 +157,18 @@ void tg_matcher_reset(tg_matcher* matcher) {
 int32_t tg_matcher_jump_forward(tg_matcher* matcher, uint8_t* out, int32_t cap) {
   if (!matcher || cap < 0 || (cap > 0 && !out)) return fail("null matcher or bad buffer");
   return matcher->m.jump_forward(out, cap);
+}
+
+int32_t tg_matcher_shortest_completion(tg_matcher* matcher, uint8_t* out, int32_t cap) {
+  if (!matcher || cap < 0 || (cap > 0 && !out)) return fail("null matcher or bad buffer");
+  std::vector<uint8_t> bytes;
+  const int64_t n = matcher->m.shortest_completion(&bytes);
+  if (n < 0) return TG_NO_COMPLETION;
+  if (n > tg::Matcher::kMaxCompletion)
+    return fail(tg::Status::error(tg::Code::limit, "the shortest completion is " + std::to_string(n) +
+                                                       " bytes long, too long to spell out"));
+  if (n > 0 && n <= cap) std::memcpy(out, bytes.data(), static_cast<size_t>(n));
+  return static_cast<int32_t>(n);
 }
 
 }  // extern "C"

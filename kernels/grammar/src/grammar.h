@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "automaton.h"
+#include "completion.h"
 #include "parser.h"
 #include "vocab.h"
 
@@ -36,6 +37,14 @@ struct Grammar {
   int64_t cache_bytes = 0;
 
   const TokenCache& cache_for(int32_t state);
+  // Per-state shortest completions, computed on first use.
+  const Shortest& shortest() {
+    if (!shortest_.ready) compute_shortest(automaton, &shortest_);
+    return shortest_;
+  }
+
+ private:
+  Shortest shortest_;
 };
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out);

@@ -106,4 +106,26 @@ int32_t Matcher::jump_forward(uint8_t* out, int32_t cap) {
   return n;
 }
 
+int64_t Matcher::shortest_completion(std::vector<uint8_t>* out) {
+  out->clear();
+  const Entry& cur = history_.back();
+  if (cur.terminated) return -1;
+  if (cur.set.can_end) return 0;
+  const Shortest& sh = g_->shortest();
+  // A completion starts with a byte from some live frame, then finishes that frame's rule and
+  // each rule below it in turn: it is at least the sum of their distances, which is reachable.
+  int64_t best = Shortest::kInf;
+  int32_t best_frame = -1;
+  for (int32_t id : cur.set.frames) {
+    int64_t cost = 0;
+    for (int32_t f = id; f >= 0 && cost < best; f = pool_.get(f).parent)
+      cost = std::min(cost + sh.dist[pool_.get(f).state], Shortest::kInf);
+    if (cost < best) best = cost, best_frame = id;
+  }
+  if (best_frame < 0) return -1;
+  if (best > kMaxCompletion) return best;  // not spelled out: the caller reports it
+  for (int32_t f = best_frame; f >= 0; f = pool_.get(f).parent) sh.emit(g_->automaton, pool_.get(f).state, out);
+  return best;
+}
+
 }  // namespace tg

@@ -21,6 +21,11 @@ class Matcher {
   bool is_terminated() const { return history_.back().terminated; }
   bool can_terminate() const { return history_.back().set.can_end; }
   int32_t jump_forward(uint8_t* out, int32_t cap);
+  // A shortest byte string after which the matcher can terminate (empty when it already can).
+  // Returns its length, or -1 when there is none (terminated). Longer than kMaxCompletion (a
+  // nest of rules can need exponentially many bytes), only the length is returned.
+  static constexpr int64_t kMaxCompletion = int64_t(1) << 24;
+  int64_t shortest_completion(std::vector<uint8_t>* out);
   const Vocab& vocab() const { return *g_->vocab; }
 
  private:

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..errors import GrammarError, GrammarLimitError, TrellisError
 
 ERR_ARGUMENT, ERR_IR, ERR_GRAMMAR, ERR_LIMIT = 1, 2, 3, 4
+NO_COMPLETION = -100  # tg_matcher_shortest_completion: the matcher has no completion
 
 # name -> (result kind, argument kinds); "p" pointer, "i" int32, "l" int64, "v" void.
 SIGNATURES = {
@@ -40,6 +41,7 @@ SIGNATURES = {
     "tg_matcher_can_terminate": ("i", "p"),
     "tg_matcher_reset": ("v", "p"),
     "tg_matcher_jump_forward": ("i", "ppi"),
+    "tg_matcher_shortest_completion": ("i", "ppi"),
 }
 
 
@@ -137,6 +139,16 @@ class Core:
         with self.t.output(cap) as (p, read):
             n = self._checked(self.t.call("tg_matcher_jump_forward", matcher, p, cap))
             return read(n)
+
+    def shortest_completion(self, matcher: int, cap: int = 256) -> bytes | None:
+        while True:  # the core says how long the string is; a short buffer is asked again
+            with self.t.output(cap) as (p, read):
+                n = self.t.call("tg_matcher_shortest_completion", matcher, p, cap)
+                if n == NO_COMPLETION:
+                    return None
+                if self._checked(n) <= cap:
+                    return read(n)
+            cap = n
 
 
 def default_library_path(kind: str) -> Path:

@@ -165,6 +165,11 @@ class GrammarMatcher:
                 continue
         return ""
 
+    def shortest_completion(self) -> bytes | None:
+        """Shortest bytes after which the text is complete (b"" if it already is; None once
+        terminated): `complete_on_length` forces them so a truncated answer still parses."""
+        return self._core.shortest_completion(self._handle)
+
     def allowed_tokens(self) -> list[int]:
         """Token ids the mask allows now (for tests and debugging)."""
         mask = self.new_bitmask()

@@ -1,0 +1,25 @@
+// Shortest completions: for every state, the fewest bytes that finish its rule from there,
+// a called rule costing its own shortest string. A parser stack then finishes in the sum of
+// its frames' distances, so the matcher's shortest completion is the cheapest live stack.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "automaton.h"
+
+namespace tg {
+
+struct Shortest {
+  static constexpr int64_t kInf = int64_t(1) << 62;  // cannot complete (saturated sums stay here)
+  static constexpr int32_t kDone = -1;                // move: complete the rule here
+  bool ready = false;
+  std::vector<int64_t> dist;  // state -> bytes to complete its rule
+  // state -> first move of a shortest path: kDone, a byte (0..255), or 256 + index into calls.
+  std::vector<int32_t> move;
+  // Appends a shortest string that takes `state`'s rule to completion.
+  void emit(const Automaton& a, int32_t state, std::vector<uint8_t>* out) const;
+};
+
+void compute_shortest(const Automaton& a, Shortest* out);
+
+}  // namespace tg
