@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trellis's one entry point: set-up, builds, tests, benchmarks and the demo.
 
-    python3 build.py serve     build everything and run the main job
+    python3 build.py serve     build everything and serve the browser engine's demo on 127.0.0.1
     python3 build.py test      build what the tests need and run the whole suite
 
 Every command first makes sure `.venv` holds the pinned dependencies (pyproject.toml),
@@ -27,6 +27,8 @@ GRAMMAR_SRC = ROOT / "kernels" / "grammar"
 GRAMMAR_OUT = BUILD / "grammar"
 # Debian packages: command that must exist -> package that provides it.
 SYSTEM_PACKAGES = {"node": "nodejs", "npm": "npm"}
+# The browser the end-to-end tests drive (Playwright from pip, never its own browser download).
+BROWSER_PACKAGES = {"chromium": "chromium"}
 # npm packages the tests and the site need, installed into build/node (npm's cache is outside).
 NODE_PACKAGES = {"pyodide": "314.0.7"}
 
@@ -213,6 +215,7 @@ def cmd_model(args) -> None:
 
 def cmd_test(args) -> None:
     ensure_node_packages()
+    ensure_system(BROWSER_PACKAGES)
     ensure_vulkan()
     build_grammar()
     asan = build_grammar_sanitized()
@@ -235,17 +238,32 @@ def cmd_bench(args) -> None:
     run([sys.executable, bench, *args.bench_args], cwd=ROOT)
 
 
-def cmd_serve(args) -> None:
-    """Until the browser engine lands: build everything, then generate on the desktop."""
-    ensure_vulkan()
-    build_grammar()
+def build_site(extra_models: list[str]) -> Path:
+    """The browser site in build/site: page, JS API, worker, Pyodide, grammar wasm, the embedded
+    SmolLM2 (built if needed) and any other built model folders."""
+    sys.path.insert(0, str(ROOT))
+    from web import site
+
+    pyodide = ensure_node_packages() / "pyodide"
+    wasm = build_grammar_wasm()
     cmd_model(argparse.Namespace(model_args=[]))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "py"), "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
-    prompt = args.demo_args or ["--prompt", "What is the capital of France? Answer in one word."]
-    log("generating with the embedded SmolLM2 on the desktop WebGPU runtime (software Vulkan: slow)")
-    run([sys.executable, "-m", "trellis.cli", "generate", *prompt], cwd=ROOT, env=env)
-    log("the grammar engine on the SmolLM2 vocabulary")
-    run([sys.executable, "-m", "trellis.cli", "grammar-demo"], cwd=ROOT, env=env)
+    from trellis.runtime.artifacts import DEFAULT_MODEL_DIR
+
+    models = [DEFAULT_MODEL_DIR, *(Path(m).resolve() for m in extra_models)]
+    out = site.build_site(BUILD / "site", models, pyodide_dir=pyodide, grammar_wasm=wasm)
+    log(f"built the site in {out.relative_to(ROOT)} (models: {', '.join(m.name for m in models)})")
+    return out
+
+
+def cmd_serve(args) -> None:
+    """Build everything into build/site and serve it on 127.0.0.1 (the browser runs the engine)."""
+    folder = build_site(args.model)
+    if args.build_only:
+        return
+    from web import site
+
+    log(f"serving http://127.0.0.1:{args.port}/ (Ctrl-C stops); the page loads the engine into the browser")
+    site.serve(folder, args.port)
 
 
 def main() -> None:
@@ -264,14 +282,18 @@ def main() -> None:
     p.add_argument("what", choices=["grammar", "runtime", "engine"])
     p.add_argument("bench_args", nargs="*")
     p.set_defaults(func=cmd_bench)
-    p = sub.add_parser("serve", help="build everything and run the main job (for now: generate "
-                                     "on the desktop; extra arguments go to `trellis generate`)")
-    p.add_argument("demo_args", nargs="*")
+    p = sub.add_parser("serve", help="build the grammar wasm, the embedded model and the site into build/site, "
+                                     "then serve it on 127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--model", action="append", default=[], help="another built model folder to serve (repeatable)")
+    p.add_argument("--build-only", action="store_true", help="build the site and exit (CI, tests)")
     p.set_defaults(func=cmd_serve)
     args, extra = parser.parse_known_args()
-    for name in ("pytest_args", "bench_args", "demo_args", "model_args"):
+    for name in ("pytest_args", "bench_args", "model_args"):
         if hasattr(args, name):
             getattr(args, name).extend(extra)
+    if extra and args.command == "serve":
+        parser.error(f"serve: unknown arguments {' '.join(extra)}")
     bootstrap()
     args.func(args)
 

@@ -1,0 +1,177 @@
+"""The browser backend: the page's WebGPU (a `GPUDevice`) driven from Pyodide.
+
+Mirrors wgpu_backend.py. Python->JS calls cost microseconds each and a decode step runs hundreds of
+dispatches, so bind groups are built once per dispatch, and a small JS helper encodes a whole
+plan (a JS array kept per plan list) in one call. Reading back is asynchronous in the browser:
+`read_back` returns a coroutine that awaits `mapAsync`.
+"""
+
+from trellis.errors import RuntimeBackendError
+
+# Encodes a plan in one call; builds one dispatch's bind group (bindings 0..n-1, then the uniform).
+_HELPER_JS = """({
+  encode(device, plan, source, size, staging) {
+    const encoder = device.createCommandEncoder();
+    if (plan.length) {
+      const pass = encoder.beginComputePass();
+      for (const d of plan) {
+        pass.setPipeline(d.pipeline);
+        pass.setBindGroup(0, d.group);
+        pass.dispatchWorkgroups(d.x, d.y, d.z);
+      }
+      pass.end();
+    }
+    if (source) encoder.copyBufferToBuffer(source, 0, staging, 0, size);
+    device.queue.submit([encoder.finish()]);
+  },
+  dispatch(device, pipeline, buffers, uniform, uniformBinding, x, y, z) {
+    const entries = Array.from(buffers, (buffer, binding) => ({binding, resource: {buffer}}));
+    entries.push({binding: uniformBinding, resource: {buffer: uniform}});
+    const group = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
+    return {pipeline, group, x, y, z};
+  },
+  watch(device, errors) {
+    device.addEventListener('uncapturederror', (e) => errors.push(e.error.message));
+    device.lost.then((info) => errors.push('device lost: ' + info.message));
+  },
+})"""
+
+# Limits reported in wgpu-py's spelling (max-storage-buffer-binding-size, ...).
+_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize",
+           "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX", "maxComputeWorkgroupsPerDimension",
+           "maxStorageBuffersPerShaderStage", "maxBindGroups")
+
+
+def _hyphenated(name: str) -> str:
+    return "".join("-" + c.lower() if c.isupper() else c for c in name)
+
+
+class WebGPUBackend:
+    def __init__(self, device, adapter_info: dict | None = None, pipelines=None):
+        """`device`: a GPUDevice (a JsProxy) the worker requested with the limits it needs;
+        `pipelines`: optionally a JS Map of kernel name -> compute pipeline compiled ahead
+        (createComputePipelineAsync, while Pyodide started); other kernels compile here."""
+        try:
+            import js
+            from pyodide.code import run_js
+            from pyodide.ffi import to_js
+        except ImportError as e:
+            raise RuntimeBackendError("the WebGPU backend runs only under Pyodide (use WgpuBackend)") from e
+        self._js, self._to_js = js, to_js
+        self._pipelines = pipelines
+        self.device, self._queue = device, device.queue
+        self._helper = run_js(_HELPER_JS)
+        self._errors = js.Array.new()  # WebGPU validation errors and device loss, raised on the next read
+        self._helper.watch(device, self._errors)
+        info = adapter_info
+        if info is None and getattr(device, "adapterInfo", None) is not None:
+            a = device.adapterInfo
+            info = {k: str(getattr(a, k, "") or "") for k in ("vendor", "architecture", "device", "description")}
+        self.adapter_info = dict(info or {})
+        self.limits = {_hyphenated(k): int(getattr(device.limits, k)) for k in _LIMITS
+                       if getattr(device.limits, k, None) is not None}
+        usage = js.GPUBufferUsage
+        self._storage = usage.STORAGE | usage.COPY_DST | usage.COPY_SRC
+        self._uniform_usage = usage.UNIFORM | usage.COPY_DST
+        self._map_usage = usage.MAP_READ | usage.COPY_DST
+        self._uniforms = {}  # uniform bytes -> buffer: dispatches of one kernel share theirs
+        self._plans = {}  # id(list) -> (list, JS array)
+        self._empty = js.Array.new()
+        self._staging, self._staging_size = None, 0
+        self.allocated_bytes = 0
+
+    def _object(self, d: dict):
+        return self._to_js(d, dict_converter=self._js.Object.fromEntries)
+
+    def _buffer(self, label, size, usage):
+        return self.device.createBuffer(self._object({"label": label, "size": size, "usage": usage}))
+
+    def create_buffer(self, label, size, data=None):
+        size = max(4, (size + 3) // 4 * 4)
+        limit = self.limits.get("max-storage-buffer-binding-size")
+        if limit is not None and size > limit:
+            raise RuntimeBackendError(f"buffer {label!r} needs {size} bytes, above the adapter's binding limit {limit}")
+        buffer = self._buffer(label, size, self._storage)
+        self.allocated_bytes += size
+        if data:
+            self.write_buffer(buffer, 0, data)
+        return buffer
+
+    def write_buffer(self, buffer, offset, data):
+        self._queue.writeBuffer(buffer, offset, self._to_js(data))  # to_js(bytes): a Uint8Array copy
+
+    def create_kernel(self, label, wgsl, entry_point):
+        if self._pipelines is not None and self._pipelines.has(label):
+            return self._pipelines.get(label)
+        module = self.device.createShaderModule(self._object({"label": label, "code": wgsl}))
+        return self.device.createComputePipeline(self._object(
+            {"label": label, "layout": "auto", "compute": {"module": module, "entryPoint": entry_point}}))
+
+    def create_dispatch(self, kernel, buffers, uniform, uniform_binding, grid):
+        uniform = bytes(uniform)
+        ubuf = self._uniforms.get(uniform)
+        if ubuf is None:
+            ubuf = self._uniforms[uniform] = self._buffer("uniform", max(16, len(uniform)), self._uniform_usage)
+            self.write_buffer(ubuf, 0, uniform)
+        x, y, z = (list(grid) + [1, 1])[:3]
+        return self._helper.dispatch(self.device, kernel, self._to_js(list(buffers)), ubuf, uniform_binding, x, y, z)
+
+    def _plan(self, dispatches):
+        """The JS array of a plan; kept per list object, as the executor reuses its plan lists."""
+        if not dispatches:
+            return self._empty
+        entry = self._plans.get(id(dispatches))
+        if entry is None or entry[0] is not dispatches or entry[1].length != len(dispatches):
+            entry = self._plans[id(dispatches)] = (dispatches, self._to_js(list(dispatches)))
+        return entry[1]
+
+    def submit(self, dispatches, read=None):
+        if read is None:
+            self._helper.encode(self.device, self._plan(dispatches), None, 0, None)
+            return None
+        buffer, size = read
+        staging = self._staging_buffer(size)
+        self._helper.encode(self.device, self._plan(dispatches), buffer, size, staging)
+        return staging, size
+
+    def read_back(self, pending):
+        return self._read(*pending)
+
+    async def _read(self, staging, size):
+        try:
+            await staging.mapAsync(self._js.GPUMapMode.READ, 0, size)
+        except Exception as e:  # a JsException: the device was lost or the copy failed validation
+            raise RuntimeBackendError(f"reading back from the GPU failed: {self._error_text() or e}") from None
+        try:
+            data = self._js.Uint8Array.new(staging.getMappedRange(0, size)).to_bytes()
+        finally:
+            staging.unmap()
+        error = self._error_text()
+        if error:
+            raise RuntimeBackendError(f"WebGPU reported: {error}")
+        return data
+
+    def _error_text(self) -> str:
+        if not self._errors.length:
+            return ""
+        text = "; ".join(str(m) for m in self._errors.to_py())
+        self._errors.length = 0
+        return text
+
+    def _staging_buffer(self, size):
+        if self._staging is None or self._staging_size < size:
+            if self._staging is not None:
+                self._staging.destroy()
+            self._staging_size = (size + 3) // 4 * 4
+            self._staging = self._buffer("read-back", self._staging_size, self._map_usage)
+        return self._staging
+
+    async def check(self):
+        """Waits for the queued work, then raises what WebGPU reported (e.g. a shader that failed to compile)."""
+        await self._queue.onSubmittedWorkDone()
+        error = self._error_text()
+        if error:
+            raise RuntimeBackendError(f"WebGPU reported: {error}")
+
+    def destroy(self):
+        self.device.destroy()

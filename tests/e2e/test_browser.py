@@ -1,0 +1,189 @@
+"""The browser product end to end: trellis.js -> Web Worker -> Pyodide running py/trellis -> WebGPU
+(SwiftShader) and the grammar wasm, on the tiny random-weight model. Random weights make the
+model's choices arbitrary: whatever it samples, the constraints and the protocol must hold.
+
+One engine is loaded per session (Pyodide's cold start dominates); the reload test comes last but
+one, and the last checks that no request left the machine.
+"""
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from tests.e2e.conftest import start_engine
+
+USER = [{"role": "user", "content": "Tell me about the weather."}]
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                           "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                                           "house": {"enum": ["Gryffindor", "Slytherin"]}},
+          "required": ["name", "age", "house"], "additionalProperties": False}
+
+
+def ask(page, kind="chat", **request):
+    if kind == "chat":
+        request = {"messages": USER, **request}
+    answer = page.evaluate("([r, k]) => window.ask(r, k)", [request, kind])
+    return answer
+
+
+def value(page, **request):
+    answer = ask(page, **request)
+    assert "value" in answer, answer
+    return answer["value"]
+
+
+def test_page_loads_and_reports_progress(page):
+    load = page.load
+    info, progress = load["info"], load["progress"]
+    assert info["model"] == "tiny-llama-test" and info["vocab_size"] == 269
+    assert info["adapter"]["architecture"] == "swiftshader"  # Chromium's WebGPU on the CPU
+    fractions = [r["progress"] for r in progress]
+    assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] == 1
+    weights = [r for r in progress if r.get("stage") == "weights"]
+    assert weights and weights[-1]["loadedBytes"] == weights[-1]["totalBytes"] == info["weight_bytes"]
+    assert progress[-1]["stage"] == "ready" and progress[-1]["timeElapsed"] > 0
+    assert {r["stage"] for r in progress} >= {"start", "weights", "kernels", "python", "engine", "ready"}
+    # A fresh profile: every shard came from the network and was then cached.
+    assert info["weights"]["fetchedBytes"] == info["weights"]["totalBytes"] and info["weights"]["cachedBytes"] == 0
+    assert not page.errors
+
+
+def test_json_schema_output_parses_and_validates(page):
+    r = value(page, max_tokens=48, seed=3, response_format={"type": "json_object", "schema": SCHEMA},
+              complete_on_length=True)
+    assert r["object"] == "chat.completion" and r["model"] == "tiny-llama-test"
+    (choice,) = r["choices"]
+    assert choice["finish_reason"] in ("stop", "length")
+    jsonschema.validate(json.loads(choice["message"]["content"]), SCHEMA)
+    assert r["usage"]["completion_tokens"] <= 48 and r["usage"]["extra"]["decode_tokens_per_s"] > 0
+
+
+def test_stream_concatenates_to_the_same_text_as_without_streaming(page):
+    request = dict(max_tokens=40, seed=11, temperature=1.0, response_format={"type": "json_object"},
+                   complete_on_length=True)
+    full = value(page, **request)["choices"][0]
+    chunks = ask(page, stream=True, stream_options={"include_usage": True}, **request)["chunks"]
+    assert len(chunks) > 3 and all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == full["message"]["content"]
+    json.loads(text)
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == full["finish_reason"]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 0
+
+
+def test_text_completion_streams_too(page):
+    full = value(page, kind="completion", prompt="Once upon a time", max_tokens=12, seed=5)
+    assert full["object"] == "text_completion"
+    chunks = ask(page, kind="completion", prompt="Once upon a time", max_tokens=12, seed=5, stream=True)["chunks"]
+    assert "".join(c["choices"][0]["text"] for c in chunks) == full["choices"][0]["text"]
+
+
+@pytest.mark.parametrize("request_, name, where", [
+    ({"temperature": 5}, "InvalidRequestError", {"field": "temperature"}),
+    ({"stream": True, "max_tokens": 0}, "InvalidRequestError", {"field": "max_tokens"}),
+    ({"response_format": {"type": "json_object", "schema": {"type": "integer", "minimum": "x"}}},
+     "UnsupportedSchemaError", {"keyword": "minimum"}),
+    # Grammar errors name the request field; the message keeps the grammar's line and column.
+    ({"response_format": {"type": "grammar", "grammar": 'root ::= "a" |\nbad ::= ]'}}, "InvalidRequestError",
+     {"field": "response_format.grammar", "message": "line 2, column 9"}),
+])
+def test_bad_request_rejects_with_a_typed_error_and_the_engine_keeps_working(page, request_, name, where):
+    error = ask(page, **{"max_tokens": 4, **request_})["error"]
+    assert error["name"] == error["cls"] == name and error["trellis"], error
+    for key, expected in where.items():
+        assert expected in error[key] if key == "message" else error[key] == expected, error
+    assert error["message"]
+    r = value(page, max_tokens=4, seed=1)
+    assert r["usage"]["completion_tokens"] >= 1
+
+
+def test_invalid_request_error_names_the_field_in_its_message(page):
+    error = ask(page, max_tokens=4, response_format={"type": "json_object", "grammar": "root ::= \"a\""})["error"]
+    assert error["name"] == "InvalidRequestError" and error["field"].startswith("response_format")
+    assert error["message"].startswith(error["field"] + ": ")
+
+
+def test_regex_and_ebnf_outputs_obey_their_constraints(page):
+    for seed in (1, 2):
+        r = value(page, max_tokens=16, seed=seed, response_format={"type": "regex", "regex": "[a-c]{2,5}-[0-9]{3}"})
+        assert re.fullmatch(r"[a-c]{2,5}-[0-9]{3}", r["choices"][0]["message"]["content"]), r["choices"][0]
+        r = value(page, max_tokens=24, seed=seed, response_format={
+            "type": "grammar", "grammar": 'root ::= "(" item ("," item)* ")"\nitem ::= "yes" | "no"'},
+            complete_on_length=True)
+        assert re.fullmatch(r"\((yes|no)(,(yes|no))*\)", r["choices"][0]["message"]["content"]), r["choices"][0]
+
+
+def test_second_request_with_the_same_schema_hits_the_grammar_cache(page):
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}, "tag": {"type": "string", "maxLength": 3}},
+              "required": ["id", "tag"], "additionalProperties": False}
+    first = value(page, max_tokens=32, seed=1, complete_on_length=True,
+                  response_format={"type": "json_schema", "json_schema": {"name": "t", "schema": schema}})
+    # The same schema in another dialect and key order is the same grammar.
+    second = value(page, max_tokens=32, seed=2, complete_on_length=True,
+                   response_format={"type": "json_object", "schema": dict(reversed(schema.items()))})
+    assert first["usage"]["extra"]["grammar_cache_hit"] is False
+    assert second["usage"]["extra"]["grammar_cache_hit"] is True
+    stats = page.evaluate("async () => [await engine.runtimeStatsText(), await engine.runtimeStats()]")
+    assert "cache hits" in stats[0] and stats[1]["grammar_cache"]["hits"] >= 1
+
+
+def test_interrupt_generate_stops_with_finish_reason_abort(page):
+    result = page.evaluate("""async () => {
+      const stream = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Go on.' }],
+        stream: true, max_tokens: 1500, ignore_eos: true, seed: 4 });
+      const chunks = [];
+      for await (const c of stream) {
+        chunks.push(c);
+        if (chunks.length === 3) engine.interruptGenerate();
+      }
+      return chunks;
+    }""")
+    finish = [c["choices"][0]["finish_reason"] for c in result if c["choices"]]
+    assert finish[-1] == "abort" and len(result) < 100, (len(result), finish[-1])
+    assert value(page, max_tokens=3, seed=1)["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_reset_chat_and_unknown_fields(page):
+    assert page.evaluate("async () => (await engine.resetChat()) ?? 'done'") == "done"
+    error = ask(page, max_tokens=4, temprature=0.5)["error"]
+    assert error["name"] == "InvalidRequestError" and error["field"] == "temprature"
+
+
+def test_reload_reads_weights_from_the_cache(page, site_server):
+    before = site_server.shard_fetches()
+    assert before >= 1
+    page.reload()
+    load = start_engine(page)
+    assert site_server.shard_fetches() == before  # no shard fetched a second time
+    weights = load["info"]["weights"]
+    assert weights["cachedBytes"] == weights["totalBytes"] and weights["fetchedBytes"] == 0
+    r = value(page, max_tokens=48, seed=3, response_format={"type": "json_object", "schema": SCHEMA},
+              complete_on_length=True)
+    jsonschema.validate(json.loads(r["choices"][0]["message"]["content"]), SCHEMA)
+    print(f"\nready after reload in {load['readyMs'] / 1000:.1f} s (cold: {page.load['readyMs'] / 1000:.1f} s); "
+          f"timings {load['info']['timings']}")
+
+
+def test_demo_page_chats(browser_context, site_server):
+    demo = browser_context.new_page()
+    errors = []
+    demo.on("pageerror", lambda e: errors.append(str(e)))
+    demo.goto(site_server.url + "/")
+    demo.wait_for_selector("#prompt:not([disabled])")
+    assert demo.text_content("#status").startswith("ready: tiny-llama-test")
+    demo.fill("#prompt", "Hello there")
+    demo.click("#send")
+    demo.wait_for_function("document.getElementById('stats').textContent.includes('decode')")
+    assert demo.text_content(".msg.user") == "Hello there"
+    assert not demo.query_selector(".msg.error") and not errors
+    demo.close()
+
+
+def test_nothing_left_the_machine(browser_context):
+    # The worker's own fetches are seen (so routed) too, not only the page's.
+    assert any(u.endswith("/trellis.zip") for u in browser_context.requested), browser_context.requested
+    assert not browser_context.blocked
+    assert all(u.startswith("http://127.0.0.1:") for u in browser_context.requested), browser_context.requested

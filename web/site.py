@@ -1,0 +1,148 @@
+"""The browser site: build it (page, JS API, worker, Pyodide, grammar wasm, trellis package, models)
+into one folder, and serve that folder on 127.0.0.1.
+
+    site/
+      index.html trellis.js trellis.d.ts worker.js grammar.js trellis_grammar.wasm
+      trellis.zip            py/trellis plus web/worker.py (as trellis_worker), unpacked by the worker
+      pyodide/               the npm pyodide package's runtime files (never a CDN)
+      models.json            {"default": id, "models": [ids]}
+      models/<id>/           each built model folder (manifest.json, *.wgsl, tokenizer.json, shards)
+
+Used by build.py (`serve`) and the end-to-end tests; imports nothing from trellis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+WEB = Path(__file__).resolve().parent
+ROOT = WEB.parent
+DEFAULT_PYODIDE = ROOT / "build" / "node" / "node_modules" / "pyodide"
+DEFAULT_GRAMMAR_WASM = ROOT / "build" / "grammar" / "wasm" / "trellis_grammar.wasm"
+PAGE_FILES = ("index.html", "trellis.js", "trellis.d.ts", "worker.js", "grammar.js")
+# What loadPyodide fetches from its indexURL (no packages: the engine needs only the stdlib).
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+MIME = {".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json",
+        ".wgsl": "text/plain; charset=utf-8", ".html": "text/html; charset=utf-8", ".ts": "text/plain; charset=utf-8",
+        ".zip": "application/zip", ".bin": "application/octet-stream", ".css": "text/css"}
+
+
+class SiteError(Exception):
+    """A file the site needs is missing (names it and the command that makes it)."""
+
+
+def _need(path: Path, hint: str) -> Path:
+    if not path.exists():
+        raise SiteError(f"{path} is missing ({hint})")
+    return path
+
+
+def _place(src: Path, dst: Path) -> None:
+    """Hard-link when possible (weight shards are large), else copy."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        dst.unlink()
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def package_archive(out: Path) -> Path:
+    """py/trellis's Python files and the worker's Python half, zipped (fixed dates: reproducible)."""
+    files = sorted(p for p in (ROOT / "py" / "trellis").rglob("*.py") if "__pycache__" not in p.parts)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in files:
+            z.writestr(zipfile.ZipInfo(path.relative_to(ROOT / "py").as_posix(), (2020, 1, 1, 0, 0, 0)),
+                       path.read_bytes(), zipfile.ZIP_DEFLATED)
+        z.writestr(zipfile.ZipInfo("trellis_worker.py", (2020, 1, 1, 0, 0, 0)), (WEB / "worker.py").read_bytes(),
+                   zipfile.ZIP_DEFLATED)
+    return out
+
+
+def _model_entries(models) -> list[tuple[str, Path]]:
+    """(id, folder) for each model: a Path (its folder name is the id) or an (id, Path) pair."""
+    entries = []
+    for m in models:
+        model_id, folder = (m if isinstance(m, tuple) else (Path(m).name, m))
+        folder = Path(folder)
+        _need(folder / "manifest.json", f"not a built model folder; run `python3 build.py model --out {folder}`")
+        entries.append((model_id, folder))
+    ids = [i for i, _ in entries]
+    if len(set(ids)) != len(ids):
+        raise SiteError(f"two models share an id: {ids}")
+    return entries
+
+
+def build_site(out: Path, models, *, default: str | None = None, pyodide_dir: Path = DEFAULT_PYODIDE,
+               grammar_wasm: Path = DEFAULT_GRAMMAR_WASM) -> Path:
+    """Builds the site into `out` (replaced). `models`: built model folders (Path or (id, Path));
+    the first is the default unless `default` names another."""
+    out = Path(out)
+    entries = _model_entries(models)
+    if not entries:
+        raise SiteError("the site needs at least one built model")
+    ids = [i for i, _ in entries]
+    if default is not None and default not in ids:
+        raise SiteError(f"default model {default!r} is not among {ids}")
+    _need(grammar_wasm, "run `python3 build.py grammar`")
+    for name in PYODIDE_FILES:
+        _need(Path(pyodide_dir) / name, "the npm pyodide package; build.py installs it into build/node")
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name in PAGE_FILES:
+        shutil.copy2(_need(WEB / name, "part of the checkout"), out / name)
+    shutil.copy2(grammar_wasm, out / "trellis_grammar.wasm")
+    for name in PYODIDE_FILES:
+        _place(Path(pyodide_dir) / name, out / "pyodide" / name)
+    package_archive(out / "trellis.zip")
+    for model_id, folder in entries:
+        for path in sorted(folder.iterdir()):
+            if path.is_file():
+                _place(path, out / "models" / model_id / path.name)
+    (out / "models.json").write_text(json.dumps({"default": default or ids[0], "models": ids}, indent=1) + "\n")
+    return out
+
+
+class Handler(SimpleHTTPRequestHandler):
+    """Static files with the MIME types browsers insist on (module scripts, wasm streaming) and no
+    HTTP caching: the worker keeps weight shards in the Cache API itself."""
+
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME}
+    on_request = None  # optional callable(path) for each GET (the tests count shard fetches)
+
+    def end_headers(self):
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def do_GET(self):
+        if self.on_request is not None:
+            self.on_request(self.path)
+        super().do_GET()
+
+    def log_message(self, format, *args):  # quiet: one line per file would drown the build's output
+        pass
+
+
+def make_server(folder: Path, port: int = 8000, on_request=None) -> ThreadingHTTPServer:
+    """A server for `folder` on 127.0.0.1 (port 0: a free one); call serve_forever() on it."""
+    handler = type("SiteHandler", (Handler,), {"on_request": staticmethod(on_request) if on_request else None})
+    server = ThreadingHTTPServer(("127.0.0.1", port), partial(handler, directory=str(folder)))
+    server.daemon_threads = True
+    return server
+
+
+def serve(folder: Path, port: int = 8000) -> None:
+    """Serves `folder` on http://127.0.0.1:<port>/ until interrupted."""
+    with make_server(folder, port) as server:
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass

@@ -1,0 +1,189 @@
+// TypeScript declarations for trellis.js (the browser API; shapes follow OpenAI / web-llm).
+
+export interface InitProgressReport {
+  /** 0..1 */
+  progress: number;
+  /** Seconds since the engine started loading. */
+  timeElapsed: number;
+  text: string;
+  stage?: 'start' | 'weights' | 'kernels' | 'python' | 'engine' | 'ready';
+  loadedBytes?: number;
+  totalBytes?: number;
+  /** Bytes of weights read from the network / from the browser's cache so far. */
+  fetchedBytes?: number;
+  cachedBytes?: number;
+}
+
+export interface EngineConfig {
+  initProgressCallback?: (report: InitProgressReport) => void;
+  /** KV cache size in tokens (default 2048, at most the model's context). */
+  context?: number;
+}
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object'; schema?: object | string }
+  | { type: 'json_schema'; json_schema: { name?: string; schema: object; strict?: boolean; description?: string } }
+  | { type: 'json'; value: object }
+  | { type: 'grammar'; grammar: string }
+  | { type: 'regex'; regex?: string; value?: string }
+  | { type: 'structural_tag'; structural_tag?: object | string; format?: object; structures?: object[]; triggers?: string[] };
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | null | { type: 'text'; text: string }[];
+  name?: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+}
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface Tool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: object; strict?: boolean };
+}
+
+interface GenerationOptions {
+  model?: string | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  seed?: number | null;
+  stop?: string | string[] | null;
+  frequency_penalty?: number | null;
+  presence_penalty?: number | null;
+  repetition_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  n?: number | null;
+  ignore_eos?: boolean | null;
+  /** Trellis: when max_tokens cuts a constrained output, finish the structure instead. */
+  complete_on_length?: boolean | null;
+  response_format?: ResponseFormat | null;
+  stream_options?: { include_usage?: boolean } | null;
+  extra_body?: { enable_latency_breakdown?: boolean; enable_thinking?: boolean } | null;
+}
+
+export interface ChatCompletionRequest extends GenerationOptions {
+  messages: ChatMessage[];
+  stream?: boolean | null;
+  tools?: Tool[] | null;
+  tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } } | null;
+  parallel_tool_calls?: boolean | null;
+}
+
+export interface CompletionRequest extends GenerationOptions {
+  prompt: string;
+  stream?: boolean | null;
+  echo?: boolean | null;
+}
+
+export interface UsageExtra {
+  prefill_tokens_per_s: number;
+  decode_tokens_per_s: number;
+  time_to_first_token_s: number;
+  time_per_output_token_s: number;
+  e2e_latency_s: number;
+  prefill_tokens: number;
+  grammar_init_s: number;
+  grammar_per_token_s: number;
+  /** null without a grammar; true when the compiled grammar came from the cache. */
+  grammar_cache_hit: boolean | null;
+}
+
+export interface CompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  extra: UsageExtra;
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'abort';
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] };
+    finish_reason: FinishReason;
+    logprobs: object | null;
+  }[];
+  usage: CompletionUsage;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string | null; tool_calls?: (ToolCall & { index: number })[] };
+    finish_reason: FinishReason | null;
+    logprobs: object | null;
+  }[];
+  usage?: CompletionUsage;
+}
+
+export interface Completion {
+  id: string;
+  object: 'text_completion';
+  created: number;
+  model: string;
+  choices: { index: number; text: string; finish_reason: FinishReason | null; logprobs: object | null }[];
+  usage?: CompletionUsage;
+}
+
+export interface EngineInfo {
+  model: string;
+  context: number;
+  vocab_size: number;
+  weight_bytes: number;
+  dispatches_per_token: number;
+  adapter: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean };
+  weights: { totalBytes: number; fetchedBytes: number; cachedBytes: number };
+  /** Milliseconds from the start: Python ready, weights loaded, kernels compiled; engine build; total. */
+  timings: { pythonMs: number; packageMs: number; weightsMs: number; kernelsMs: number; engineMs: number; totalMs: number };
+}
+
+export interface TrellisEngine {
+  readonly info: EngineInfo;
+  chat: {
+    completions: {
+      create(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+      create(request: ChatCompletionRequest & { stream?: false | null }): Promise<ChatCompletion>;
+      create(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+    };
+  };
+  completions: {
+    create(request: CompletionRequest & { stream: true }): Promise<AsyncIterable<Completion>>;
+    create(request: CompletionRequest & { stream?: false | null }): Promise<Completion>;
+    create(request: CompletionRequest): Promise<Completion | AsyncIterable<Completion>>;
+  };
+  interruptGenerate(): void;
+  resetChat(): Promise<void>;
+  runtimeStatsText(): Promise<string>;
+  runtimeStats(): Promise<Record<string, unknown>>;
+  unload(): Promise<void>;
+}
+
+export function CreateEngine(modelUrl?: string, config?: EngineConfig): Promise<TrellisEngine>;
+
+export class TrellisError extends Error {}
+export class InvalidRequestError extends TrellisError { field?: string }
+export class UnsupportedSchemaError extends TrellisError { keyword?: string; pointer?: string }
+export class GrammarError extends TrellisError { line?: number; column?: number }
+export class GrammarLimitError extends GrammarError {}
+export class SequenceLengthError extends TrellisError {}
+export class ModelError extends TrellisError {}
+export class RuntimeBackendError extends TrellisError {}

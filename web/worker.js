@@ -1,0 +1,236 @@
+// The Trellis engine in a module Web Worker: Pyodide runs the `trellis` Python package, WebGPU runs
+// the model's kernels, the grammar core runs as wasm. trellis.js is the page's side of it.
+//
+// Messages (page -> worker): {type: 'init', modelUrl, context}, {type: 'request', id, kind: 'chat' |
+// 'completion', request}, {type: 'interrupt'}, {type: 'resetChat', id}, {type: 'stats', id}.
+// (worker -> page): {type: 'progress', report}, {type: 'ready', info}, {type: 'initError', error},
+// {type: 'chunk', id, chunk: JSON text}, {type: 'result', id, value}, {type: 'error', id, error}.
+// An error is {name, message, field?, keyword?, pointer?, line?, column?}: Python's exception type
+// name and message, which trellis.js turns back into the class of the same name.
+//
+// Everything is fetched from this site (Pyodide from ./pyodide/, never a CDN). Weight shards are
+// verified by sha256 and kept in the Cache API, keyed by their hash, so a reload reads them locally.
+
+import { loadGrammarCore } from './grammar.js';
+
+const SITE = new URL('./', import.meta.url);
+const SHARD_CACHE = 'trellis-shards-v1';
+const started = performance.now();
+let worker = null;  // trellis_worker's functions (PyProxies, taken once), once the engine is built
+let queue = Promise.resolve();  // requests run one at a time: the engine holds one KV cache
+
+const post = (message) => self.postMessage(message);
+const elapsed = () => (performance.now() - started) / 1000;
+
+// Overall progress: weights, kernel compilation and Python's start, weighted by how long they take
+// on a software adapter. Each part only grows, so the sum never goes back.
+const parts = { weights: 0, kernels: 0, python: 0 };
+const WEIGHT = { weights: 0.6, kernels: 0.3, python: 0.1 };
+
+function progress(text, extra = {}) {
+  const fraction = Object.keys(parts).reduce((sum, k) => sum + WEIGHT[k] * parts[k], 0);
+  const rounded = Math.min(1, Math.round(fraction * 1e4) / 1e4);  // all parts done reads exactly 1
+  post({ type: 'progress', report: { progress: rounded, timeElapsed: elapsed(), text, ...extra } });
+}
+
+function errorRecord(e, name = 'TrellisError') {
+  if (e && typeof e === 'object' && 'name' in e && 'message' in e && !(e instanceof Error)) return e;
+  return { name: e && e.name && e.name !== 'Error' ? e.name : name, message: String((e && e.message) || e) };
+}
+
+async function fetchOk(url, init) {
+  const response = await fetch(url, init);
+  if (!response.ok) throw new Error(`fetching ${url} failed: HTTP ${response.status}`);
+  return response;
+}
+
+async function sha256Hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+// Reads a response body, calling onBytes(n) as chunks arrive.
+async function readBody(response, onBytes) {
+  const length = Number(response.headers.get('content-length')) || 0;
+  const reader = response.body.getReader();
+  const chunks = [];
+  let received = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    received += value.length;
+    onBytes(value.length);
+  }
+  if (chunks.length === 1 && (!length || length === received)) return chunks[0];
+  const out = new Uint8Array(received);
+  let offset = 0;
+  for (const c of chunks) { out.set(c, offset); offset += c.length; }
+  return out;
+}
+
+// The model's small files (manifest, WGSL, tokenizer): name -> Uint8Array, plus the parsed manifest.
+async function fetchProgram(base) {
+  const get = async (name) => new Uint8Array(await (await fetchOk(new URL(name, base), { cache: 'no-store' })).arrayBuffer());
+  const files = new Map([['manifest.json', await get('manifest.json')]]);
+  const manifest = JSON.parse(new TextDecoder().decode(files.get('manifest.json')));
+  const names = new Set(Object.values(manifest.kernels).map((k) => k.wgsl));
+  names.add(manifest.tokenizer.file);
+  await Promise.all([...names].map(async (name) => files.set(name, await get(name))));
+  return { files, manifest };
+}
+
+// Adds the weight shards to `files`, each verified by sha256, from the Cache API when it has them.
+async function fetchShards(base, manifest, files) {
+  const shards = manifest.weights.shards;
+  const totalBytes = shards.reduce((n, s) => n + s.bytes, 0);
+  let loadedBytes = 0, fetchedBytes = 0, cachedBytes = 0;
+  const report = () => {
+    parts.weights = totalBytes ? loadedBytes / totalBytes : 1;
+    progress(`weights: ${(loadedBytes / 2 ** 20).toFixed(1)} of ${(totalBytes / 2 ** 20).toFixed(1)} MiB`,
+      { stage: 'weights', loadedBytes, totalBytes, fetchedBytes, cachedBytes });
+  };
+  const cache = 'caches' in self ? await caches.open(SHARD_CACHE) : null;
+  for (const shard of shards) {  // in order, so that progress reads naturally
+    const url = new URL(shard.file, base);
+    const key = new Request(`${url.href}?sha256=${shard.sha256}`);
+    let data = null;
+    const hit = cache && await cache.match(key);
+    if (hit) {
+      data = new Uint8Array(await hit.arrayBuffer());
+      if (data.length !== shard.bytes || await sha256Hex(data) !== shard.sha256) {
+        data = null;  // a damaged entry: fetch again
+        await cache.delete(key);
+      } else {
+        loadedBytes += data.length;
+        cachedBytes += data.length;
+        report();
+      }
+    }
+    if (!data) {
+      const response = await fetchOk(url, { cache: 'no-store' });
+      data = await readBody(response, (n) => { loadedBytes += n; fetchedBytes += n; report(); });
+      if (data.length !== shard.bytes || await sha256Hex(data) !== shard.sha256) {
+        throw { name: 'ModelError', message: `weight shard ${shard.file} is corrupt (size or sha256 differs from the manifest)` };
+      }
+      if (cache) {
+        // Drop entries of earlier builds of this file before keeping this one.
+        for (const old of await cache.keys()) {
+          if (old.url.split('?')[0] === url.href) await cache.delete(old);
+        }
+        await cache.put(key, new Response(data, { headers: { 'content-type': 'application/octet-stream' } }));
+      }
+    }
+    files.set(shard.file, data);
+  }
+  report();
+  return { totalBytes, fetchedBytes, cachedBytes };
+}
+
+// Compiles every kernel's pipeline (kernel name -> GPUComputePipeline) while Pyodide starts:
+// on a software adapter compiling takes longer than anything else at start-up.
+async function compileKernels(device, manifest, files) {
+  const text = new TextDecoder();
+  const kernels = Object.entries(manifest.kernels);
+  let done = 0;
+  const entries = kernels.map(async ([name, k]) => {
+    const module = device.createShaderModule({ label: name, code: text.decode(files.get(k.wgsl)) });
+    let pipeline;
+    try {
+      pipeline = await device.createComputePipelineAsync({ label: name, layout: 'auto',
+        compute: { module, entryPoint: k.entry_point } });
+    } catch (e) {
+      throw { name: 'RuntimeBackendError', message: `kernel ${name} failed to compile: ${e.message}` };
+    }
+    parts.kernels = ++done / kernels.length;
+    progress(`GPU kernels: ${done} of ${kernels.length} compiled`, { stage: 'kernels' });
+    return [name, pipeline];
+  });
+  return new Map(await Promise.all(entries));
+}
+
+async function requestDevice() {
+  if (!self.navigator.gpu) throw { name: 'RuntimeBackendError', message: 'this browser has no WebGPU (navigator.gpu is missing)' };
+  const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter) throw { name: 'RuntimeBackendError', message: 'no WebGPU adapter is available' };
+  // Kernels stay within WebGPU's default limits except buffer sizes (weights, long contexts).
+  const requiredLimits = {
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+    maxBufferSize: adapter.limits.maxBufferSize,
+  };
+  const device = await adapter.requestDevice({ requiredLimits });
+  const i = adapter.info || {};
+  const info = { vendor: i.vendor, architecture: i.architecture, device: i.device, description: i.description,
+    isFallbackAdapter: i.isFallbackAdapter ?? adapter.isFallbackAdapter };
+  return { device, info };
+}
+
+async function startPython() {
+  const { loadPyodide } = await import(new URL('pyodide/pyodide.mjs', SITE).href);
+  const pyodide = await loadPyodide({ indexURL: new URL('pyodide/', SITE).href });
+  const t = performance.now();
+  const archive = await (await fetchOk(new URL('trellis.zip', SITE), { cache: 'no-store' })).arrayBuffer();
+  pyodide.unpackArchive(archive, 'zip', { extractDir: '/trellis' });
+  pyodide.runPython("import sys; sys.path.insert(0, '/trellis')");
+  const module = pyodide.pyimport('trellis_worker');
+  return { pyodide, module, packageMs: performance.now() - t };
+}
+
+async function init({ modelUrl, context }) {
+  const t0 = performance.now();
+  progress('starting Python (Pyodide), WebGPU and the grammar core', { stage: 'start' });
+  const timed = async (promise) => { await promise; return performance.now() - t0; };
+  const base = new URL(modelUrl, SITE);
+  const python = startPython().then((p) => { parts.python = 1; progress('Python ready', { stage: 'python' }); return p; });
+  const gpu = requestDevice();
+  const grammar = loadGrammarCore(new URL('trellis_grammar.wasm', SITE).href);
+  const program = fetchProgram(base);
+  const shards = program.then(({ manifest, files }) => fetchShards(base, manifest, files));
+  const kernels = Promise.all([gpu, program]).then(([{ device }, { manifest, files }]) =>
+    compileKernels(device, manifest, files));
+  const [pythonMs, , , weightsMs, kernelsMs] = await Promise.all(
+    [timed(python), timed(gpu), timed(grammar), timed(shards), timed(kernels)]);
+  const { module, packageMs } = await python;
+  const { device, info } = await gpu;
+  const { files } = await program;
+  progress('building the engine (GPU buffers, tokenizer, vocabulary)', { stage: 'engine' });
+  const t1 = performance.now();
+  const answer = JSON.parse(await module.build(files, device, await kernels, JSON.stringify(info), context || 0));
+  files.clear();
+  if (answer.error) throw answer.error;
+  worker = { request: module.request, interrupt: module.interrupt, reset_chat: module.reset_chat, stats: module.stats };
+  const timings = { pythonMs, packageMs, weightsMs, kernelsMs, engineMs: performance.now() - t1,
+    totalMs: performance.now() - t0 };
+  progress('ready', { stage: 'ready' });
+  post({ type: 'ready', info: { ...answer.value, weights: await shards, timings } });
+}
+
+async function runRequest({ id, kind, request }) {
+  const onChunk = (text) => post({ type: 'chunk', id, chunk: text });
+  const answer = JSON.parse(await worker.request(kind, JSON.stringify(request ?? null), onChunk));
+  if (answer.error) post({ type: 'error', id, error: answer.error });
+  else post({ type: 'result', id, value: answer.value });
+}
+
+function enqueue(id, job) {
+  queue = queue.then(job).catch((e) => post({ type: 'error', id, error: errorRecord(e) }));
+}
+
+self.onmessage = ({ data }) => {
+  const { type, id } = data;
+  if (type === 'init') {
+    init(data).catch((e) => post({ type: 'initError', error: errorRecord(e) }));
+  } else if (!worker) {
+    post({ type: 'error', id, error: { name: 'TrellisError', message: 'the engine is not ready' } });
+  } else if (type === 'interrupt') {
+    worker.interrupt();  // runs between two tokens of the request in progress
+  } else if (type === 'request') {
+    enqueue(id, () => runRequest(data));
+  } else if (type === 'resetChat') {
+    enqueue(id, () => { worker.reset_chat(); post({ type: 'result', id, value: null }); });
+  } else if (type === 'stats') {  // not queued: it reads the last finished request's figures
+    post({ type: 'result', id, value: JSON.parse(worker.stats()) });
+  } else {
+    post({ type: 'error', id, error: { name: 'TrellisError', message: `unknown message type ${type}` } });
+  }
+};

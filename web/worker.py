@@ -1,0 +1,82 @@
+"""The Python half of web/worker.js: builds the engine in Pyodide and answers the worker's requests.
+
+Packed into the site's trellis.zip as the top-level module `trellis_worker`. Requests arrive and
+responses leave as JSON text, so nothing crosses the JS boundary as a proxy that must be freed.
+"""
+
+import json
+
+from trellis.engine import AsyncEngine
+from trellis.errors import InvalidRequestError
+from trellis.runtime.artifacts import Artifacts
+from trellis.runtime.webgpu_backend import WebGPUBackend
+
+_ERROR_FIELDS = ("field", "keyword", "pointer", "line", "column")
+engine = None
+
+
+async def build(files, device, pipelines, adapter_info_json: str, context: int) -> str:
+    """`files`: a JS Map of the model folder's files (name -> Uint8Array), sha256 already checked;
+    `pipelines`: a JS Map of the kernels the worker compiled meanwhile (kernel name -> pipeline).
+    Returns JSON: {"value": facts about the engine} or {"error": error record}."""
+    global engine
+
+    def read(name: str) -> bytes:
+        data = files.get(name)
+        if data is None:
+            raise OSError(f"{name} was not fetched")
+        return data.to_bytes()
+
+    try:
+        backend = WebGPUBackend(device, json.loads(adapter_info_json) or None, pipelines)
+        artifacts = Artifacts(read, verify=False)  # the worker verified every shard's sha256 (crypto.subtle)
+        sizing = {"context": context} if context else {}  # else the engine's default KV cache size
+        built = AsyncEngine(artifacts=artifacts, backend=backend, grammar_core="pyodide", **sizing)
+        await backend.check()  # shader compile errors surface here rather than at the first request
+    except Exception as e:
+        return json.dumps({"error": error_record(e)})
+    engine = built
+    m = built.executor
+    return json.dumps({"value": {"model": built.model_id, "context": m.context, "vocab_size": m.vocab_size,
+                                 "weight_bytes": m.weight_bytes, "dispatches_per_token": m.dispatches_per_token,
+                                 "adapter": backend.adapter_info}})
+
+
+def error_record(e: BaseException) -> dict:
+    """A Python exception as the worker posts it: the type's name, its message and where."""
+    record = {"name": type(e).__name__, "message": str(e)}
+    for key in _ERROR_FIELDS:
+        value = getattr(e, key, None)
+        if value is not None:
+            record[key] = value
+    return record
+
+
+async def request(kind: str, text: str, on_chunk) -> str:
+    """Runs one request; streamed chunks go to `on_chunk(json_text)`. Returns JSON:
+    {"value": completion} (null when streamed) or {"error": error record}."""
+    try:
+        req = json.loads(text)
+        if not isinstance(req, dict):
+            raise InvalidRequestError("must be an object", "request")
+        face = engine.chat.completions if kind == "chat" else engine.completions
+        result = await face.create(**req)
+        if req.get("stream"):
+            async for chunk in result:
+                on_chunk(json.dumps(chunk))
+            return '{"value": null}'
+        return json.dumps({"value": result})
+    except Exception as e:  # every failure answers the request; the engine stays usable
+        return json.dumps({"error": error_record(e)})
+
+
+def interrupt() -> None:
+    engine.interrupt_generate()
+
+
+def reset_chat() -> None:
+    engine.reset_chat()
+
+
+def stats() -> str:
+    return json.dumps({"text": engine.runtime_stats_text(), "stats": engine.runtime_stats()})
