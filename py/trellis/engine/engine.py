@@ -74,7 +74,7 @@ class Engine:
         limit = artifacts.model["context"]
         self.executor = Executor(artifacts, backend, min(context or limit, limit))
         self.tokenizer = Tokenizer(artifacts.tokenizer_data())
-        self.model_id = artifacts.manifest.get("id") or artifacts.model["name"]
+        self.model_id = artifacts.id
         self.template = ChatTemplate.from_manifest(artifacts.manifest, self.tokenizer.tokens)
         self.stop_ids = self._stop_ids()
         vocab = Vocabulary([self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)],

@@ -13,8 +13,9 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[3] / "build" / "models" / "
 
 
 class Artifacts:
-    def __init__(self, read_file, verify: bool = True):
-        """`read_file(name) -> bytes` reads a file of the model folder; `verify` checks shard sha256."""
+    def __init__(self, read_file, verify: bool = True, id: str | None = None):
+        """`read_file(name) -> bytes` reads a file of the model folder; `verify` checks shard sha256;
+        `id` names the model in requests and responses (the folder's name; default: the GGUF's name)."""
         self._read, self.verify = read_file, verify
         try:
             self.manifest = json.loads(read_file("manifest.json"))
@@ -23,6 +24,7 @@ class Artifacts:
         if self.manifest.get("version") != MANIFEST_VERSION:
             raise ModelError(f"manifest version {self.manifest.get('version')} is not {MANIFEST_VERSION}: rebuild the model")
         self.model = self.manifest["model"]
+        self.id = id or self.model["name"]
 
     @classmethod
     def from_dir(cls, path=None, verify: bool = True) -> "Artifacts":
@@ -30,7 +32,7 @@ class Artifacts:
         if not (folder / "manifest.json").exists():
             hint = " (run `python3 build.py model`)" if path is None else ""
             raise ModelError(f"no built model in {folder}{hint}")
-        return cls(lambda name: (folder / name).read_bytes(), verify)
+        return cls(lambda name: (folder / name).read_bytes(), verify, folder.resolve().name)
 
     def read_text(self, name: str) -> str:
         return self._read(name).decode("utf-8")
