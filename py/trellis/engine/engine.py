@@ -16,7 +16,9 @@ they come back.
 
 from __future__ import annotations
 
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from trellis.errors import InvalidRequestError, RuntimeBackendError, SequenceLengthError
@@ -53,7 +55,8 @@ class _Outcome:
     prompt_tokens: int = 0
     prefill_tokens: int = 0  # the part of the prompt not already in the KV cache
     prefill_s: float = 0.0
-    decode_s: float = 0.0
+    decode_s: float = 0.0  # from the first logits to the end
+    decode_steps: int = 0  # tokens run through the model after the prompt
     ttft_s: float = 0.0
     grammar_init_s: float = 0.0
     grammar_s: float = 0.0  # mask fills and token accepts after the first token
@@ -86,6 +89,7 @@ class Engine:
         for t in self.stop_ids:
             self._stop_words[t // 32] = self._stop_words.get(t // 32, 0) | 1 << (t % 32)
         self._kv_ids: list[int] = []  # the tokens whose keys and values the KV cache holds
+        self._threads = None if sys.platform == "emscripten" else ThreadPoolExecutor(1, "trellis-grammar")
         self._interrupted = False
         self._last: dict = {}
         self.chat = _Namespace(completions=_Chat(self))
@@ -163,22 +167,21 @@ class Engine:
         keep = _common_prefix(self._kv_ids, prompt, len(prompt) - 1)
         ex.rewind(keep) if keep <= ex.position else ex.reset()
         self._kv_ids = prompt[:keep]
-        ex.submit_prefill(prompt[keep:])
-        self._kv_ids = list(prompt)
         out.prefill_tokens = len(prompt) - keep
 
-        matcher = mask = None
-        if constraint is not None:  # runs while the GPU prefills
-            g0 = time.perf_counter()
-            matcher, out.grammar_hit = self.grammars.matcher(constraint.normalized, constraint.key, constraint.field)
-            mask = matcher.new_bitmask()
-            matcher.fill_next_token_bitmask(mask)
-            if not any(mask):
-                raise InvalidRequestError("no text satisfies this format (the schema admits no value)",
-                                          constraint.field)
-            if config.complete_on_length:
-                self._check_budget(matcher, budget)
-            out.grammar_init_s = time.perf_counter() - g0
+        # The grammar is made ready while the GPU prefills. Where threads exist (desktop) it runs in
+        # one, because some drivers make queue.submit wait for the previous chunk; in the browser,
+        # submits return at once and it simply runs after them.
+        grammar = None
+        if constraint is not None and self._threads is not None:
+            grammar = self._threads.submit(self._ready_grammar, constraint, config, budget, out)
+        ex.submit_prefill(prompt[keep:])
+        self._kv_ids = list(prompt)
+        if constraint is not None:
+            ready = grammar.result() if grammar is not None else self._ready_grammar(constraint, config, budget, out)
+            matcher, mask = ready
+        else:
+            matcher = mask = None
         logits = await ex.collect(ex.submit_read(mask))
         out.prefill_s = time.perf_counter() - started
 
@@ -232,6 +235,7 @@ class Engine:
                 out.finish_reason = "length"
                 break
             ex.submit_decode(token)
+            out.decode_steps += 1
             self._kv_ids.append(token)
             if matcher is not None:  # the next mask is filled while the GPU runs the step
                 g0 = time.perf_counter()
@@ -245,6 +249,22 @@ class Engine:
         out.decode_s = time.perf_counter() - decode_started
         if constraint is not None:
             self.grammars.refresh(constraint.key)
+
+    def _ready_grammar(self, constraint: _Constraint, config, budget: int, out: _Outcome):
+        """(matcher, first mask) for the request: compiled or taken from the cache."""
+        g0 = time.perf_counter()
+        matcher, out.grammar_hit = self.grammars.matcher(constraint.normalized, constraint.key, constraint.field)
+        mask = matcher.new_bitmask()
+        matcher.fill_next_token_bitmask(mask)
+        if not any(mask):
+            raise InvalidRequestError("no text satisfies this format (the schema admits no value)", constraint.field)
+        if config.complete_on_length:
+            need = self._closing_cost(matcher, budget)
+            if need is not None and need > budget:
+                raise InvalidRequestError(f"the response format needs at least {need} tokens; max_tokens "
+                                          f"allows {budget}", "max_tokens")
+        out.grammar_init_s = time.perf_counter() - g0
+        return matcher, mask
 
     def _budget(self, prompt_tokens: int, max_tokens: int | None) -> int:
         room = self.executor.context - prompt_tokens
@@ -266,27 +286,24 @@ class Engine:
 
     # ---- complete_on_length ---------------------------------------------------------------
 
-    def _closing_tokens(self, matcher) -> list[int] | None:
+    def _closing_cost(self, matcher, room: int) -> int | None:
+        """Tokens needed to complete the structure from here (None: it cannot be completed).
+        Exact when above `room`; at or below it, the byte count stands in (byte-level BPE spends
+        at most one token per byte), which spares tokenizing at every step."""
         data = matcher.shortest_completion()
         if data is None:
             return None
-        return self.tokenizer.encode_bytes(data)
-
-    def _check_budget(self, matcher, budget: int) -> None:
-        need = self._closing_tokens(matcher)
-        if need is not None and len(need) > budget:
-            raise InvalidRequestError(f"the response format needs at least {len(need)} tokens; max_tokens allows "
-                                      f"{budget}", "max_tokens")
+        return len(data) if len(data) <= room else len(self.tokenizer.encode_bytes(data))
 
     def _closing_if_needed(self, matcher, remaining: int) -> list[int] | None:
         """None while sampling may go on after the token just accepted; else, with that token rolled
         back, the tokens that close the structure. They fit: before the token they did (checked
         at the start and kept true at every step)."""
-        need = self._closing_tokens(matcher)
-        if need is None or len(need) <= remaining:
+        need = self._closing_cost(matcher, remaining)
+        if need is None or need <= remaining:
             return None
         matcher.rollback(1)
-        return self._closing_tokens(matcher) or []
+        return self.tokenizer.encode_bytes(matcher.shortest_completion() or b"")
 
     async def _emit(self, tokens, matcher, decoder, stops, out):
         for token in tokens:
@@ -302,11 +319,12 @@ class Engine:
     def _record(self, outcomes: list[_Outcome]) -> dict:
         first = outcomes[0]
         decoded = sum(len(o.tokens) for o in outcomes)
+        steps = sum(o.decode_steps for o in outcomes)
         decode_s = sum(o.decode_s for o in outcomes)
         grammar_tokens = decoded if first.grammar_hit is not None else 0
         self._last = {
             "prefill_tokens_per_s": first.prefill_tokens / first.prefill_s if first.prefill_s else 0.0,
-            "decode_tokens_per_s": decoded / decode_s if decode_s else 0.0,
+            "decode_tokens_per_s": steps / decode_s if decode_s else 0.0,
             "time_to_first_token_s": first.ttft_s,
             "time_per_output_token_s": decode_s / decoded if decoded else 0.0,
             "e2e_latency_s": sum(o.prefill_s + o.decode_s for o in outcomes),
