@@ -295,7 +295,7 @@ def compile_cost(engine, response_format) -> CompileCost:
     mask = matcher.new_bitmask()
     matcher.fill_next_token_bitmask(mask)
     t4 = time.perf_counter()
-    engine._closing_tokens(matcher)
+    engine._closing_cost(matcher, -1)
     t5 = time.perf_counter()
     return CompileCost(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)
 
@@ -528,7 +528,7 @@ def bench_model(spec: ModelSpec, backend, log) -> tuple[list[str], dict]:
         from trellis.grammar.response_format import grammar_of_normalized
 
         grammar = grammar_of_normalized(engine.grammars.key_of(cached_rf)[0])
-        shortest = len(engine._closing_tokens(GrammarMatcher(engine.compiler.compile_ir(grammar))))
+        shortest = engine._closing_cost(GrammarMatcher(engine.compiler.compile_ir(grammar)), -1)
         runs.append((DecodeRun(f"schema (b), complete_on_length (max_tokens = shortest {shortest} + {n})"),
                      shortest + n, cached_rf, True))
     for _ in range(spec.decode_rounds):  # interleaved, so that drift in the machine's load hits all alike

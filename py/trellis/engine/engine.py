@@ -16,9 +16,7 @@ they come back.
 
 from __future__ import annotations
 
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from trellis.errors import InvalidRequestError, RuntimeBackendError, SequenceLengthError
@@ -89,7 +87,6 @@ class Engine:
         for t in self.stop_ids:
             self._stop_words[t // 32] = self._stop_words.get(t // 32, 0) | 1 << (t % 32)
         self._kv_ids: list[int] = []  # the tokens whose keys and values the KV cache holds
-        self._threads = None if sys.platform == "emscripten" else ThreadPoolExecutor(1, "trellis-grammar")
         self._interrupted = False
         self._last: dict = {}
         self.chat = _Namespace(completions=_Chat(self))
@@ -169,19 +166,12 @@ class Engine:
         self._kv_ids = prompt[:keep]
         out.prefill_tokens = len(prompt) - keep
 
-        # The grammar is made ready while the GPU prefills. Where threads exist (desktop) it runs in
-        # one, because some drivers make queue.submit wait for the previous chunk; in the browser,
-        # submits return at once and it simply runs after them.
-        grammar = None
-        if constraint is not None and self._threads is not None:
-            grammar = self._threads.submit(self._ready_grammar, constraint, config, budget, out)
+        # The whole prefill goes to the GPU in one submission; the grammar is made ready meanwhile.
         ex.submit_prefill(prompt[keep:])
         self._kv_ids = list(prompt)
+        matcher = mask = None
         if constraint is not None:
-            ready = grammar.result() if grammar is not None else self._ready_grammar(constraint, config, budget, out)
-            matcher, mask = ready
-        else:
-            matcher = mask = None
+            matcher, mask = self._ready_grammar(constraint, config, budget, out)
         logits = await ex.collect(ex.submit_read(mask))
         out.prefill_s = time.perf_counter() - started
 

@@ -26,9 +26,13 @@ class Backend(Protocol):
                         grid: Sequence[int]) -> object:
         """A ready-to-run dispatch: storage buffers bound at 0..n-1 in order, then the uniform."""
 
+    def create_copy(self, source, source_offset: int, target, target_offset: int, size: int) -> object:
+        """A ready-to-run buffer copy, to place between dispatches in a `submit`."""
+
     def submit(self, dispatches: Sequence[object], read: tuple[object, int] | None = None) -> object:
-        """Submit the dispatches in order without waiting; with `read=(buffer, size)`, also copy the
-        buffer's first bytes out, and return a handle for `read_back` (else None)."""
+        """Submit the dispatches and copies in order, as one submission, without waiting; with
+        `read=(buffer, size)`, also copy the buffer's first bytes out, and return a handle for
+        `read_back` (else None)."""
 
     def read_back(self, pending) -> bytes | Awaitable[bytes]:
         """The bytes a `submit` copied out, once the GPU is done (awaitable on asynchronous backends).

@@ -33,6 +33,7 @@ class Executor:
         self._plans = {name: self._prepare(artifacts, m["kernels"], plan["dispatches"])
                        for name, plan in m["plans"].items()}
         self.dispatches_per_token = len(self._plans["decode"])
+        self._upload, self._prefill_plans = None, {}  # created with the first prefill
         self.position = 0
 
     def _prepare(self, artifacts, kernels, dispatches):
@@ -95,13 +96,43 @@ class Executor:
     # Split calls: submit GPU work, do CPU work (grammar) meanwhile, then collect the logits.
 
     def submit_prefill(self, tokens) -> None:
-        """Queue the prefill of `tokens` in chunks, without waiting."""
+        """Queue the prefill of `tokens` in chunks, as one submission, without waiting.
+
+        Every chunk's token ids and step words go up in one write; copies placed between the
+        chunks' dispatches move each chunk's share into the `ids` and `step` buffers. One
+        submission matters: some drivers (lavapipe) make a submit wait for the previous one."""
         tokens = list(tokens)
         if not tokens:
             raise ValueError("prefill needs at least one token")
         self._check(tokens)
-        for start in range(0, len(tokens), self.chunk):
-            self._submit("prefill", tokens[start:start + self.chunk])
+        chunks = (len(tokens) + self.chunk - 1) // self.chunk
+        upload = bytearray(self._upload_bytes(chunks))
+        for i in range(chunks):
+            part = tokens[i * self.chunk:(i + 1) * self.chunk]
+            struct.pack_into(f"<{STEP_WORDS}i", upload, 16 * i, len(part), self.position + i * self.chunk, 0, 0)
+            struct.pack_into(f"<{len(part)}i", upload, 16 * chunks + 4 * self.chunk * i, *part)
+        plan = self._prefill_plan(chunks)
+        self.backend.write_buffer(self._upload, 0, bytes(upload))
+        self.backend.submit(plan)
+        self.position += len(tokens)
+
+    def _upload_bytes(self, chunks: int) -> int:
+        return 16 * chunks + 4 * self.chunk * chunks
+
+    def _prefill_plan(self, chunks: int) -> list:
+        """Copies and dispatches of a `chunks`-chunk prefill (kept: backends cache plan lists)."""
+        plan = self._prefill_plans.get(chunks)
+        if plan is None:
+            most = (self.context + self.chunk - 1) // self.chunk
+            if self._upload is None:
+                self._upload = self.backend.create_buffer("prefill-upload", self._upload_bytes(most))
+            copy, plan = self.backend.create_copy, []
+            for i in range(chunks):
+                plan += [copy(self._upload, 16 * i, self.buffers["step"], 0, 16),
+                         copy(self._upload, 16 * chunks + 4 * self.chunk * i, self.buffers["ids"], 0, 4 * self.chunk),
+                         *self._plans["prefill"]]
+            self._prefill_plans[chunks] = plan
+        return plan
 
     def submit_decode(self, token: int) -> None:
         """Queue one decode step, without waiting."""

@@ -12,15 +12,19 @@ from trellis.errors import RuntimeBackendError
 _HELPER_JS = """({
   encode(device, plan, source, size, staging) {
     const encoder = device.createCommandEncoder();
-    if (plan.length) {
-      const pass = encoder.beginComputePass();
-      for (const d of plan) {
-        pass.setPipeline(d.pipeline);
-        pass.setBindGroup(0, d.group);
-        pass.dispatchWorkgroups(d.x, d.y, d.z);
+    let pass = null;
+    for (const d of plan) {
+      if (d.source) {  // a buffer copy between dispatches
+        if (pass) { pass.end(); pass = null; }
+        encoder.copyBufferToBuffer(d.source, d.sourceOffset, d.target, d.targetOffset, d.size);
+        continue;
       }
-      pass.end();
+      pass = pass || encoder.beginComputePass();
+      pass.setPipeline(d.pipeline);
+      pass.setBindGroup(0, d.group);
+      pass.dispatchWorkgroups(d.x, d.y, d.z);
     }
+    if (pass) pass.end();
     if (source) encoder.copyBufferToBuffer(source, 0, staging, 0, size);
     device.queue.submit([encoder.finish()]);
   },
@@ -115,6 +119,10 @@ class WebGPUBackend:
             self.write_buffer(ubuf, 0, uniform)
         x, y, z = (list(grid) + [1, 1])[:3]
         return self._helper.dispatch(self.device, kernel, self._to_js(list(buffers)), ubuf, uniform_binding, x, y, z)
+
+    def create_copy(self, source, source_offset, target, target_offset, size):
+        return self._object({"source": source, "sourceOffset": source_offset, "target": target,
+                             "targetOffset": target_offset, "size": size})
 
     def _plan(self, dispatches):
         """The JS array of a plan; kept per list object, as the executor reuses its plan lists."""

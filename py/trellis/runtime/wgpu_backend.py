@@ -1,9 +1,17 @@
 """The desktop backend: wgpu-py over wgpu-native (Vulkan, Metal, D3D12; lavapipe on CPU-only machines)."""
 
 import os
+from typing import NamedTuple
 
 from trellis.errors import RuntimeBackendError
 
+
+class _Copy(NamedTuple):
+    source: object
+    source_offset: int
+    target: object
+    target_offset: int
+    size: int
 
 
 class WgpuBackend:
@@ -61,14 +69,26 @@ class WgpuBackend:
         group = self.device.create_bind_group(layout=kernel.get_bind_group_layout(0), entries=entries)
         return (kernel, group, tuple(grid), ubuf)
 
+    def create_copy(self, source, source_offset, target, target_offset, size):
+        return _Copy(source, source_offset, target, target_offset, size)
+
     def submit(self, dispatches, read=None):
         encoder = self.device.create_command_encoder()
-        if dispatches:
-            compute = encoder.begin_compute_pass()
-            for kernel, group, grid, _ in dispatches:
-                compute.set_pipeline(kernel)
-                compute.set_bind_group(0, group)
-                compute.dispatch_workgroups(*grid)
+        compute = None
+        for item in dispatches:
+            if isinstance(item, _Copy):
+                if compute is not None:
+                    compute.end()
+                    compute = None
+                encoder.copy_buffer_to_buffer(*item)
+                continue
+            if compute is None:
+                compute = encoder.begin_compute_pass()
+            kernel, group, grid, _ = item
+            compute.set_pipeline(kernel)
+            compute.set_bind_group(0, group)
+            compute.dispatch_workgroups(*grid)
+        if compute is not None:
             compute.end()
         pending = None
         if read is not None:
