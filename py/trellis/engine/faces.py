@@ -1,0 +1,192 @@
+"""The OpenAI faces of the engine: run a request's choices and shape chunks or a response.
+
+`ChatFace` and `TextFace` serve `engine.chat.completions` and `engine.completions`. The engine's
+generation loop is a coroutine that suspends only on asynchronous backends; on synchronous ones
+`create` drives it without an event loop, and `AsyncFace` awaits it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trellis.errors import RuntimeBackendError
+
+from . import responses as R
+from .tools import parse_tool_calls
+
+
+@dataclass
+class Outcome:
+    """What one choice produced, for the final response and the stats."""
+    text: str = ""
+    finish_reason: str = "length"
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list | None = None
+    prompt_tokens: int = 0
+    prefill_tokens: int = 0  # the part of the prompt not already in the KV cache
+    prefill_s: float = 0.0
+    decode_s: float = 0.0  # from the first logits to the end
+    decode_steps: int = 0  # tokens run through the model after the prompt
+    ttft_s: float = 0.0
+    grammar_init_s: float = 0.0
+    grammar_s: float = 0.0  # mask fills and token accepts after the first token
+    grammar_hit: bool | None = None
+
+
+class Face:
+    """Shared by chat and text completions: runs the choices, then shapes chunks or a response."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def create(self, **request):
+        req, events = self.start(request)
+        return _iterate(events) if req.stream else _drive(self.collect(req, events))
+
+    def start(self, request: dict):
+        """(validated request, async iterator of chunks when streaming, else of raw events)."""
+        req, prompt, constraint = self._job(request)
+        events = self._events(req, prompt, constraint)
+        return req, self._chunks(req, events) if req.stream else events
+
+    async def _events(self, req, prompt, constraint):
+        """Yields ("delta", index, text, logprobs) per piece, then ("done", outcomes, stats)."""
+        engine = self.engine
+        engine._interrupted = False
+        outcomes = []
+        for index in range(req.config.n):
+            out = Outcome()
+            outcomes.append(out)
+            seed = None if req.config.seed is None else req.config.seed + index
+            async for text, logprobs in engine._choice(prompt, req.config, constraint, seed, out):
+                yield "delta", index, text, logprobs
+        yield "done", outcomes, engine._record(outcomes)
+
+    async def collect(self, req, events):
+        async for kind, *rest in events:
+            if kind == "done":
+                return self._response(req, *rest)
+
+    def _usage(self, outcomes, stats) -> dict:
+        return R.usage(outcomes[0].prompt_tokens, sum(len(o.tokens) for o in outcomes), stats)
+
+    def _logprobs(self, entries):
+        return R.logprobs_content(entries, self.engine.tokenizer.token_bytes)
+
+
+class ChatFace(Face):
+    def _job(self, request):
+        return self.engine._chat_job(request)
+
+    @staticmethod
+    def _message(req, out: Outcome) -> tuple[dict, str]:
+        if req.tools and req.tool_choice != "none":
+            content, calls = parse_tool_calls(out.text, req.tools)
+            if calls:
+                finish = "tool_calls" if out.finish_reason == "stop" else out.finish_reason
+                return {"role": "assistant", "content": content, "tool_calls": calls}, finish
+        return {"role": "assistant", "content": out.text}, out.finish_reason
+
+    def _response(self, req, outcomes, stats):
+        choices = []
+        for i, out in enumerate(outcomes):
+            message, finish = self._message(req, out)
+            choices.append({"index": i, "message": message, "finish_reason": finish,
+                            "logprobs": self._logprobs(out.logprobs)})
+        return R.Record(id=R.new_id("chatcmpl"), object="chat.completion", created=R.now(),
+                        model=self.engine.model_id, choices=choices, usage=self._usage(outcomes, stats))
+
+    async def _chunks(self, req, events):
+        ident, created, model = R.new_id("chatcmpl"), R.now(), self.engine.model_id
+        buffered = bool(req.tools and req.tool_choice != "none")  # tool calls come whole, at the end
+
+        def chunk(choices, **usage):
+            return R.Record(id=ident, object="chat.completion.chunk", created=created, model=model,
+                            choices=choices, **usage)
+
+        started = set()
+        async for kind, *rest in events:
+            if kind == "delta":
+                index, text, logprobs = rest
+                if not buffered:
+                    delta = {"content": text} if index in started else {"role": "assistant", "content": text}
+                    started.add(index)
+                    yield chunk([{"index": index, "delta": delta, "finish_reason": None,
+                                  "logprobs": self._logprobs(logprobs)}])
+                continue
+            outcomes, stats = rest
+            for i, out in enumerate(outcomes):
+                message, finish = self._message(req, out)
+                delta = {}
+                if buffered:
+                    delta = {"role": "assistant", "content": message["content"]}
+                    if "tool_calls" in message:
+                        delta["tool_calls"] = [dict(c, index=k) for k, c in enumerate(message["tool_calls"])]
+                yield chunk([{"index": i, "delta": delta, "finish_reason": finish, "logprobs": None}])
+            if req.include_usage:
+                yield chunk([], usage=self._usage(outcomes, stats))
+
+
+class TextFace(Face):
+    def _job(self, request):
+        return self.engine._text_job(request)
+
+    def _response(self, req, outcomes, stats):
+        choices = [{"index": i, "text": (req.prompt if req.echo else "") + out.text,
+                    "finish_reason": out.finish_reason, "logprobs": self._logprobs(out.logprobs)}
+                   for i, out in enumerate(outcomes)]
+        return R.Record(id=R.new_id("cmpl"), object="text_completion", created=R.now(),
+                        model=self.engine.model_id, choices=choices, usage=self._usage(outcomes, stats))
+
+    async def _chunks(self, req, events):
+        ident, created, model = R.new_id("cmpl"), R.now(), self.engine.model_id
+
+        def chunk(choices, **usage):
+            return R.Record(id=ident, object="text_completion", created=created, model=model,
+                            choices=choices, **usage)
+
+        echoed = set()
+        async for kind, *rest in events:
+            if kind == "delta":
+                index, text, logprobs = rest
+                if req.echo and index not in echoed:
+                    echoed.add(index)
+                    text = req.prompt + text
+                yield chunk([{"index": index, "text": text, "finish_reason": None,
+                              "logprobs": self._logprobs(logprobs)}])
+                continue
+            outcomes, stats = rest
+            for i, out in enumerate(outcomes):
+                yield chunk([{"index": i, "text": "", "finish_reason": out.finish_reason, "logprobs": None}])
+            if req.include_usage:
+                yield chunk([], usage=self._usage(outcomes, stats))
+
+
+
+
+def _drive(awaitable):
+    """Run an awaitable that never suspends (synchronous backends) to its result."""
+    try:
+        awaitable.send(None)
+    except StopIteration as done:
+        return done.value
+    awaitable.close()
+    raise RuntimeBackendError("this backend waits asynchronously: use AsyncEngine")
+
+
+def _iterate(agen):
+    """A plain iterator over an async generator that never suspends."""
+    while True:
+        try:
+            yield _drive(agen.__anext__())
+        except StopAsyncIteration:
+            return
+
+
+class AsyncFace:
+    def __init__(self, face: Face):
+        self._face = face
+
+    async def create(self, **request):
+        req, events = self._face.start(request)
+        return events if req.stream else await self._face.collect(req, events)
