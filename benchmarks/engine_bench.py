@@ -675,18 +675,9 @@ def bench_model(spec: ModelSpec, backend, log) -> tuple[list[str], dict]:
 
 
 def machine_facts() -> list[str]:
-    info: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            info.setdefault(key.strip(), value.strip())
-        mem = Path("/proc/meminfo").read_text().split()[1]
-        info["mem"] = f"{int(mem) / 2**20:.0f} GiB RAM"
-    except (OSError, IndexError, ValueError):
-        pass
-    return [f"- CPU: {info.get('model name', '?')}, {info.get('mem', '? RAM')}; {os.cpu_count()} logical cores; "
-            f"{platform.machine()}, {platform.platform()}",
-            f"- Python {platform.python_version()}; grammar core: native (ctypes)"]
+    from benchmarks.machine import cpu_line
+
+    return [cpu_line(), f"- Python {platform.python_version()}; grammar core: native (ctypes)"]
 
 
 def tiny_model_dir() -> Path:

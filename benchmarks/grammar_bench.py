@@ -685,21 +685,12 @@ def table(results: list[Result]) -> str:
 
 
 def machine_facts(node_info: dict) -> list[str]:
-    info: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            info.setdefault(key.strip(), value.strip())
-        mem = Path("/proc/meminfo").read_text().split()[1]
-        info["mem"] = f"{int(mem) / 2**20:.0f} GiB RAM"
-    except (OSError, IndexError, ValueError):
-        pass
-    model = (f"{info.get('model name', '?')} (family {info.get('cpu family', '?')}, "
-             f"model {info.get('model', '?')}), {info.get('mem', '? RAM')}")
+    if str(ROOT) not in sys.path:  # run as a script: the checkout's root makes `benchmarks` a package
+        sys.path.insert(0, str(ROOT))
+    from benchmarks.machine import cpu_line
+
     facts = [
-        f"- CPU: {model}; {os.cpu_count()} logical cores "
-        f"({len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} usable), "
-        f"{platform.machine()}, {platform.platform()}",
+        cpu_line(detail=True),
         f"- Python {platform.python_version()}; numpy {_installed('numpy')}; "
         f"xgrammar {_installed('xgrammar')} (apache-tvm-ffi {_installed('apache-tvm-ffi')}); "
         f"llguidance {_installed('llguidance')}",

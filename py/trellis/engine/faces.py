@@ -73,6 +73,15 @@ class Face:
     def _logprobs(self, entries):
         return R.logprobs_content(entries, self.engine.tokenizer.token_bytes)
 
+    def _chunk_maker(self, id_prefix: str, object_name: str):
+        """chunk(choices, usage=...) for one streamed response: one id and timestamp for all."""
+        ident, created, model = R.new_id(id_prefix), R.now(), self.engine.model_id
+
+        def chunk(choices, **usage):
+            return R.Record(id=ident, object=object_name, created=created, model=model, choices=choices, **usage)
+
+        return chunk
+
 
 class ChatFace(Face):
     def _job(self, request):
@@ -97,12 +106,8 @@ class ChatFace(Face):
                         model=self.engine.model_id, choices=choices, usage=self._usage(outcomes, stats))
 
     async def _chunks(self, req, events):
-        ident, created, model = R.new_id("chatcmpl"), R.now(), self.engine.model_id
+        chunk = self._chunk_maker("chatcmpl", "chat.completion.chunk")
         buffered = bool(req.tools and req.tool_choice != "none")  # tool calls come whole, at the end
-
-        def chunk(choices, **usage):
-            return R.Record(id=ident, object="chat.completion.chunk", created=created, model=model,
-                            choices=choices, **usage)
 
         started = set()
         async for kind, *rest in events:
@@ -139,11 +144,7 @@ class TextFace(Face):
                         model=self.engine.model_id, choices=choices, usage=self._usage(outcomes, stats))
 
     async def _chunks(self, req, events):
-        ident, created, model = R.new_id("cmpl"), R.now(), self.engine.model_id
-
-        def chunk(choices, **usage):
-            return R.Record(id=ident, object="text_completion", created=created, model=model,
-                            choices=choices, **usage)
+        chunk = self._chunk_maker("cmpl", "text_completion")
 
         echoed = set()
         async for kind, *rest in events:
