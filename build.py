@@ -234,6 +234,10 @@ def cmd_test(args) -> None:
 
 def cmd_bench(args) -> None:
     build_grammar()
+    if args.what == "browser":  # Pyodide for the site, Chromium for Playwright
+        ensure_node_packages()
+        ensure_system(BROWSER_PACKAGES)
+        ensure_vulkan()
     bench = ROOT / "benchmarks" / f"{args.what}_bench.py"
     run([sys.executable, bench, *args.bench_args], cwd=ROOT)
 
@@ -279,7 +283,7 @@ def main() -> None:
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
     p.set_defaults(func=cmd_test)
     p = sub.add_parser("bench", help="run a benchmark (writes benchmarks/results/)")
-    p.add_argument("what", choices=["grammar", "runtime", "engine"])
+    p.add_argument("what", choices=["grammar", "runtime", "engine", "browser"])
     p.add_argument("bench_args", nargs="*")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("serve", help="build the grammar wasm, the embedded model and the site into build/site, "

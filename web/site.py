@@ -2,7 +2,7 @@
 into one folder, and serve that folder on 127.0.0.1.
 
     site/
-      index.html trellis.js trellis.d.ts worker.js grammar.js trellis_grammar.wasm
+      index.html demo.css demo.js trellis.js trellis.d.ts worker.js grammar.js trellis_grammar.wasm
       trellis.zip            py/trellis plus web/worker.py (as trellis_worker), unpacked by the worker
       pyodide/               the npm pyodide package's runtime files (never a CDN)
       models.json            {"default": id, "models": [ids]}
@@ -25,7 +25,7 @@ WEB = Path(__file__).resolve().parent
 ROOT = WEB.parent
 DEFAULT_PYODIDE = ROOT / "build" / "node" / "node_modules" / "pyodide"
 DEFAULT_GRAMMAR_WASM = ROOT / "build" / "grammar" / "wasm" / "trellis_grammar.wasm"
-PAGE_FILES = ("index.html", "trellis.js", "trellis.d.ts", "worker.js", "grammar.js")
+PAGE_FILES = ("index.html", "demo.css", "demo.js", "trellis.js", "trellis.d.ts", "worker.js", "grammar.js")
 # What loadPyodide fetches from its indexURL (no packages: the engine needs only the stdlib).
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 MIME = {".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json",

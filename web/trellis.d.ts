@@ -156,6 +156,20 @@ export interface EngineInfo {
   timings: { pythonMs: number; packageMs: number; weightsMs: number; kernelsMs: number; engineMs: number; totalMs: number };
 }
 
+export interface ValidationResult {
+  /** The normalized kind (json_object, json_schema, grammar, regex, structural_tag); null for text. */
+  kind: string | null;
+  /** Every byte of the text was accepted. */
+  accepted?: boolean;
+  /** ... and the grammar could end there. */
+  complete?: boolean;
+  /** accepted and complete; null for plain text. */
+  valid: boolean | null;
+  /** Whether the grammar came from the engine's cache or was compiled for the check. */
+  grammar?: 'cached' | 'compiled';
+  ms?: number;
+}
+
 export interface TrellisEngine {
   readonly info: EngineInfo;
   chat: {
@@ -172,6 +186,8 @@ export interface TrellisEngine {
   };
   interruptGenerate(): void;
   resetChat(): Promise<void>;
+  /** Trellis: whether `text` is in the language of `responseFormat`'s grammar (the engine's own matcher). */
+  validate(text: string, responseFormat: ResponseFormat): Promise<ValidationResult>;
   runtimeStatsText(): Promise<string>;
   runtimeStats(): Promise<Record<string, unknown>>;
   unload(): Promise<void>;

@@ -148,6 +148,14 @@ class Engine {
   /** The same figures as an object (speeds, grammar cache counters, adapter). */
   async runtimeStats() { return (await this.call({ type: 'stats' })).stats; }
 
+  /**
+   * Checks `text` against a response format with the engine's own grammar: a fresh matcher of the
+   * same compiled grammar (from the cache when the request used it) must accept every byte and be
+   * able to stop there. Resolves to {kind, accepted, complete, valid, grammar: "cached" |
+   * "compiled", ms}; for {type: "text"}, {kind: null, valid: null}. Bad formats reject as requests do.
+   */
+  validate(text, responseFormat) { return this.call({ type: 'validate', text, responseFormat }); }
+
   /** Ends the worker (and with it the GPU device and Python). */
   async unload() {
     if (!this.worker) return;

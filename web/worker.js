@@ -2,7 +2,8 @@
 // the model's kernels, the grammar core runs as wasm. trellis.js is the page's side of it.
 //
 // Messages (page -> worker): {type: 'init', modelUrl, context}, {type: 'request', id, kind: 'chat' |
-// 'completion', request}, {type: 'interrupt'}, {type: 'resetChat', id}, {type: 'stats', id}.
+// 'completion', request}, {type: 'interrupt'}, {type: 'resetChat', id}, {type: 'stats', id},
+// {type: 'validate', id, text, responseFormat}.
 // (worker -> page): {type: 'progress', report}, {type: 'ready', info}, {type: 'initError', error},
 // {type: 'chunk', id, chunk: JSON text}, {type: 'result', id, value}, {type: 'error', id, error}.
 // An error is {name, message, field?, keyword?, pointer?, line?, column?}: Python's exception type
@@ -176,6 +177,14 @@ async function startPython() {
   return { pyodide, module, packageMs: performance.now() - t };
 }
 
+// The model's id: the folder segment of its URL (`/models/<id>/`), as the desktop names a model by
+// its folder; requests' `model` field and every response's `model` use it.
+function modelIdOf(base) {
+  const parts = base.pathname.split('/').filter(Boolean);
+  const i = parts.lastIndexOf('models');
+  return decodeURIComponent((i >= 0 && i + 1 < parts.length ? parts[i + 1] : parts[parts.length - 1]) || '');
+}
+
 async function init({ modelUrl, context }) {
   const t0 = performance.now();
   progress('starting Python (Pyodide), WebGPU and the grammar core', { stage: 'start' });
@@ -195,10 +204,12 @@ async function init({ modelUrl, context }) {
   const { files } = await program;
   progress('building the engine (GPU buffers, tokenizer, vocabulary)', { stage: 'engine' });
   const t1 = performance.now();
-  const answer = JSON.parse(await module.build(files, device, await kernels, JSON.stringify(info), context || 0));
+  const answer = JSON.parse(await module.build(files, device, await kernels, JSON.stringify(info), context || 0,
+    modelIdOf(base)));
   files.clear();
   if (answer.error) throw answer.error;
-  worker = { request: module.request, interrupt: module.interrupt, reset_chat: module.reset_chat, stats: module.stats };
+  worker = { request: module.request, interrupt: module.interrupt, reset_chat: module.reset_chat, stats: module.stats,
+    validate: module.validate };
   const timings = { pythonMs, packageMs, weightsMs, kernelsMs, engineMs: performance.now() - t1,
     totalMs: performance.now() - t0 };
   progress('ready', { stage: 'ready' });
@@ -228,6 +239,11 @@ self.onmessage = ({ data }) => {
     enqueue(id, () => runRequest(data));
   } else if (type === 'resetChat') {
     enqueue(id, () => { worker.reset_chat(); post({ type: 'result', id, value: null }); });
+  } else if (type === 'validate') {  // queued: a check reads the grammar cache that requests fill
+    enqueue(id, () => {
+      const answer = JSON.parse(worker.validate(data.text, JSON.stringify(data.responseFormat ?? null)));
+      post(answer.error ? { type: 'error', id, error: answer.error } : { type: 'result', id, value: answer.value });
+    });
   } else if (type === 'stats') {  // not queued: it reads the last finished request's figures
     post({ type: 'result', id, value: JSON.parse(worker.stats()) });
   } else {

@@ -5,19 +5,27 @@ responses leave as JSON text, so nothing crosses the JS boundary as a proxy that
 """
 
 import json
+import time
+from collections import OrderedDict
 
 from trellis.engine import AsyncEngine
+from trellis.engine.grammar_cache import GrammarCache
 from trellis.errors import InvalidRequestError
+from trellis.grammar.matcher import GrammarMatcher
+from trellis.grammar.response_format import grammar_of_normalized
 from trellis.runtime.artifacts import Artifacts
 from trellis.runtime.webgpu_backend import WebGPUBackend
 
 _ERROR_FIELDS = ("field", "keyword", "pointer", "line", "column")
 engine = None
+_checkers: OrderedDict = OrderedDict()  # key -> compiled grammar, for formats not in the engine's cache
+_MAX_CHECKERS = 8
 
 
-async def build(files, device, pipelines, adapter_info_json: str, context: int) -> str:
+async def build(files, device, pipelines, adapter_info_json: str, context: int, model_id: str = "") -> str:
     """`files`: a JS Map of the model folder's files (name -> Uint8Array), sha256 already checked;
-    `pipelines`: a JS Map of the kernels the worker compiled meanwhile (kernel name -> pipeline).
+    `pipelines`: a JS Map of the kernels the worker compiled meanwhile (kernel name -> pipeline);
+    `model_id`: the site's name for the model (its `/models/<id>/` folder), as the desktop uses the folder's name.
     Returns JSON: {"value": facts about the engine} or {"error": error record}."""
     global engine
 
@@ -29,7 +37,8 @@ async def build(files, device, pipelines, adapter_info_json: str, context: int) 
 
     try:
         backend = WebGPUBackend(device, json.loads(adapter_info_json) or None, pipelines)
-        artifacts = Artifacts(read, verify=False)  # the worker verified every shard's sha256 (crypto.subtle)
+        # The worker verified every shard's sha256 (crypto.subtle).
+        artifacts = Artifacts(read, verify=False, id=model_id or None)
         sizing = {"context": context} if context else {}  # else the engine's default KV cache size
         built = AsyncEngine(artifacts=artifacts, backend=backend, grammar_core="pyodide", **sizing)
         await backend.check()  # shader compile errors surface here rather than at the first request
@@ -80,3 +89,32 @@ def reset_chat() -> None:
 
 def stats() -> str:
     return json.dumps({"text": engine.runtime_stats_text(), "stats": engine.runtime_stats()})
+
+
+def validate(text: str, response_format_json: str) -> str:
+    """Whether `text` is in the language of `response_format`'s grammar: a fresh matcher of the same
+    compiled grammar the engine uses (taken from its cache when there, else compiled) accepts all of
+    the text's bytes and can then terminate. For JSON Schema this proves the text is a JSON value the
+    schema accepts, as far as the grammar is exact (keywords it cannot enforce are refused at compile
+    time with UnsupportedSchemaError). Returns JSON: {"value": {"kind", "accepted", "complete",
+    "valid", "grammar": "cached" | "compiled", "ms"}} ({"kind": null} for plain text) or {"error": ...}."""
+    try:
+        started = time.perf_counter()
+        normalized, key = GrammarCache.key_of(json.loads(response_format_json))
+        if normalized is None:
+            return json.dumps({"value": {"kind": None, "valid": None}})
+        cached = engine.grammars.peek(key)
+        grammar, source = (cached, "cached") if cached is not None else (_checkers.get(key), "compiled")
+        if grammar is None:
+            grammar = engine.compiler.compile_ir(grammar_of_normalized(normalized), source=f"check:{key[:12]}")
+            _checkers[key] = grammar
+            while len(_checkers) > _MAX_CHECKERS:
+                _checkers.popitem(last=False)
+        matcher = GrammarMatcher(grammar)
+        accepted = matcher.accept_string(text.encode("utf-8"))
+        complete = accepted and matcher.can_terminate()
+        return json.dumps({"value": {"kind": normalized["kind"], "accepted": accepted, "complete": complete,
+                                     "valid": complete, "grammar": source,
+                                     "ms": (time.perf_counter() - started) * 1000}})
+    except Exception as e:
+        return json.dumps({"error": error_record(e)})

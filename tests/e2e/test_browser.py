@@ -12,7 +12,8 @@ import re
 import jsonschema
 import pytest
 
-from tests.e2e.conftest import start_engine
+from tests.e2e.conftest import MODEL_ID, start_engine
+from trellis.engine.examples import WEATHER_TOOLS
 
 USER = [{"role": "user", "content": "Tell me about the weather."}]
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
@@ -37,7 +38,7 @@ def value(page, **request):
 def test_page_loads_and_reports_progress(page):
     load = page.load
     info, progress = load["info"], load["progress"]
-    assert info["model"] == "tiny-llama-test" and info["vocab_size"] == 269
+    assert info["model"] == MODEL_ID and info["vocab_size"] == 269  # the site's /models/<id>/ name
     assert info["adapter"]["architecture"] == "swiftshader"  # Chromium's WebGPU on the CPU
     fractions = [r["progress"] for r in progress]
     assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] == 1
@@ -53,7 +54,7 @@ def test_page_loads_and_reports_progress(page):
 def test_json_schema_output_parses_and_validates(page):
     r = value(page, max_tokens=48, seed=3, response_format={"type": "json_object", "schema": SCHEMA},
               complete_on_length=True)
-    assert r["object"] == "chat.completion" and r["model"] == "tiny-llama-test"
+    assert r["object"] == "chat.completion" and r["model"] == MODEL_ID
     (choice,) = r["choices"]
     assert choice["finish_reason"] in ("stop", "length")
     jsonschema.validate(json.loads(choice["message"]["content"]), SCHEMA)
@@ -152,6 +153,85 @@ def test_reset_chat_and_unknown_fields(page):
     assert error["name"] == "InvalidRequestError" and error["field"] == "temprature"
 
 
+def test_request_model_field_uses_the_site_id(page):
+    assert value(page, model=MODEL_ID, max_tokens=2, seed=1)["model"] == MODEL_ID
+    error = ask(page, model="tiny-llama-test", max_tokens=2)["error"]  # the GGUF's own name is not the id
+    assert error["name"] == "InvalidRequestError" and error["field"] == "model"
+
+
+def test_required_tool_calls_have_arguments_that_validate(page):
+    r = value(page, messages=[{"role": "user", "content": "Weather in Pittsburgh and the time in Tokyo?"}],
+              tools=WEATHER_TOOLS, tool_choice="required", max_tokens=96, seed=5, complete_on_length=True)
+    (choice,) = r["choices"]
+    calls = choice["message"].get("tool_calls")
+    assert calls, choice  # "required": the grammar cannot end without one
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in WEATHER_TOOLS}
+    for call in calls:
+        assert call["type"] == "function" and call["id"]
+        jsonschema.validate(json.loads(call["function"]["arguments"]), schemas[call["function"]["name"]])
+    # Streaming gives the same calls, whole, in the last content chunk.
+    chunks = ask(page, messages=[{"role": "user", "content": "Weather in Pittsburgh and the time in Tokyo?"}],
+                 tools=WEATHER_TOOLS, tool_choice="required", max_tokens=96, seed=5, complete_on_length=True,
+                 stream=True)["chunks"]
+    streamed = [c for ch in chunks for choice in ch["choices"] for c in choice["delta"].get("tool_calls") or []]
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in streamed] == \
+        [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+
+
+TAG_OBJECT = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99},
+                                               "ok": {"type": "boolean"}},
+              "required": ["n", "ok"], "additionalProperties": False}
+STRUCTURAL_TAG = {"type": "structural_tag", "format": {
+    "type": "triggered_tags", "triggers": ["<"], "at_least_one": True,
+    "tags": [{"begin": "<num>", "content": {"type": "regex", "pattern": "[0-9]{1,4}"}, "end": "</num>"},
+             {"begin": "<obj>", "content": {"type": "json_schema", "json_schema": TAG_OBJECT}, "end": "</obj>"}]}}
+
+
+def tagged_regions(text: str) -> list[tuple[str, str]]:
+    """(tag, content) for each region; asserts that free text holds no "<" outside the tags."""
+    regions, i = [], 0
+    while (start := text.find("<", i)) >= 0:
+        m = re.compile(r"<(num|obj)>(.*?)</\1>", re.S).match(text, start)
+        assert m, f"a '<' outside a well-formed tag at {start}: {text!r}"
+        regions.append((m.group(1), m.group(2)))
+        i = m.end()
+    return regions
+
+
+def test_structural_tag_regions_obey_their_content(page):
+    for seed in (1, 2, 3):
+        r = value(page, max_tokens=40, seed=seed, temperature=1.0, response_format=STRUCTURAL_TAG,
+                  complete_on_length=True)
+        text = r["choices"][0]["message"]["content"]
+        regions = tagged_regions(text)
+        assert regions, text  # at_least_one
+        for tag, content in regions:
+            if tag == "num":
+                assert re.fullmatch(r"[0-9]{1,4}", content), (tag, content)
+            else:
+                jsonschema.validate(json.loads(content), TAG_OBJECT)
+
+
+def test_validate_checks_text_with_the_engines_grammar(page):
+    rf = {"type": "json_object", "schema": SCHEMA}
+    check = lambda text, f=rf: page.evaluate("([t, f]) => engine.validate(t, f)", [text, f])  # noqa: E731
+    good = check('{"name": "Ann", "age": 30, "house": "Slytherin"}')
+    assert good["valid"] is True and good["kind"] == "json_schema" and good["grammar"] in ("cached", "compiled")
+    assert check('{"name": "Ann", "age": 300, "house": "Slytherin"}')["valid"] is False  # maximum 120
+    cut = check('{"name": "Ann", "age": 30')
+    assert cut["accepted"] is True and cut["complete"] is False and cut["valid"] is False
+    assert check("abc-123", {"type": "regex", "regex": "[a-c]{2,5}-[0-9]{3}"})["valid"] is True
+    assert check("abcd-12", {"type": "regex", "regex": "[a-c]{2,5}-[0-9]{3}"})["valid"] is False
+    assert check("anything", {"type": "text"}) == {"kind": None, "valid": None}
+    error = page.evaluate("""async () => { try { await engine.validate('1', {type: 'regex'}); }
+                             catch (e) { return [e.name, e.field]; } }""")
+    assert error == ["InvalidRequestError", "response_format.regex"]
+    # A check counts no cache hit: only requests do.
+    before = page.evaluate("async () => (await engine.runtimeStats()).grammar_cache")
+    check('{"name": "Bo", "age": 1, "house": "Gryffindor"}')
+    assert page.evaluate("async () => (await engine.runtimeStats()).grammar_cache") == before
+
+
 def test_reload_reads_weights_from_the_cache(page, site_server):
     before = site_server.shard_fetches()
     assert before >= 1
@@ -165,21 +245,6 @@ def test_reload_reads_weights_from_the_cache(page, site_server):
     jsonschema.validate(json.loads(r["choices"][0]["message"]["content"]), SCHEMA)
     print(f"\nready after reload in {load['readyMs'] / 1000:.1f} s (cold: {page.load['readyMs'] / 1000:.1f} s); "
           f"timings {load['info']['timings']}")
-
-
-def test_demo_page_chats(browser_context, site_server):
-    demo = browser_context.new_page()
-    errors = []
-    demo.on("pageerror", lambda e: errors.append(str(e)))
-    demo.goto(site_server.url + "/")
-    demo.wait_for_selector("#prompt:not([disabled])")
-    assert demo.text_content("#status").startswith("ready: tiny-llama-test")
-    demo.fill("#prompt", "Hello there")
-    demo.click("#send")
-    demo.wait_for_function("document.getElementById('stats').textContent.includes('decode')")
-    assert demo.text_content(".msg.user") == "Hello there"
-    assert not demo.query_selector(".msg.error") and not errors
-    demo.close()
 
 
 def test_nothing_left_the_machine(browser_context):

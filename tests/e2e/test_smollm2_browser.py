@@ -1,5 +1,6 @@
-"""The embedded SmolLM2 in Chromium (WebGPU on SwiftShader: about 3 tokens/s), through the demo
-page and the engine it exposes (slow). Saves a screenshot of the page as a test artifact."""
+"""The embedded SmolLM2 in Chromium (WebGPU on SwiftShader: about 2 tokens/s), through the demo
+page and the engine it exposes (slow). Saves a screenshot of the page as a test artifact
+(build/test-artifacts/e2e-smollm2-demo.png)."""
 
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from .conftest import Server
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
 FRANCE = "What is the capital of France? Answer in one word."
+DONE = ".msg.assistant.done, .msg.error"
 
 
 @pytest.fixture(scope="module")
@@ -45,17 +47,32 @@ def test_france_answer_names_paris(demo):
     print(f"\nSmolLM2 in Chromium: {r['usage']['extra']}")
 
 
-def test_hermione_json_schema(demo):
-    r = ask(demo, {**HERMIONE_REQUEST, "temperature": 0, "complete_on_length": True})
-    person = json.loads(r["choices"][0]["message"]["content"])
-    jsonschema.validate(person, PERSON_SCHEMA)
+def turn(page):
+    n = page.locator(DONE).count()
+    page.click("#send")
+    page.wait_for_function(f"document.querySelectorAll('{DONE}').length > {n}", timeout=600_000)
+    return page.locator(DONE).nth(n)
 
 
-def test_demo_page_screenshot(demo, browser_context):
+def test_demo_page_chat_hermione_and_screenshot(demo, browser_context):
+    """Through the page: the France prompt as chat, then web-llm's Hermione request from the JSON
+    panel (as HERMIONE_REQUEST: its prompt, its schema, 128 tokens), whose answer validates."""
+    demo.fill("#max-tokens", "16")
     demo.fill("#prompt", FRANCE)
-    demo.click("#send")
-    demo.wait_for_function("document.getElementById('stats').textContent.includes('decode')", timeout=600_000)
-    assert demo.text_content(".msg.assistant").strip() and not demo.query_selector(".msg.error")
+    answer = turn(demo)
+    assert "Paris" in answer.locator(".text").text_content(), answer.text_content()
+    assert "decode" in demo.text_content("#stats-text")
+
+    demo.click("#tabs button[data-format=json]")
+    demo.select_option("#schema-example", "0")
+    assert json.loads(demo.input_value("#schema")) == PERSON_SCHEMA
+    assert demo.input_value("#prompt") == HERMIONE_REQUEST["messages"][0]["content"]
+    demo.fill("#max-tokens", str(HERMIONE_REQUEST["max_tokens"]))
+    answer = turn(demo)
+    person = json.loads(answer.locator(".text").text_content())
+    jsonschema.validate(person, PERSON_SCHEMA)
+    assert answer.get_attribute("data-valid") == "true"
+    assert "Hermione" in person["name"], person
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     demo.screenshot(path=str(ARTIFACTS / "e2e-smollm2-demo.png"), full_page=True)
     assert not demo.errors and not browser_context.blocked

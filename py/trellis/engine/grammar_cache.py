@@ -78,6 +78,11 @@ class GrammarCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def peek(self, key: str):
+        """The compiled grammar cached under `key`, or None; counts no hit and moves nothing."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.grammar
+
     def __contains__(self, key: str) -> bool:
         return key in self._entries
 
