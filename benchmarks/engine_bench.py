@@ -562,8 +562,8 @@ def bench_model(spec: ModelSpec, backend, log) -> tuple[list[str], dict]:
 
     lines = [f"\n## {spec.title}\n",
              f"Engine load {load_s:.1f} s; prompt {prompt_tokens} tokens (chat template, "
-             f"system + user message; {-(-prompt_tokens // chunk)} prefill chunk(s) of up to {chunk} tokens, each "
-             f"its own GPU submission); {spec.repeats} repeats of (a), (b), (c) interleaved; "
+             f"system + user message; {-(-prompt_tokens // chunk)} prefill chunk(s) of up to {chunk} tokens, "
+             f"queued as one GPU submission); {spec.repeats} repeats of (a), (b), (c) interleaved; "
              f"adapter {adapter.get('device', '?')} ({adapter.get('description', '')}).\n"]
     lines += ["### Time to first token\n",
               "| request | client TTFT median ms | min | max | engine TTFT median ms | grammar init ms "
@@ -589,9 +589,9 @@ def bench_model(spec: ModelSpec, backend, log) -> tuple[list[str], dict]:
         lines.append(f"Queue check (tiny, medians of 5): one prefill chunk alone takes {ms(queue['alone'])} ms; "
                      f"queueing it returns in {ms(queue['first'])} ms, but an empty submit queued right behind it "
                      f"takes {ms(queue['second'])} ms (on an idle queue: {ms(queue['idle'])} ms), and the read-back after that {ms(queue['readback'])} ms: "
-                     f"on this backend `queue.submit` waits for the previous submission to finish, so of a "
-                     f"multi-chunk prefill only the last chunk runs while the grammar compiles (the others are "
-                     f"waited for inside `submit_prefill`).\n")
+                     f"on this backend `queue.submit` waits for the previous submission to finish, which is "
+                     f"why the executor queues a whole multi-chunk prefill as one submission (each chunk's ids "
+                     f"and step copied in-encoder): the grammar then compiles while all of it runs.\n")
     lines += ["### New schemas: compile on an idle GPU, and (c) per repeat\n",
               "| repeat | schema | normalize + key ms | json_schema_to_grammar ms | compile_ir ms | **compile** ms "
               "| + matcher, first mask ms | + shortest completion ms | (c) grammar init in the request ms "

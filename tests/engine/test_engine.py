@@ -6,6 +6,7 @@ samples, the constraints and the protocol must hold.
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -172,5 +173,7 @@ def test_async_engine(tiny_model, wgpu_backend):
         text = "".join([c.choices[0].delta.get("content") or "" async for c in stream if c.choices])
         return whole.choices[0].message.content, text
 
-    whole, streamed = asyncio.run(main())
+    # Its own thread: Playwright's sync API (tests/e2e) may leave an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        whole, streamed = pool.submit(asyncio.run, main()).result()
     assert whole == streamed
