@@ -294,6 +294,27 @@ def test_objects_match_jsonschema(compiler, index, value):
         assert "minProperties" in schema, (schema, value)
 
 
+# Additional keys next to known ones: prefixes, extensions, escapes, multi-byte and empty keys.
+UNKNOWN_KEY_SCHEMAS = [
+    {"type": "object", "properties": {"ab": {"type": "integer"}, "abc": {}, "é": {}, "": {}, "a\n": {}},
+     "additionalProperties": {"type": "null"}},
+    {"type": "object", "properties": {"x": {}, "xé": {}, "日本": {}, "q\"": {}}, "additionalProperties": False},
+    {"type": "object", "properties": {"a": {"type": "integer"}}},
+]
+UNKNOWN_KEYS = st.one_of(st.sampled_from(["", "a", "ab", "abc", "abcd", "b", "é", "éa", "a\n", "a\n\n", "x", "xé",
+                                          "xéé", "日", "日本", "日本語", "q", 'q"', 'q""', "\u0001", "😀", "\\"]),
+                         st.text(max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(index=st.integers(0, len(UNKNOWN_KEY_SCHEMAS) - 1),
+       value=st.dictionaries(UNKNOWN_KEYS, st.sampled_from([None, 1]), max_size=3))
+def test_additional_keys_match_jsonschema(compiler, index, value):
+    schema = UNKNOWN_KEY_SCHEMAS[index]
+    expected = jsonschema.Draft202012Validator(schema).is_valid(value)
+    assert matches(compiler, schema, json.dumps(value, ensure_ascii=False)) == expected, (schema, value)
+
+
 ARRAY_SCHEMAS = [
     {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
     {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},

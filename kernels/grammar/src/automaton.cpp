@@ -1,8 +1,8 @@
 #include "automaton.h"
 
 #include <algorithm>
-#include <map>
 #include <string>
+#include <unordered_map>
 
 namespace tg {
 
@@ -364,19 +364,21 @@ class Determinizer {
       for (const auto& e : edges) { cuts.push_back(e.lo); cuts.push_back(e.hi + 1); }
       std::sort(cuts.begin(), cuts.end());
       cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-      std::vector<int32_t> row(256, -1);
+      // The row is written in place (intern() never touches `next`).
+      const size_t at = out_->next.size();
+      out_->next.resize(at + 256, -1);
+      std::vector<int32_t> targets;
       for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-        std::vector<int32_t> targets;
+        targets.clear();
         for (const auto& e : edges)
           if (e.lo <= cuts[k] && cuts[k] <= e.hi) targets.push_back(e.to);
         if (targets.empty()) continue;
         int32_t id;
-        Status s = intern(closure(std::move(targets)), &id);
+        Status s = intern(closure(targets), &id);
         if (!s.ok()) return s;
-        for (int32_t b = cuts[k]; b < cuts[k + 1]; ++b) row[b] = base_ + id;
+        std::fill(out_->next.begin() + at + cuts[k], out_->next.begin() + at + cuts[k + 1], base_ + id);
       }
-      out_->row[state] = static_cast<int32_t>(out_->next.size() / 256);
-      out_->next.insert(out_->next.end(), row.begin(), row.end());
+      out_->row[state] = static_cast<int32_t>(at / 256);
     }
     std::sort(calls.begin(), calls.end(), [](const Call& x, const Call& y) { return x.rule < y.rule; });
     for (size_t i = 0; i < calls.size();) {
@@ -402,7 +404,14 @@ class Determinizer {
   const Limits& limits_;
   Automaton* out_;
   std::vector<uint8_t> mark_;
-  std::map<std::vector<int32_t>, int32_t> ids_;
+  struct SetHash {
+    size_t operator()(const std::vector<int32_t>& v) const {
+      uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+      for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::vector<int32_t>, int32_t, SetHash> ids_;
   std::vector<std::vector<int32_t>> sets_;
   int32_t base_ = 0;
 };

@@ -116,13 +116,27 @@ class _Nfa:
 
 
 def _partition(edges):
-    """Split overlapping (lo, hi, x) ranges into disjoint pieces with the set of x's."""
-    points = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+    """Split overlapping (lo, hi, x) ranges into disjoint pieces with the set of x's (a sweep
+    over the range ends, in order)."""
+    if len(edges) == 1:
+        lo, hi, x = edges[0]
+        return [(lo, hi, {x})]
+    events: dict[int, list] = {}
+    for lo, hi, x in edges:
+        events.setdefault(lo, []).append((x, 1))
+        events.setdefault(hi + 1, []).append((x, -1))
+    points = sorted(events)
+    active: dict = {}
     out = []
     for a, b in zip(points, points[1:]):
-        targets = {x for lo, hi, x in edges if lo <= a and b - 1 <= hi}
-        if targets:
-            out.append((a, b - 1, targets))
+        for x, d in events[a]:
+            n = active.get(x, 0) + d
+            if n:
+                active[x] = n
+            else:
+                del active[x]
+        if active:
+            out.append((a, b - 1, set(active)))
     return out
 
 
@@ -169,12 +183,30 @@ def _merge(row):
 # ---- combinations -------------------------------------------------------------------------
 
 
-def product(dfas: list[Dfa], accept_fn, keyword: str = "pattern", pointer: str = "") -> Dfa:
-    """Product automaton; a missing transition is the dead state (-1) of that component.
+def product(dfas: list[Dfa], wants: list[bool], keyword: str = "pattern", pointer: str = "") -> Dfa:
+    """The strings accepted by the components with `wants[k]` True and rejected by the others
+    (a product automaton, trimmed). A missing transition is the dead state (-1) of that
+    component.
 
-    accept_fn receives a tuple of component acceptances.
-    """
+    States that cannot lead to acceptance are not built (trimming would drop them, and all
+    that they lead to): those where a wanted component is dead, and those where an unwanted
+    component accepts everything the first wanted one still can (e.g. the rest of "^a.*" once
+    the string starts with "a"). So contradictory constraints cost little."""
+    n = len(dfas)
+    required = [k for k in range(n) if wants[k]]
+    guard = required[0] if required else None
+    negated = [k for k in range(n) if not wants[k]] if guard is not None else []
+    covered: dict[int, dict] = {k: {} for k in negated}
+
+    def hopeless(state) -> bool:
+        if any(state[k] < 0 for k in required):
+            return True
+        return any(state[k] >= 0 and _covers(dfas[k], state[k], dfas[guard], state[guard], covered[k])
+                   for k in negated)
+
     start = tuple(0 for _ in dfas)
+    if hopeless(start):
+        return Dfa([[]], [False])
     index = {start: 0}
     order = [start]
     trans, accept = [], []
@@ -182,31 +214,75 @@ def product(dfas: list[Dfa], accept_fn, keyword: str = "pattern", pointer: str =
     while i < len(order):
         cur = order[i]
         i += 1
-        accept.append(bool(accept_fn(tuple(s >= 0 and d.accept[s] for d, s in zip(dfas, cur)))))
-        edges = [(lo, hi, (k, t)) for k, (d, s) in enumerate(zip(dfas, cur)) if s >= 0
-                 for lo, hi, t in d.trans[s]]
+        accept.append(all((s >= 0 and d.accept[s]) == w for d, s, w in zip(dfas, cur, wants)))
+        rows = [d.trans[s] if s >= 0 else () for d, s in zip(dfas, cur)]
+        live = [k for k in range(n) if rows[k]]
+        if len(live) == 1:  # one component left: its transitions as they are
+            k = live[0]
+            pieces = [(lo, hi, {(k, t)}) for lo, hi, t in rows[k]]
+        else:
+            pieces = _partition([(lo, hi, (k, t)) for k in live for lo, hi, t in rows[k]])
         row = []
-        for lo, hi, targets in _partition(edges):
-            nxt = list(-1 for _ in dfas)
+        for lo, hi, targets in pieces:
+            nxt = [-1] * n
             for k, t in targets:
                 nxt[k] = t
             nxt = tuple(nxt)
-            if all(t < 0 for t in nxt):
-                continue
-            if nxt not in index:
+            j = index.get(nxt)
+            if j is None:
+                if hopeless(nxt):
+                    continue
                 if len(order) >= MAX_STATES:
                     raise _too_big("this combination of string constraints", keyword, pointer)
-                index[nxt] = len(order)
+                j = index[nxt] = len(order)
                 order.append(nxt)
-            row.append((lo, hi, index[nxt]))
+            row.append((lo, hi, j))
         trans.append(_merge(row))
     return trim(Dfa(trans, accept))
+
+
+def _covers(d: Dfa, q: int, g: Dfa, u: int, memo: dict) -> bool:
+    """Whether d accepts from state q every string that g accepts from state u (a search of
+    the pairs reachable from (q, u) for one where g accepts or moves and d does not)."""
+    start = (q, u)
+    known = memo.get(start)
+    if known is not None:
+        return known
+    seen = {start}
+    todo = [start]
+    while todo:
+        pair = todo.pop()
+        known = memo.get(pair)
+        if known is True:
+            continue
+        q1, u1 = pair
+        if known is False or (g.accept[u1] and not d.accept[q1]):
+            memo[start] = False
+            return False
+        row = d.trans[q1]
+        i = 0
+        for lo, hi, u2 in g.trans[u1]:
+            x = lo
+            while x <= hi:
+                while i < len(row) and row[i][1] < x:
+                    i += 1
+                if i == len(row) or row[i][0] > x:
+                    memo[start] = False
+                    return False
+                nxt = (row[i][2], u2)
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+                x = row[i][1] + 1
+    for pair in seen:
+        memo[pair] = True
+    return True
 
 
 def intersect(dfas: list[Dfa], keyword="pattern", pointer="") -> Dfa:
     if len(dfas) == 1:
         return dfas[0]
-    return product(dfas, all, keyword, pointer)
+    return product(dfas, [True] * len(dfas), keyword, pointer)
 
 
 def literal_set(words: list[bytes]) -> Dfa:
@@ -283,11 +359,15 @@ def to_rules(d: Dfa, prefix: str, rules: dict[str, ir.Expr], transform=None, hea
     # property-name set one rule body, which the core sizes once.
     preds: list[set] = [set() for _ in d.trans]
     must = {0}
+    split = None
+    if heavy is not None:
+        light = ir.negate_ranges(heavy, 255)
+        split = [(tuple(_clip(row, heavy)), _clip(row, light)) for row in d.trans]
     for s_, row in enumerate(d.trans):
         for lo, hi, t in row:
             preds[t].add(s_)
-        if heavy is not None:
-            must.update(t for _, _, t in _clip(row, heavy))
+        if split is not None:
+            must.update(t for _, _, t in split[s_][0])
     must.update(t for t in range(len(d.trans)) if len(preds[t]) != 1)
     shared: dict = {}
     depth = [0]
@@ -298,7 +378,7 @@ def to_rules(d: Dfa, prefix: str, rules: dict[str, ir.Expr], transform=None, hea
             return ir.Ref(f"{prefix}_{t}")
         depth[0] += 1
         try:
-            return _state_expr(d, t, target, transform, heavy, shared, rules, prefix)
+            return _state_expr(d, t, target, transform, split, shared, rules, prefix)
         finally:
             depth[0] -= 1
 
@@ -309,31 +389,39 @@ def to_rules(d: Dfa, prefix: str, rules: dict[str, ir.Expr], transform=None, hea
             break
         for s_ in todo:
             done.add(s_)
-            rules[f"{prefix}_{s_}"] = _state_expr(d, s_, target, transform, heavy, shared, rules, prefix)
+            rules[f"{prefix}_{s_}"] = _state_expr(d, s_, target, transform, split, shared, rules, prefix)
+    del target  # a recursive closure is a reference cycle: freed now rather than by the collector
     return ir.Ref(f"{prefix}_0")
 
 
 def _clip(row, ranges):
-    """The transitions of `row` restricted to `ranges` (sorted, disjoint)."""
+    """The transitions of `row` (sorted, disjoint) restricted to `ranges` (sorted, disjoint)."""
     out = []
+    j, n = 0, len(ranges)
     for lo, hi, t in row:
-        for a, b in ranges:
-            x, y = max(lo, a), min(hi, b)
-            if x <= y:
+        while j < n and ranges[j][1] < lo:
+            j += 1
+        k = j
+        while k < n and ranges[k][0] <= hi:
+            a, b = ranges[k]
+            x, y = (lo if lo > a else a), (hi if hi < b else b)
+            if out and out[-1][2] == t and out[-1][1] + 1 == x:
+                out[-1] = (out[-1][0], y, t)
+            else:
                 out.append((x, y, t))
-    return _merge(out)
+            k += 1
+    return out
 
 
-def _state_expr(d: Dfa, s: int, target, transform, heavy=None, shared=None, rules=None, prefix="") -> ir.Expr:
+def _state_expr(d: Dfa, s: int, target, transform, split=None, shared=None, rules=None, prefix="") -> ir.Expr:
     row = d.trans[s]
     extra = []
-    if heavy is not None and shared is not None:
+    if split is not None:
         # Transitions on "heavy" bytes (whose transform is large, e.g. JSON escapes and UTF-8
         # lead bytes) are often the same in many states: one shared rule for each distinct set.
-        heavy_row = tuple(_clip(row, heavy))
+        heavy_row, light_row = split[s]
         if heavy_row:
-            light = ir.negate_ranges(heavy, 255)
-            row = _clip(row, light)
+            row = light_row
             name = shared.get(heavy_row)
             if name is None:
                 name = shared[heavy_row] = f"{prefix}_h{len(shared)}"

@@ -36,27 +36,29 @@ HEAVY = ir.normalize_ranges([(b, b) for b in _SPECIAL] + [(0x80, 0xFF)])  # byte
 
 def json_escape(expr: ir.Expr) -> ir.Expr:
     """Map an expression over decoded UTF-8 bytes to one over JSON string-body bytes."""
-    memo: dict[ir.Expr, ir.Expr] = {}
+    if isinstance(expr, ir.ByteSet):
+        return _escape_set(expr)
+    return _escape(expr, {})
 
-    def go(e: ir.Expr) -> ir.Expr:
-        if e in memo:
-            return memo[e]
-        if isinstance(e, ir.Bytes):
-            out = _escape_bytes(e.data)
-        elif isinstance(e, ir.ByteSet):
-            out = _escape_set(e)
-        elif isinstance(e, ir.Seq):
-            out = ir.seq(*(go(x) for x in e.items))
-        elif isinstance(e, ir.Alt):
-            out = ir.alt(*(go(x) for x in e.items))
-        elif isinstance(e, ir.Repeat):
-            out = ir.Repeat(go(e.item), e.min, e.max)
-        else:
-            out = e
-        memo[e] = out
-        return out
 
-    return go(expr)
+def _escape(e: ir.Expr, memo: dict) -> ir.Expr:
+    known = memo.get(id(e))  # by identity: shared parts are mapped once
+    if known is not None:
+        return known[0]
+    if isinstance(e, ir.Bytes):
+        out = _escape_bytes(e.data)
+    elif isinstance(e, ir.ByteSet):
+        out = _escape_set(e)
+    elif isinstance(e, ir.Seq):
+        out = ir.seq(*(_escape(x, memo) for x in e.items))
+    elif isinstance(e, ir.Alt):
+        out = ir.alt(*(_escape(x, memo) for x in e.items))
+    elif isinstance(e, ir.Repeat):
+        out = ir.Repeat(_escape(e.item, memo), e.min, e.max)
+    else:
+        out = e
+    memo[id(e)] = (out, e)  # e kept alive so that its id is not reused
+    return out
 
 
 def _escape_bytes(data: bytes) -> ir.Expr:
@@ -114,6 +116,41 @@ def encode_string(s: str) -> str:
 
 ANY_CHAR = ir.char_class([(0, ir.MAX_CODE_POINT)])  # one code point, decoded
 JSON_CHAR = json_escape(ANY_CHAR)  # one code point, as it appears in a JSON string
+
+
+@lru_cache(maxsize=4096)
+def char_literal(ch: str) -> ir.Expr:
+    """One character as it appears in a JSON string."""
+    return ir.Bytes(encode_string(ch)[1:-1].encode("utf-8"))
+
+
+# One character that JSON does not write as one plain byte (escaped or multi-byte).
+HEAVY_CHAR = json_escape(ir.char_class([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x80, ir.MAX_CODE_POINT)]))
+_PLAIN_OUT = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]  # the bytes below 0x80 that are not plain
+
+
+def rest_rules(rest: str, heavy: str) -> dict[str, ir.Expr]:
+    """Rules for any rest of a JSON string body: `rest` (a plain byte, or a `heavy` character,
+    and so on, right-recursively). Named apart for each user: a rule's follow contexts are
+    those of all its callers, and the core's token-mask caches are cheap only when they are few."""
+    plain = ir.byte_set(ir.negate_ranges(_PLAIN_OUT, 0x7F))
+    return {rest: ir.alt(ir.seq(plain, ir.Ref(rest)), ir.Ref(heavy), ir.EMPTY),
+            heavy: ir.seq(HEAVY_CHAR, ir.Ref(rest))}
+
+
+def leave_trie(chars: frozenset, rest: ir.Ref, heavy: ir.Ref) -> ir.Expr:
+    """In a JSON string body: a character that is none of `chars`, then any rest (the rules of
+    `rest_rules`)."""
+    if all(0x20 <= ord(c) < 0x80 and escape_byte(ord(c)) is None for c in chars):
+        # the plain characters but these are a byte set; `heavy` covers every other one
+        return ir.alt(ir.seq(_plain_but(chars), rest), heavy)
+    other = ir.char_class([(ord(c), ord(c)) for c in chars], negate=True)
+    return ir.seq(json_escape(other), rest)
+
+
+@lru_cache(maxsize=4096)
+def _plain_but(chars: frozenset) -> ir.Expr:
+    return ir.byte_set(ir.negate_ranges([*_PLAIN_OUT, *((ord(c), ord(c)) for c in chars)], 0x7F))
 
 
 # ---- patterns ------------------------------------------------------------------------------
@@ -245,6 +282,19 @@ def pattern_search(pattern: str, text: str, pointer: str, keyword: str = "patter
 
 def length_expr(lo: int, hi: int | None) -> ir.Expr:
     return ir.repeat(ANY_CHAR, lo, hi)
+
+
+@lru_cache(maxsize=64)
+def length_dfa(lo: int, hi: int | None) -> _dfa.Dfa:
+    """Decoded strings of lo..hi code points (shared: every string constraint with these
+    bounds intersects the same automaton)."""
+    return _dfa.from_ir(length_expr(lo, hi), "maxLength")
+
+
+@lru_cache(maxsize=1)
+def any_string_dfa() -> _dfa.Dfa:
+    """All decoded strings (valid UTF-8)."""
+    return _dfa.from_ir(ir.repeat(ANY_CHAR, 0, None))
 
 
 def regex_min_max_length(expr: ir.Expr) -> tuple[int, int | None]:

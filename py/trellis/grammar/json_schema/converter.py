@@ -19,7 +19,13 @@ rule recursion. A context is compiled by:
 5. per atom, the keywords of that atom from every subschema together (numbers: exact
    digit-level ranges and multiples; strings: pattern/format/length intersected as DFAs;
    arrays: prefix items, counts, contains; objects: properties in any order with required
-   tracking, or in schema order when counts must be tracked).
+   tracking, or in schema order when counts must be tracked; an additional key is "none of
+   the known names", a trie built directly, or a DFA product with patterns/propertyNames).
+
+Cost: time to first mask includes this conversion, so it is kept linear in the grammar's
+size: walks over expressions are memoized by object identity (expressions are DAGs),
+string automata are cached and their products skip hopeless states (_dfa.product), and the
+cyclic garbage collector is paused during the conversion (see to_grammar).
 
 Refused (UnsupportedSchemaError naming keyword and pointer): see `REFUSED_KEYWORDS` and the
 cases the individual builders refuse. Unknown keywords are ignored, as the specification
@@ -28,6 +34,7 @@ says; `ANNOTATIONS` lists the known annotation keywords.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 from decimal import Decimal
@@ -87,7 +94,6 @@ class Converter:
             self.ws = ir.EMPTY
             self.sep = ir.seq(ir.literal(","), space)
             self.colon = ir.seq(ir.literal(":"), space)
-        self._any_string_dfa = None
         self.synthetic: dict = {}
         self._in_place: dict = {}
         self.key_cache: dict = {}
@@ -556,8 +562,7 @@ class Converter:
             comps += [(_numbers.multiple_dfa(m, ptr), False) for m in not_multiples]
             if excluded:
                 comps.append((_dfa.from_ir(ir.alt(*(self.const_expr(v) for v in excluded)), "not", ptr), False))
-            wants = [w for _, w in comps]
-            d = _dfa.product([c for c, _ in comps], lambda acc: all(a == w for a, w in zip(acc, wants)), "not", ptr)
+            d = _dfa.product([c for c, _ in comps], [w for _, w in comps], "not", ptr)
             return self.dfa_rules(d, "num")
         if not integer_only and not multiples and bounded and ((lo == 0 and hi is None) or (hi == 0 and lo is None)):
             # a sign constraint alone: exponents are allowed (1e-06 >= 0)
@@ -657,10 +662,11 @@ class Converter:
             if hi is not None and hi > 500:
                 raise UnsupportedSchemaError("maxLength above 500 together with a pattern or format is not supported",
                                              "maxLength", pointer)
-            comps.append((_dfa.from_ir(_text.length_expr(lo, hi), "maxLength", pointer), True))
-        wants = [w for _, w in comps]
-        return _dfa.product([c for c, _ in comps], lambda acc: all(a == w for a, w in zip(acc, wants)),
-                            "pattern", pointer)
+            try:
+                comps.append((_text.length_dfa(lo, hi), True))
+            except UnsupportedSchemaError as e:
+                raise UnsupportedSchemaError(e.message, "maxLength", pointer) from None
+        return _dfa.product([c for c, _ in comps], [w for _, w in comps], "pattern", pointer)
 
     @staticmethod
     def string_part(kind, value, ptr, dfa=False):
@@ -672,10 +678,9 @@ class Converter:
             return _dfa.literal_set([value.encode("utf-8")])
         return _text.full_regex_dfa(value) if dfa else _text.full_regex_expr(value)
 
-    def any_string_dfa(self) -> _dfa.Dfa:
-        if self._any_string_dfa is None:
-            self._any_string_dfa = _dfa.from_ir(ir.repeat(_text.ANY_CHAR, 0, None))
-        return self._any_string_dfa
+    @staticmethod
+    def any_string_dfa() -> _dfa.Dfa:
+        return _text.any_string_dfa()
 
     def string(self, nodes) -> ir.Expr:
         lo, hi, exprs = self.string_constraints(nodes)
@@ -814,7 +819,9 @@ class Converter:
             self.rules[name] = ir.alt(*opts)
             return ir.Ref(name)
 
-        return ir.seq(ir.literal("["), self.ws, state(frozenset()))
+        out = ir.seq(ir.literal("["), self.ws, state(frozenset()))
+        del state  # a recursive closure is a reference cycle: broken now, not left to the collector
+        return out
 
     def array_shape(self, elems, rest, lo, hi) -> ir.Expr:
         n = len(elems)
@@ -839,6 +846,7 @@ class Converter:
             else:
                 more = ir.repeat(ir.seq(self.sep, rest), max(0, lo - 1), None if hi is None else hi - 1)
                 content = ir.seq(rest, more)
+        del tail
         open_, close = ir.literal("["), ir.literal("]")
         full = ir.seq(open_, self.ws, content, self.ws, close)
         if lo == 0:
@@ -898,7 +906,9 @@ class Converter:
             self.rules[name] = ir.alt(*opts)
             return ir.Ref(name)
 
-        return ir.seq(ir.literal("["), self.ws, state(0, 0))
+        out = ir.seq(ir.literal("["), self.ws, state(0, 0))
+        del state
+        return out
 
     # ---- objects -------------------------------------------------------------------------------
 
@@ -1166,6 +1176,8 @@ class Converter:
                        None if names_finite is None else tuple(names_finite), bool(name_nodes), match,
                        tuple(not_match))
                 body = self.key_cache.get(sig)
+                if body is None and not patterns and not name_nodes and match is None and not not_match:
+                    body = self.key_cache[sig] = self.unknown_key(known)
                 if body is None:
                     comps = [(self.any_string_dfa(), True), (_dfa.literal_set([k.encode() for k in known]), False)]
                     for i, (n, p) in enumerate(patterns):
@@ -1180,9 +1192,8 @@ class Converter:
                         else:
                             comps.append((self.string_dfa(names_lo, names_hi, names_exprs, name_nodes[0].pointer),
                                           True))
-                    wants = [w for _, w in comps]
-                    d = _dfa.product([c for c, _ in comps], lambda acc: all(a == w for a, w in zip(acc, wants)),
-                                     "patternProperties", nodes[0].pointer)
+                    d = _dfa.product([c for c, _ in comps], [w for _, w in comps], "patternProperties",
+                                     nodes[0].pointer)
                     body = ir.NOTHING if d.is_empty() else self.dfa_rules(d, "key", _text.json_escape)
                     self.key_cache[sig] = body
                 if body == ir.NOTHING:
@@ -1190,6 +1201,46 @@ class Converter:
                 key = ir.seq(ir.literal('"'), body, ir.literal('"'))
             parts.append(ir.seq(key, self.colon, value))
         return ir.alt(*parts)
+
+    def unknown_key(self, known) -> ir.Expr:
+        """The JSON string bodies of the keys that are none of `known` (the usual additional
+        property), built directly: a trie of the known keys over characters, where leaving the
+        trie at any point leads to any rest of the string (two rules of its own)."""
+        trie: dict = {}
+        for k in known:
+            node = trie
+            for ch in k:
+                node = node.setdefault(ch, {})
+            node[None] = True  # a known key ends here
+        names = self.fresh("keyrest"), self.fresh("keyheavy")
+        self.rules.update(_text.rest_rules(*names))
+        rest, heavy = ir.Ref(names[0]), ir.Ref(names[1])
+        leave: dict = {}  # children -> the way out of the trie (shared by the nodes)
+        # bottom-up without recursion (keys can be long); a rule every 8 levels keeps the
+        # expressions shallow (cheap to hash and serialize), every 64 past 64 (the core inlines
+        # a rule used once, and counts a chain of them quadratically)
+        order, stack = [], [(trie, 1)]
+        while stack:
+            node, depth = stack.pop()
+            order.append((node, depth))
+            stack.extend((child, depth + 1) for ch, child in node.items() if ch is not None)
+        done: dict[int, ir.Expr] = {}
+        for node, depth in reversed(order):
+            chars = frozenset(ch for ch in node if ch is not None)
+            items = [ir.seq(_text.char_literal(ch), done.pop(id(node[ch]))) for ch in node if ch is not None]
+            out = leave.get(chars)
+            if out is None:
+                out = leave[chars] = _text.leave_trie(chars, rest, heavy)
+            items.append(out)
+            if None not in node:
+                items.append(ir.EMPTY)  # a proper prefix of known keys is itself unknown
+            out = ir.alt(*items)
+            if depth % (8 if depth <= 64 else 64) == 0:
+                name = self.fresh("key")
+                self.rules[name] = out
+                out = ir.Ref(name)
+            done[id(node)] = out
+        return done[id(trie)]
 
     def object_any_order(self, members, additional, required, deps, tracked, max_p=None) -> ir.Expr:
         """Members in any order; the required and dependency keys seen so far are tracked, and
@@ -1234,6 +1285,7 @@ class Converter:
                 first.append(ir.seq(members[k], after(frozenset({k}), 1 if max_p is not None else 0)))
             if others != ir.NOTHING:
                 first.append(ir.seq(others, after(empty, 1 if max_p is not None else 0)))
+        del after
         return ir.seq(open_, self.ws, ir.alt(*first))
 
     def object_ordered(self, members, additional, required, eff_min, max_p, pointer, deps=None) -> ir.Expr:
@@ -1279,115 +1331,239 @@ class Converter:
             self.rules[name] = ir.alt(*opts)
             return ir.Ref(name)
 
-        return ir.seq(ir.literal("{"), self.ws, state(0, 0, 0, False, False))
+        out = ir.seq(ir.literal("{"), self.ws, state(0, 0, 0, False, False))
+        del state
+        return out
 
 
 def prune(rules: dict[str, ir.Expr], root: str) -> dict[str, ir.Expr] | None:
     """Drop what can match no string (so no mask ever offers a dead end) and unused rules;
-    None when the root itself matches nothing."""
-    productive: set[str] = set()
+    None when the root itself matches nothing.
 
-    def live(e) -> bool:
-        if isinstance(e, ir.Bytes):
-            return True
-        if isinstance(e, ir.ByteSet):
-            return bool(e.ranges)
-        if isinstance(e, ir.Seq):
-            return all(live(x) for x in e.items)
-        if isinstance(e, ir.Alt):
-            return any(live(x) for x in e.items)
-        if isinstance(e, ir.Repeat):
-            return e.min == 0 or live(e.item)
-        return e.name in productive
-
-    changed = True
-    while changed:
-        changed = False
-        for name, body in reversed(rules.items()):  # callees are mostly defined after callers
-            if name not in productive and live(body):
-                productive.add(name)
-                changed = True
+    Expressions are DAGs (ws, separators, character classes are shared objects), so the walks
+    here go by object identity: the work is linear in the distinct nodes."""
+    productive, dirty = _liveness(rules)
     if root not in productive:
         return None
-    memo: dict = {}
-
-    def simplify(e):
-        key = id(e)
-        if key in memo:
-            return memo[key][0]
-        if isinstance(e, ir.Ref):
-            out = e if e.name in productive else ir.NOTHING
-        elif isinstance(e, ir.Seq):
-            items = [simplify(x) for x in e.items]
-            out = ir.NOTHING if any(x == ir.NOTHING for x in items) else ir.seq(*items) if items else e
-        elif isinstance(e, ir.Alt):
-            items = [x for x in (simplify(x) for x in e.items) if x != ir.NOTHING]
-            out = ir.alt(*items) if items else ir.NOTHING
-        elif isinstance(e, ir.Repeat):
-            item = simplify(e.item)
-            if item == ir.NOTHING:
-                out = ir.EMPTY if e.min == 0 else ir.NOTHING
-            else:
-                out = ir.Repeat(item, e.min, e.max)
-        else:
-            out = e
-        memo[key] = (out, e)
-        return out
-
+    memo: dict = {}  # id(e) -> (simplified e, e): e kept alive so that its id is not reused
     out: dict[str, ir.Expr] = {}
+    seen: set[int] = set()
     todo = [root]
     while todo:
         name = todo.pop()
         if name in out:
             continue
-        out[name] = body = simplify(rules[name])
+        out[name] = body = _simplify(rules[name], productive, dirty, memo)
         stack = [body]
         while stack:
             e = stack.pop()
-            if isinstance(e, ir.Ref):
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            t = type(e)
+            if t is ir.Ref:
                 if e.name not in out:
                     todo.append(e.name)
-            elif isinstance(e, (ir.Seq, ir.Alt)):
+            elif t is ir.Seq or t is ir.Alt:
                 stack.extend(e.items)
-            elif isinstance(e, ir.Repeat):
+            elif t is ir.Repeat:
                 stack.append(e.item)
     out = {root: out[root], **{k: v for k, v in out.items() if k != root}}
     return _merge_equal_rules(out)
 
 
+def _liveness(rules: dict[str, ir.Expr]) -> tuple[set[str], set[int]]:
+    """(the rules that match some string, the ids of the nodes that match nothing or contain
+    such a node). A least fixpoint in linear time: each node counts the children it still
+    waits for (all of them for a sequence, one for a choice), and liveness spreads up the
+    parent links from the leaves, and from a rule's body to the references to the rule."""
+    nodes: dict[int, ir.Expr] = {}
+    parents: dict[int, list[int]] = {}
+    need: dict[int, int] = {}
+    refs: dict[str, list[int]] = {}  # rule name -> ids of the references to it
+    bodies: dict[int, list[str]] = {}  # id(body) -> rule names
+    ready: list[int] = []
+    for name, body in rules.items():
+        bodies.setdefault(id(body), []).append(name)
+    stack = list(rules.values())
+    while stack:
+        e = stack.pop()
+        i = id(e)
+        if i in nodes:
+            continue
+        nodes[i] = e
+        t = type(e)
+        if t is ir.Seq or t is ir.Alt:
+            if not e.items:
+                if t is ir.Seq:
+                    ready.append(i)  # the empty string; an empty choice is never live
+                continue
+            need[i] = len(e.items) if t is ir.Seq else 1
+            for x in e.items:
+                parents.setdefault(id(x), []).append(i)
+            stack.extend(e.items)
+        elif t is ir.Repeat:
+            need[i] = 1
+            parents.setdefault(id(e.item), []).append(i)
+            stack.append(e.item)
+            if e.min == 0:
+                ready.append(i)
+        elif t is ir.Ref:
+            need[i] = 1
+            refs.setdefault(e.name, []).append(i)
+        elif t is not ir.ByteSet or e.ranges:
+            ready.append(i)
+    live: set[int] = set()
+    productive: set[str] = set()
+    while ready:
+        i = ready.pop()
+        if i in live:
+            continue
+        live.add(i)
+        for p in parents.get(i, ()):
+            need[p] -= 1
+            if need[p] == 0:
+                ready.append(p)
+        for name in bodies.get(i, ()):
+            productive.add(name)
+            ready.extend(refs.get(name, ()))
+    dirty: set[int] = set()
+    todo = [i for i in nodes if i not in live]
+    while todo:
+        i = todo.pop()
+        if i not in dirty:
+            dirty.add(i)
+            todo.extend(parents.get(i, ()))
+    return productive, dirty
+
+
+def _simplify(e: ir.Expr, productive: set, dirty: set, memo: dict) -> ir.Expr:
+    """e without references to unproductive rules (and what they make impossible); parts
+    that are not `dirty` are kept as they are."""
+    if id(e) not in dirty:
+        return e
+    known = memo.get(id(e))
+    if known is not None:
+        return known[0]
+    out = e
+    t = type(e)
+    if t is ir.Ref:
+        if e.name not in productive:
+            out = ir.NOTHING
+    elif t is ir.Seq:
+        items = [_simplify(x, productive, dirty, memo) for x in e.items]
+        if any(type(x) is ir.Alt and not x.items for x in items):
+            out = ir.NOTHING
+        elif any(x is not y for x, y in zip(items, e.items)):
+            out = ir.seq(*items)
+    elif t is ir.Alt:
+        items = [x for x in (_simplify(x, productive, dirty, memo) for x in e.items)
+                 if type(x) is not ir.Alt or x.items]
+        if not items:
+            out = ir.NOTHING
+        elif len(items) != len(e.items) or any(x is not y for x, y in zip(items, e.items)):
+            out = ir.alt(*items)
+    elif t is ir.Repeat:
+        item = _simplify(e.item, productive, dirty, memo)
+        if type(item) is ir.Alt and not item.items:
+            out = ir.EMPTY if e.min == 0 else ir.NOTHING
+        elif item is not e.item:
+            out = ir.Repeat(item, e.min, e.max)
+    memo[id(e)] = (out, e)
+    return out
+
+
+MERGE_ROUNDS = 2
+_NO_REFS: frozenset = frozenset()
+
+
 def _merge_equal_rules(rules: dict[str, ir.Expr]) -> dict[str, ir.Expr]:
     """Rules with equal bodies become one (many properties share one string or number rule), so
-    the core builds each automaton once. The first rule (the root) keeps its name."""
-    for _ in range(2):
-        first: dict = {}
-        rename = {}
+    the core builds each automaton once. The first rule (the root) keeps its name. Merging can
+    make more bodies equal (they referred to rules now merged): a second round.
+
+    Bodies are compared by hash-consing: each distinct node gets a small integer, computed once
+    per object (hashing a deep expression directly walks all of it, shared parts again and
+    again). The rule names each node refers to are kept too, so that a later round renumbers,
+    and the renaming rewrites, only what refers to a merged rule."""
+    alias: dict[str, str] = {}
+    ids: dict = {}
+    memo: dict = {}  # id(e) -> (number, names referred to, e, round)
+    changed = None  # names whose representative changed in the last round (None: all new)
+    for rnd in range(MERGE_ROUNDS):
+        first: dict[int, str] = {}
+        found: dict[str, str] = {}  # applied after the round: the numbers above use the old names
         for name, body in rules.items():
-            keep = first.setdefault(body, name)
-            if keep != name:
-                rename[name] = keep
-        if not rename:
-            return rules
-        memo: dict = {}  # by id: hashing a deep expression walks all of it
+            if name not in alias:
+                keep = first.setdefault(_number(body, alias, ids, memo, changed, rnd)[0], name)
+                if keep != name:
+                    found[name] = keep
+        if not found:
+            break
+        moved = {name for name, keep in alias.items() if keep in found}
+        alias.update(found)
+        for name, keep in alias.items():  # chains a -> b -> c
+            while keep in alias:
+                keep = alias[keep]
+            alias[name] = keep
+        changed = frozenset(found) | moved
+    if not alias:
+        return rules
+    merged = frozenset(alias)
+    renamed: dict = {}
+    return {name: _rename(body, alias, merged, memo, renamed) for name, body in rules.items() if name not in alias}
 
-        def sub(e):
-            key = id(e)
-            if key in memo:
-                return memo[key][0]
-            if isinstance(e, ir.Ref):
-                out = ir.Ref(rename.get(e.name, e.name))
-            elif isinstance(e, ir.Seq):
-                out = ir.Seq(tuple(sub(x) for x in e.items))
-            elif isinstance(e, ir.Alt):
-                out = ir.Alt(tuple(sub(x) for x in e.items))
-            elif isinstance(e, ir.Repeat):
-                out = ir.Repeat(sub(e.item), e.min, e.max)
-            else:
-                out = e
-            memo[key] = (out, e)  # keep e alive so that its id is not reused
-            return out
 
-        rules = {name: sub(body) for name, body in rules.items() if name not in rename}
-    return rules
+def _number(e: ir.Expr, alias: dict, ids: dict, memo: dict, changed, rnd: int):
+    """(number, rule names referred to, e, round) for e: equal numbers mean equal expressions,
+    references read through `alias`. From the second round on, only nodes referring to a
+    `changed` name are renumbered."""
+    known = memo.get(id(e))
+    if known is not None and (known[3] == rnd or changed is None or known[1].isdisjoint(changed)):
+        return known
+    t = type(e)
+    if t is ir.Ref:
+        refs = frozenset((e.name,))
+        key = ("r", alias.get(e.name, e.name))
+    elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
+        parts = [_number(x, alias, ids, memo, changed, rnd) for x in ((e.item,) if t is ir.Repeat else e.items)]
+        if known is not None:
+            refs = known[1]
+        else:
+            refs = _NO_REFS
+            for p in parts:
+                r = p[1]
+                if r and r is not refs:
+                    refs = r if not refs else refs if r <= refs else refs | r
+        if t is ir.Repeat:
+            key = ("p", parts[0][0], e.min, e.max)
+        else:
+            key = ("q" if t is ir.Seq else "a", *[p[0] for p in parts])
+    else:
+        refs = _NO_REFS
+        key = e  # Bytes, ByteSet: flat, cheap to hash
+    entry = (ids.setdefault(key, len(ids)), refs, e, rnd)
+    memo[id(e)] = entry
+    return entry
+
+
+def _rename(e: ir.Expr, alias: dict, merged: frozenset, numbered: dict, memo: dict) -> ir.Expr:
+    """e with references renamed through `alias`; parts that refer to no merged rule are kept
+    as they are."""
+    if numbered[id(e)][1].isdisjoint(merged):
+        return e
+    known = memo.get(id(e))
+    if known is not None:
+        return known[0]
+    t = type(e)
+    if t is ir.Ref:
+        out = ir.Ref(alias[e.name])
+    elif t is ir.Repeat:
+        out = ir.Repeat(_rename(e.item, alias, merged, numbered, memo), e.min, e.max)
+    else:
+        out = t(tuple(_rename(x, alias, merged, numbered, memo) for x in e.items))
+    memo[id(e)] = (out, e)
+    return out
 
 
 KNOWN_METASCHEMAS = ("json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema",
@@ -1417,7 +1593,17 @@ def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFA
             raise UnsupportedSchemaError(f"unknown meta-schema {uri!r} (its vocabularies are unknown)", "$schema", "")
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
     conv = Converter(schema, Options(any_whitespace, strict, max_whitespace), draft7)
-    return conv.grammar()
+    # The conversion allocates many small objects that live until it ends (expressions, memo
+    # tables, automata) and makes little cyclic garbage: the cyclic collector's passes over that
+    # growing heap cost as much as the conversion itself on large schemas. Paused meanwhile.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return conv.grammar()
+    finally:
+        conv.negator = None  # Converter <-> Negator: freed now with its tables, not by the collector
+        if enabled:
+            gc.enable()
 
 
 def _count_bounds(n, lo_key: str, hi_key: str, lo: int, hi: int | None) -> tuple[int, int | None]:
