@@ -47,14 +47,27 @@ class ByteSet(Expr):
     ranges: tuple[tuple[int, int], ...]  # sorted, disjoint, inclusive
 
 
+def _cached_hash(self):
+    # Hashing walks the whole subtree; a DAG shares subtrees, so cache it (frozen: it never changes).
+    h = self._hash
+    if h is None:
+        h = hash((type(self).__name__, *(getattr(self, f) for f in self.__match_args__)))
+        object.__setattr__(self, "_hash", h)
+    return h
+
+
 @dataclass(frozen=True, slots=True)
 class Seq(Expr):
     items: tuple[Expr, ...]
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = _cached_hash
 
 
 @dataclass(frozen=True, slots=True)
 class Alt(Expr):
     items: tuple[Expr, ...]
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = _cached_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +75,8 @@ class Repeat(Expr):
     item: Expr
     min: int
     max: int | None  # None: unbounded
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    __hash__ = _cached_hash
 
 
 @dataclass(frozen=True, slots=True)
