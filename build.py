@@ -110,6 +110,13 @@ def link_package() -> None:
         script.chmod(0o755)
 
 
+def ensure_browser() -> None:
+    """Chromium for the Playwright tests, and a font for its text on minimal machines."""
+    ensure_system(BROWSER_PACKAGES)
+    if not any(Path("/usr/share/fonts").rglob("*.[ot]tf")):
+        ensure_system({"__fonts__": "fonts-dejavu-core"})
+
+
 def ensure_vulkan() -> None:
     """Lavapipe (Mesa's software Vulkan) for wgpu-native on machines without a GPU."""
     if not any(Path("/usr/share/vulkan/icd.d").glob("lvp_icd.*.json")):
@@ -215,7 +222,7 @@ def cmd_model(args) -> None:
 
 def cmd_test(args) -> None:
     ensure_node_packages()
-    ensure_system(BROWSER_PACKAGES)
+    ensure_browser()
     ensure_vulkan()
     build_grammar()
     asan = build_grammar_sanitized()
@@ -236,7 +243,7 @@ def cmd_bench(args) -> None:
     build_grammar()
     if args.what == "browser":  # Pyodide for the site, Chromium for Playwright
         ensure_node_packages()
-        ensure_system(BROWSER_PACKAGES)
+        ensure_browser()
         ensure_vulkan()
     bench = ROOT / "benchmarks" / f"{args.what}_bench.py"
     run([sys.executable, bench, *args.bench_args], cwd=ROOT)
