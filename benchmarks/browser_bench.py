@@ -51,6 +51,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "py"), str(REPO)]
+from benchmarks.report import cpu_line  # noqa: E402
 RESULTS = REPO / "benchmarks" / "results" / "browser.md"
 SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
 RESULT = "@@RESULT@@ "
@@ -361,7 +362,7 @@ def report(args, browser, desktops, models, elapsed, load_before, load_after) ->
     lines = ["# Browser benchmark", "",
              f"Written by `python3 benchmarks/browser_bench.py{' ' + ' '.join(args.argv) if args.argv else ''}` on "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {elapsed:.0f} s.", "",
-             f"- CPU: {cpu_name()}; {os.cpu_count()} logical cores; {platform.machine()}, {platform.platform()}",
+             cpu_line(),
              f"- Browser: Chromium {browser.get('chromium', '?')} (headless, `--enable-unsafe-webgpu`), "
              "WebGPU adapter: "
              f"**{adapter_name(browser.get('adapter'))}**; Pyodide 314.0.7 (Python 3.14) in a module Web Worker; "
@@ -474,16 +475,6 @@ def report(args, browser, desktops, models, elapsed, load_before, load_after) ->
              "the same run.",
              "", f"Nothing left the machine: {len(browser['blocked'])} requests to other hosts were blocked.", ""]
     return lines, goals + [""] + notes
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return "?"
 
 
 def tiny_model_dir() -> Path:

@@ -64,6 +64,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences wgpu-native's warnings
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "py"), str(REPO)]
+from benchmarks.report import cpu_line, percentile as pct  # noqa: E402
+
 RESULTS = REPO / "benchmarks" / "results" / "engine.md"
 
 # A short prompt: SmolLM2 prefills ~3 tokens/s on lavapipe. A system message of our own keeps the
@@ -418,16 +420,6 @@ def decode_request(engine, probe: Probe, run: DecodeRun, max_tokens: int, respon
 # ---------------------------------------------------------------------------------------------
 
 
-def pct(values, q):
-    s = sorted(values)
-    if len(s) == 1:
-        return s[0]
-    k = (len(s) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-
 def med(values):
     return statistics.median(values)
 
@@ -675,8 +667,6 @@ def bench_model(spec: ModelSpec, backend, log) -> tuple[list[str], dict]:
 
 
 def machine_facts() -> list[str]:
-    from benchmarks.machine import cpu_line
-
     return [cpu_line(), f"- Python {platform.python_version()}; grammar core: native (ctypes)"]
 
 

@@ -46,7 +46,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import platform
 import shutil
 import statistics
@@ -62,8 +61,10 @@ BENCH_NODE = ROOT / "build" / "bench-node"  # npm packages for the wasm side (bu
 NODE_SCRIPT = ROOT / "benchmarks" / "node" / "grammar_bench.cjs"
 RESULTS = ROOT / "benchmarks" / "results" / "grammar.md"
 
-if str(ROOT / "py") not in sys.path:  # run from a checkout without installing trellis
-    sys.path.insert(0, str(ROOT / "py"))
+for _path in (ROOT / "py", ROOT):  # run from a checkout: trellis, and `benchmarks` as a package
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+from benchmarks.report import cpu_line, percentile as _pct  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Anchors: exact versions and how they are installed (no torch, no CUDA).
@@ -640,16 +641,6 @@ def _git_rev() -> str:
         return ""
 
 
-def _pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    if len(s) == 1:
-        return s[0]
-    k = (len(s) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-
 def _fmt(x: float) -> str:
     if x >= 100:
         return f"{x:.0f}"
@@ -685,10 +676,6 @@ def table(results: list[Result]) -> str:
 
 
 def machine_facts(node_info: dict) -> list[str]:
-    if str(ROOT) not in sys.path:  # run as a script: the checkout's root makes `benchmarks` a package
-        sys.path.insert(0, str(ROOT))
-    from benchmarks.machine import cpu_line
-
     facts = [
         cpu_line(detail=True),
         f"- Python {platform.python_version()}; numpy {_installed('numpy')}; "

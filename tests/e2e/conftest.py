@@ -39,7 +39,7 @@ class Server:
 def site_server(tiny_model, tmp_path_factory):
     missing = [p for p in (DEFAULT_PYODIDE / "pyodide.mjs", DEFAULT_GRAMMAR_WASM) if not p.exists()]
     if missing:
-        pytest.skip(f"missing {', '.join(map(str, missing))} (python3 build.py test builds them)")
+        pytest.fail(f"missing {', '.join(map(str, missing))} (python3 build.py test builds them)")
     site = build_site(tmp_path_factory.mktemp("site") / "site", [(MODEL_ID, tiny_model[1])])
     (site / "e2e.html").write_text(TEST_PAGE)
     server = Server(site)
@@ -49,9 +49,10 @@ def site_server(tiny_model, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def browser_context():
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api  # pinned in pyproject's test extras
+
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        pytest.skip("no Chromium (apt-get install chromium; python3 build.py test installs it)")
+        pytest.fail("no Chromium (apt-get install chromium; python3 build.py test installs it)")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         context = browser.new_context()  # a fresh profile: empty Cache API, empty HTTP cache

@@ -50,7 +50,8 @@ class GrammarCache:
                                                source=f"{normalized['kind']}:{key[:12]}")
             entry = Entry(grammar, GrammarMatcher(grammar))
         self._entries[key] = entry  # most recently used last
-        self.refresh(key)
+        if not hit:  # a hit's size was measured when its last request ended
+            self.refresh(key)
         self.last_init_s = time.perf_counter() - started
         return entry.matcher, hit
 

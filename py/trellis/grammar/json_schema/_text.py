@@ -156,27 +156,6 @@ def _plain_but(chars: frozenset) -> ir.Expr:
 # ---- patterns ------------------------------------------------------------------------------
 
 
-def _top_level_alternation(p: str) -> bool:
-    depth, i, in_class = 0, 0, False
-    while i < len(p):
-        c = p[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            return True
-        i += 1
-    return False
-
-
 def _ends_with_anchor(p: str) -> bool:
     if not p.endswith("$"):
         return False
@@ -249,7 +228,7 @@ def _pattern_expr_cached(pattern: str) -> ir.Expr:
     anything = ir.repeat(ANY_CHAR, 0, None)
     alternatives = []
     # JSON Schema patterns search: each top-level alternative carries its own anchors
-    for part in (_split_top_level(pattern) if _top_level_alternation(pattern) else [pattern]):
+    for part in _split_top_level(pattern):  # [pattern] itself without a top-level "|"
         start, end = part.startswith("^"), _ends_with_anchor(part)
         core = parse_regex(part).rules["root"]
         alternatives.append(ir.seq(*([] if start else [anything]), core, *([] if end else [anything])))

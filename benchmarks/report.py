@@ -1,4 +1,4 @@
-"""The machine line every benchmark's results file starts with."""
+"""Shared by the benchmarks: the machine line their results files start with, and percentiles."""
 
 import os
 import platform
@@ -27,3 +27,14 @@ def cpu_line(detail: bool = False) -> str:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
     return (f"- CPU: {model}, {info.get('mem', '? RAM')}; {os.cpu_count()} logical cores ({usable} usable), "
             f"{platform.machine()}, {platform.platform()}")
+
+
+def percentile(values, q: float) -> float:
+    """The q-quantile (0..1) of `values`, interpolated between the nearest ranks."""
+    s = sorted(values)
+    if len(s) == 1:
+        return s[0]
+    k = (len(s) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
