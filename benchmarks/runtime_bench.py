@@ -109,6 +109,43 @@ def decode_cost(model: dict, weights_bytes: int, position: int) -> tuple[float, 
     return 2.0 * macs, float(weights_bytes + kv_bytes)
 
 
+def timestamped_kernel_times(backend, names, plan) -> dict:
+    """kernel -> median seconds of its dispatches in one decode step, from timestamps written at the
+    beginning and end of a compute pass per dispatch."""
+    import wgpu
+
+    device = backend.device
+    count = 2 * len(plan)
+    queries = device.create_query_set(type="timestamp", count=count)
+    resolved = device.create_buffer(size=8 * count, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+    encoder = device.create_command_encoder()
+    for i, dispatch in enumerate(plan):
+        compute = encoder.begin_compute_pass(timestamp_writes={
+            "query_set": queries, "beginning_of_pass_write_index": 2 * i, "end_of_pass_write_index": 2 * i + 1})
+        compute.set_pipeline(dispatch.kernel)
+        compute.set_bind_group(0, dispatch.group)
+        compute.dispatch_workgroups(*dispatch.grid)
+        compute.end()
+    encoder.resolve_query_set(queries, 0, count, resolved, 0)
+    device.queue.submit([encoder.finish()])
+    stamps = struct.unpack(f"<{count}Q", device.queue.read_buffer(resolved))
+    spans = {}
+    for i, name in enumerate(names):
+        spans.setdefault(name, []).append((stamps[2 * i + 1] - stamps[2 * i]) * 1e-9)
+    return {name: statistics.median(seconds) for name, seconds in spans.items()}
+
+
+def repeated_kernel_times(backend, ex, names) -> dict:
+    """kernel -> seconds, each kernel's dispatch repeated alone in one submission (no timestamps)."""
+    per_kernel, repeat = {}, 8
+    empty = best_of(lambda: backend.run([], read=(ex.buffers["step"], 16)), 3)
+    for kernel, dispatch in zip(names, ex._plans["decode"]):
+        if kernel not in per_kernel:
+            seconds = best_of(lambda: backend.run([dispatch] * repeat, read=(ex.buffers["step"], 16)), 2)
+            per_kernel[kernel] = max(0.0, seconds - empty) / repeat
+    return per_kernel
+
+
 def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decode_tokens, lines):
     from trellis.runtime import Artifacts, Executor
 
@@ -132,29 +169,23 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     step_times, host_times = [], []
     for i in range(decode_tokens):
         t = time.perf_counter()
-        ex._run("decode", [5 + i], read=False)  # writes, encodes and submits only
+        ex.submit_decode(5 + i)  # writes, encodes and submits only
         host = time.perf_counter() - t
-        backend.run([], read=(ex.buffers["logits"], 4 * vocab))  # waits for the GPU
+        backend.read_back(ex.submit_read())  # waits for the GPU
         step_times.append(time.perf_counter() - t)
         host_times.append(host)
     step_s = statistics.median(step_times)
 
-    # GPU time per kernel: the decode plan's dispatches, each repeated alone in one submit.
-    manifest = artifacts.manifest
-    names = [d["kernel"] for d in manifest["plans"]["decode"]["dispatches"]]
-    per_kernel = {}
-    repeat = 8
-    empty = best_of(lambda: backend.run([], read=(ex.buffers["step"], 16)), 3)
-    for kernel, dispatch in zip(names, ex._plans["decode"]):
-        if kernel in per_kernel:
-            continue
-        backend.write_buffer(ex.buffers["step"], 0, struct.pack("<4i", 1, ex.position - 1, 0, 0))
-        seconds = best_of(lambda: backend.run([dispatch] * repeat, read=(ex.buffers["step"], 16)), 2)
-        per_kernel[kernel] = max(0.0, seconds - empty) / repeat
+    names = [d["kernel"] for d in artifacts.manifest["plans"]["decode"]["dispatches"]]
+    backend.write_buffer(ex.buffers["step"], 0, struct.pack("<4i", 1, ex.position - 1, 0, 0))
+    if backend.timestamps:
+        per_kernel, timing = timestamped_kernel_times(backend, names, ex._plans["decode"]), "timestamp queries"
+    else:
+        per_kernel, timing = repeated_kernel_times(backend, ex, names), "each kernel repeated alone"
 
     flops, nbytes = decode_cost(artifacts.model, ex.weight_bytes, ex.position)
     roofline_s = max(flops / (ceilings["gflops"] * 1e9), nbytes / (ceilings["gbps"] * 1e9))
-    kv_bytes = sum(spec.get("per_context", 0) * context for n, spec in manifest["buffers"].items()
+    kv_bytes = sum(spec.get("per_context", 0) * context for n, spec in artifacts.manifest["buffers"].items()
                    if spec["kind"] == "kv")
 
     ref_tps = None
@@ -186,7 +217,8 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     lines.append(f"\n### {name}\n")
     lines.append("| measure | value |\n|---|---|")
     lines += [f"| {k} | {v} |" for k, v in rows]
-    lines.append("\n| kernel (decode plan) | dispatches | GPU ms each | share of step |\n|---|---|---|---|")
+    lines.append(f"\nGPU time per kernel in a decode step ({timing}; median over its dispatches):\n")
+    lines.append("| kernel (decode plan) | dispatches | GPU ms each | share of step |\n|---|---|---|---|")
     for kernel, seconds in sorted(per_kernel.items(), key=lambda kv: -kv[1] * names.count(kv[0])):
         count = names.count(kernel)
         lines.append(f"| {kernel} | {count} | {seconds * 1e3:.2f} | {seconds * count / step_s * 100:.0f}% |")
@@ -195,7 +227,7 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
 def run_adapter(label, args, lines):
     from trellis.runtime.wgpu_backend import WgpuBackend
 
-    backend = WgpuBackend()
+    backend = WgpuBackend(timestamps=True)
     ceilings = calibrate(backend)
     lines.append(f"\n## {label}: {backend.adapter_info.get('device', '?')} ({backend.adapter_info.get('description', '')})\n")
     lines.append(f"Calibration: best {ceilings['gflops']:.2f} GFLOP/s (register FMAs), "

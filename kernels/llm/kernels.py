@@ -57,38 +57,40 @@ def lane(vector, i: int):
 
 def lane_of(vector, i, count: int):
     """Lane `i` (an expression below `count`) of a vector, as a chain of selects: Shuffle needs constants."""
+    if isinstance(i, int):
+        return lane(vector, i)
     out = lane(vector, count - 1)
     for j in range(count - 2, -1, -1):
         out = T.Select(i == j, lane(vector, j), out)
     return out
 
 
-def block_dot(fmt: str, wq, w0: int, xv):
-    """sum over a 32-element block of quant(w) * x, where w's vectors are wq[w0:] and x's are xv[0:8].
-
-    For q4_1 / q8_0 this is the sum of the integer codes times x; the caller applies the scales.
-    Element j < 16 of a q4_1 block is the low nibble of byte j, j >= 16 the high nibble of byte j - 16.
-    """
-    terms = []
+def block_code(fmt: str, wq, w0, j):
+    """Element j of a 32-element block whose weight vectors are wq[w0:]; x's matching element is
+    lane j % 4 of x vector j // 4. For q4_1 / q8_0 this is the integer code (the caller applies the
+    scales): element j < 16 of a q4_1 block is the low nibble of byte j, j >= 16 the high nibble of
+    byte j - 16. `j` may be an int or an (unrolled) loop variable."""
     if fmt == "q4_1":
-        for w in range(4):
-            word = lane(wq[w0], w)
-            for b in range(4):
-                lo = T.bitwise_and(T.shift_right(word, T.uint32(8 * b)), T.uint32(15))
-                hi = T.bitwise_and(T.shift_right(word, T.uint32(8 * b + 4)), T.uint32(15))
-                terms.append(T.Cast(F32, lo) * lane(xv[w], b))
-                terms.append(T.Cast(F32, hi) * lane(xv[4 + w], b))
-    elif fmt == "q8_0":
-        for w in range(8):
-            word = lane(wq[w0 + w // 4], w % 4)
-            for b in range(4):
-                # Move the byte to the top, then an arithmetic shift sign-extends it.
-                signed = T.shift_right(T.reinterpret(I32, T.shift_left(word, T.uint32(24 - 8 * b))), 24)
-                terms.append(T.Cast(F32, signed) * lane(xv[w], b))
-    else:
-        for v in range(8):
-            for b in range(4):
-                terms.append(T.reinterpret(F32, lane(wq[w0 + v], b)) * lane(xv[v], b))
+        word = lane_of(wq[w0], (j % 16) // 4, 4)
+        return T.Cast(F32, T.bitwise_and(T.shift_right(word, T.Cast(U32, 8 * (j % 4) + 4 * (j // 16))), T.uint32(15)))
+    if fmt == "q8_0":
+        word = lane_of(wq[w0 + j // 16], (j % 16) // 4, 4)
+        # Move the byte to the top, then an arithmetic shift sign-extends it.
+        return T.Cast(F32, T.shift_right(T.reinterpret(I32, T.shift_left(word, T.Cast(U32, 24 - 8 * (j % 4)))), 24))
+    return T.reinterpret(F32, lane_of(wq[w0 + j // 4], j % 4, 4))
+
+
+def block_dot(fmt: str, wq, w0, xv):
+    """sum over a 32-element block of code(w) * x, where w's vectors are wq[w0:] and x's are xv[0:8]."""
+    return _sum([block_code(fmt, wq, w0, j) * lane(xv[j // 4], j % 4) for j in range(32)])
+
+
+def unpacked_dot(codes, c0, xv):
+    """block_dot over a block's codes already unpacked into codes[c0:c0 + 32]."""
+    return _sum([codes[c0 + j] * lane(xv[j // 4], j % 4) for j in range(32)])
+
+
+def _sum(terms):
     total = terms[0]
     for term in terms[1:]:
         total = total + term
@@ -124,13 +126,27 @@ class Kernel:
 
 
 @T.macro
-def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, sx, dm):
+def _accumulate(fmt, acc, i, dm, r, dot, sx):
+    """acc[i] += row r's block scales applied to `dot` (q4_1: d * dot + m * sum(x))."""
+    if fmt == "q4_1":
+        acc[i] = acc[i] + dm[r * 2] * dot + dm[r * 2 + 1] * sx[0]
+    elif fmt == "q8_0":
+        acc[i] = acc[i] + dm[r * 2] * dot
+    else:
+        acc[i] = acc[i] + dot
+
+
+@T.macro
+def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, sx, dm,
+             codes):
     """acc[r * n_tok + t] = W[row r] . x[t0 + t] for r < n_rows, t < n_tok, where row r is
     row0 + r % run + (r // run) * stride (runs of consecutive rows, e.g. gate rows then up rows).
 
     Each block's weight vectors are loaded once for all tokens, x's once for all rows. The block's
     scales go to registers (dm) first: inlining their lane selection into every token's sum made
-    SwiftShader's shader compiler run out of memory.
+    SwiftShader's shader compiler run out of memory. With several tokens, each row's codes are
+    unpacked once into `codes` (32 per row) rather than once per token: software adapters compile
+    every unrolled operation, and the unpacking was most of them.
     """
     for i in T.unroll(n_rows * n_tok):
         acc[i] = T.float32(0)
@@ -143,20 +159,19 @@ def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stri
                 dm[r * 2] = scale_d(fmt, sv[0], b)
                 if fmt == "q4_1":
                     dm[r * 2 + 1] = scale_m(sv[0], b)
+            if n_tok > 1:
+                for j in T.unroll(32):
+                    codes[r * 32 + j] = block_code(fmt, wq, r * QUANT_VECTORS[fmt], j)
         for t in T.unroll(n_tok):
             for v in T.unroll(8):
                 xv[v] = x[t0 + t, b * 8 + v]
             if fmt == "q4_1":
                 sx[0] = vector_sum(xv)
             for r in T.unroll(n_rows):
-                if fmt == "q4_1":
-                    acc[r * n_tok + t] = acc[r * n_tok + t] + dm[r * 2] * block_dot(
-                        fmt, wq, r * QUANT_VECTORS[fmt], xv) + dm[r * 2 + 1] * sx[0]
-                elif fmt == "q8_0":
-                    acc[r * n_tok + t] = acc[r * n_tok + t] + dm[r * 2] * block_dot(
-                        fmt, wq, r * QUANT_VECTORS[fmt], xv)
+                if n_tok > 1:
+                    _accumulate(fmt, acc, r * n_tok + t, dm, r, unpacked_dot(codes, r * 32, xv), sx)
                 else:
-                    acc[r * n_tok + t] = acc[r * n_tok + t] + block_dot(fmt, wq, r * QUANT_VECTORS[fmt], xv)
+                    _accumulate(fmt, acc, r * n_tok + t, dm, r, block_dot(fmt, wq, r * QUANT_VECTORS[fmt], xv), sx)
 
 
 def _dot_setup(fmt, rows, cols):
@@ -261,6 +276,7 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
                         dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        codes = T.sblock_alloc_buffer((R * 32 if n_tok > 1 else 1,), F32, scope="local")
                         t0 = T.sblock_alloc_buffer((1,), I32, scope="local")
                         if ob * DOT_WG + tx < threads and tb * n_tok < step[0]:
                             # The head reads only the chunk's last token.
@@ -269,7 +285,7 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
                             else:
                                 t0[0] = tb * n_tok
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
-                                     t0[0], n_tok, acc, wq, sv, xv, sx, dm)
+                                     t0[0], n_tok, acc, wq, sv, xv, sx, dm, codes)
                             for r in T.unroll(R):
                                 if (ob * DOT_WG + tx) * R + r < rows:
                                     for t in T.unroll(n_tok):
@@ -310,9 +326,10 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread):
                         dm = T.sblock_alloc_buffer((4 * R,), F32, scope="local")
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        codes = T.sblock_alloc_buffer((2 * R * 32 if block > 1 else 1,), F32, scope="local")
                         if ob * DOT_WG + tx < threads and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R, ffn,
-                                     tb * block, block, acc, wq, sv, xv, sx, dm)
+                                     tb * block, block, acc, wq, sv, xv, sx, dm, codes)
                             for r in T.unroll(R):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:
@@ -357,9 +374,10 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                         cs = T.sblock_alloc_buffer((2,), F32, scope="local")
+                        codes = T.sblock_alloc_buffer((2 * P * 32 if block > 1 else 1,), F32, scope="local")
                         if pb * DOT_WG + tx < threads and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
-                                     2 * P, 0, tb * block, block, acc, wq, sv, xv, sx, dm)
+                                     2 * P, 0, tb * block, block, acc, wq, sv, xv, sx, dm, codes)
                             for i in T.unroll(P):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:

@@ -6,6 +6,14 @@ from typing import NamedTuple
 from trellis.errors import RuntimeBackendError
 
 
+class _Dispatch(NamedTuple):
+    kernel: object
+    group: object
+    grid: tuple
+    uniform: object
+    raw: tuple  # (pipeline handle, bind group handle, x, y, z) for the raw encoding calls
+
+
 class _Copy(NamedTuple):
     source: object
     source_offset: int
@@ -15,7 +23,8 @@ class _Copy(NamedTuple):
 
 
 class WgpuBackend:
-    def __init__(self, power_preference: str = "high-performance"):
+    def __init__(self, power_preference: str = "high-performance", timestamps: bool = False):
+        """`timestamps` asks for GPU timestamp queries (benchmarks), where the adapter has them."""
         os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences wgpu-native's warning on headless Linux
         try:
             import wgpu
@@ -32,12 +41,21 @@ class WgpuBackend:
         # Kernels stay within WebGPU's default limits except, for long contexts, buffer sizes.
         want = {"max-storage-buffer-binding-size": have["max-storage-buffer-binding-size"],
                 "max-buffer-size": have["max-buffer-size"]}
-        self.device = adapter.request_device_sync(required_limits=want)
+        features = ["timestamp-query"] if timestamps and "timestamp-query" in adapter.features else []
+        self.device = adapter.request_device_sync(required_limits=want, required_features=features)
+        self.timestamps = bool(features)
         self.limits = dict(self.device.limits)
         self._queue = self.device.queue
         self._storage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
         self._staging = None
         self.allocated_bytes = 0
+        # The pass commands and small writes go straight to wgpu-native: wgpu-py's checked wrappers cost
+        # ~8 µs a call (729 calls a SmolLM2 step). WebGPU reports a pass's errors at `finish()`, which
+        # stays checked; a small write's errors reach the device's error handler.
+        from wgpu.backends.wgpu_native._ffi import ffi, lib
+        self._ffi, self._write = ffi, lib.wgpuQueueWriteBuffer
+        self._raw = (lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup,
+                     lib.wgpuComputePassEncoderDispatchWorkgroups, ffi.NULL)
 
     def create_buffer(self, label, size, data=None):
         size = max(4, (size + 3) // 4 * 4)
@@ -51,7 +69,10 @@ class WgpuBackend:
         return buffer
 
     def write_buffer(self, buffer, offset, data):
-        self._queue.write_buffer(buffer, offset, data)
+        if len(data) > 256:
+            self._queue.write_buffer(buffer, offset, data)
+        else:  # the per-step words: wgpu-py's checked path costs ~0.1 ms a call
+            self._write(self._queue._internal, buffer._internal, offset, self._ffi.from_buffer(data), len(data))
 
     def create_kernel(self, label, wgsl, entry_point):
         module = self.device.create_shader_module(label=label, code=wgsl)
@@ -67,14 +88,16 @@ class WgpuBackend:
                    for i, b in enumerate(buffers)]
         entries.append({"binding": uniform_binding, "resource": {"buffer": ubuf, "offset": 0, "size": ubuf.size}})
         group = self.device.create_bind_group(layout=kernel.get_bind_group_layout(0), entries=entries)
-        return (kernel, group, tuple(grid), ubuf)
+        x, y, z = (tuple(grid) + (1, 1))[:3]
+        return _Dispatch(kernel, group, (x, y, z), ubuf, (kernel._internal, group._internal, x, y, z))
 
     def create_copy(self, source, source_offset, target, target_offset, size):
         return _Copy(source, source_offset, target, target_offset, size)
 
     def submit(self, dispatches, read=None):
         encoder = self.device.create_command_encoder()
-        compute = None
+        compute = handle = None
+        set_pipeline, set_group, dispatch, null = self._raw
         for item in dispatches:
             if isinstance(item, _Copy):
                 if compute is not None:
@@ -84,10 +107,11 @@ class WgpuBackend:
                 continue
             if compute is None:
                 compute = encoder.begin_compute_pass()
-            kernel, group, grid, _ = item
-            compute.set_pipeline(kernel)
-            compute.set_bind_group(0, group)
-            compute.dispatch_workgroups(*grid)
+                handle = compute._internal
+            pipeline, group, x, y, z = item.raw
+            set_pipeline(handle, pipeline)
+            set_group(handle, 0, group, 0, null)
+            dispatch(handle, x, y, z)
         if compute is not None:
             compute.end()
         pending = None
