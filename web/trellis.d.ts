@@ -152,8 +152,13 @@ export interface EngineInfo {
   dispatches_per_token: number;
   adapter: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean };
   weights: { totalBytes: number; fetchedBytes: number; cachedBytes: number };
-  /** Milliseconds from the start: Python ready, weights loaded, kernels compiled; engine build; total. */
-  timings: { pythonMs: number; packageMs: number; weightsMs: number; kernelsMs: number; engineMs: number; totalMs: number };
+  /** Milliseconds from the start: Python ready, weights loaded, the kernels the engine needs compiled
+   * (`kernelsMs`), every kernel compiled (`allKernelsMs`, null until then: prefill runs token by token
+   * meanwhile); the engine build's own time; total. */
+  timings: {
+    pythonMs: number; packageMs: number; weightsMs: number; kernelsMs: number; allKernelsMs: number | null;
+    engineMs: number; totalMs: number;
+  };
 }
 
 export interface ValidationResult {

@@ -93,7 +93,8 @@ class Engine {
     this.completions = { create: (request) => this.request('completion', request) };
   }
 
-  receive({ type, id, chunk, value, error }) {
+  receive({ type, id, chunk, value, error, allKernelsMs }) {
+    if (type === 'kernels') { this.info.timings.allKernelsMs = allKernelsMs; return; }
     const call = this.pending.get(id);
     if (!call) return;
     if (type === 'chunk') {

@@ -128,26 +128,30 @@ async function fetchShards(base, manifest, files) {
   return { totalBytes, fetchedBytes, cachedBytes };
 }
 
-// Compiles every kernel's pipeline (kernel name -> GPUComputePipeline) while Pyodide starts:
-// on a software adapter compiling takes longer than anything else at start-up.
-async function compileKernels(device, manifest, files) {
+// Compiles the kernels' pipelines into `pipelines` (kernel name -> GPUComputePipeline, or
+// {compileError} when its compile failed), first those of the decode and mask plans, while Pyodide
+// starts: they are all the engine needs to be ready. On a software adapter compiling takes longer than anything else at
+// start-up, most of it the prefill plan's larger kernels: `compileRest()` starts those once the
+// engine is ready (prefill runs token by token until they are in).
+function compileKernels(device, manifest, files, pipelines) {
   const text = new TextDecoder();
-  const kernels = Object.entries(manifest.kernels);
+  const needed = new Set(['decode', 'mask'].flatMap((plan) => manifest.plans[plan].dispatches.map((d) => d.kernel)));
+  const modules = Object.entries(manifest.kernels).map(([name, k]) =>
+    [name, k, device.createShaderModule({ label: name, code: text.decode(files.get(k.wgsl)) })]);
   let done = 0;
-  const entries = kernels.map(async ([name, k]) => {
-    const module = device.createShaderModule({ label: name, code: text.decode(files.get(k.wgsl)) });
-    let pipeline;
-    try {
-      pipeline = await device.createComputePipelineAsync({ label: name, layout: 'auto',
-        compute: { module, entryPoint: k.entry_point } });
-    } catch (e) {
-      throw { name: 'RuntimeBackendError', message: `kernel ${name} failed to compile: ${e.message}` };
-    }
-    parts.kernels = ++done / kernels.length;
-    progress(`GPU kernels: ${done} of ${kernels.length} compiled`, { stage: 'kernels' });
-    return [name, pipeline];
-  });
-  return new Map(await Promise.all(entries));
+  const compile = ([name, k, module]) => device.createComputePipelineAsync({ label: name, layout: 'auto',
+    compute: { module, entryPoint: k.entry_point } })
+    .catch((e) => ({ compileError: e.message }))
+    .then((pipeline) => {
+      pipelines.set(name, pipeline);
+      if (!needed.has(name)) return;
+      parts.kernels = ++done / needed.size;
+      progress(`GPU kernels: ${done} of ${needed.size} compiled`, { stage: 'kernels' });
+    });
+  return {
+    needed: Promise.all(modules.filter(([name]) => needed.has(name)).map(compile)),
+    compileRest: () => Promise.all(modules.filter(([name]) => !needed.has(name)).map(compile)),
+  };
 }
 
 async function requestDevice() {
@@ -195,23 +199,30 @@ async function init({ modelUrl, context }) {
   const grammar = loadGrammarCore(new URL('trellis_grammar.wasm', SITE).href);
   const program = fetchProgram(base);
   const shards = program.then(({ manifest, files }) => fetchShards(base, manifest, files));
+  const pipelines = new Map();
   const kernels = Promise.all([gpu, program]).then(([{ device }, { manifest, files }]) =>
-    compileKernels(device, manifest, files));
+    compileKernels(device, manifest, files, pipelines));
+  const needed = kernels.then((k) => k.needed);
   const [pythonMs, , , weightsMs, kernelsMs] = await Promise.all(
-    [timed(python), timed(gpu), timed(grammar), timed(shards), timed(kernels)]);
+    [timed(python), timed(gpu), timed(grammar), timed(shards), timed(needed)]);
   const { module, packageMs } = await python;
   const { device, info } = await gpu;
   const { files } = await program;
   progress('building the engine (GPU buffers, tokenizer, vocabulary)', { stage: 'engine' });
   const t1 = performance.now();
-  const answer = JSON.parse(await module.build(files, device, await kernels, JSON.stringify(info), context || 0,
+  const answer = JSON.parse(await module.build(files, device, pipelines, JSON.stringify(info), context || 0,
     modelIdOf(base)));
   files.clear();
   if (answer.error) throw answer.error;
   worker = { request: module.request, interrupt: module.interrupt, reset_chat: module.reset_chat, stats: module.stats,
     validate: module.validate };
-  const timings = { pythonMs, packageMs, weightsMs, kernelsMs, engineMs: performance.now() - t1,
+  // allKernelsMs: when the prefill plan's kernels are in too (null until then).
+  const timings = { pythonMs, packageMs, weightsMs, kernelsMs, allKernelsMs: null, engineMs: performance.now() - t1,
     totalMs: performance.now() - t0 };
+  (await kernels).compileRest().then(() => {
+    timings.allKernelsMs = performance.now() - t0;
+    post({ type: 'kernels', allKernelsMs: timings.allKernelsMs });
+  });
   progress('ready', { stage: 'ready' });
   post({ type: 'ready', info: { ...answer.value, weights: await shards, timings } });
 }

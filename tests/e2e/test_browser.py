@@ -48,6 +48,10 @@ def test_page_loads_and_reports_progress(page):
     assert {r["stage"] for r in progress} >= {"start", "weights", "kernels", "python", "engine", "ready"}
     # A fresh profile: every shard came from the network and was then cached.
     assert info["weights"]["fetchedBytes"] == info["weights"]["totalBytes"] and info["weights"]["cachedBytes"] == 0
+    # Ready once the decode plan's kernels are compiled; the prefill plan's follow.
+    page.wait_for_function("engine.info.timings.allKernelsMs !== null")
+    timings = page.evaluate("engine.info.timings")
+    assert 0 < timings["kernelsMs"] <= timings["totalMs"] <= timings["allKernelsMs"]
     assert not page.errors
 
 

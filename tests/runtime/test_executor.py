@@ -135,3 +135,40 @@ def test_unquantized_weights_match_reference(tmp_path, wgpu_backend):
     reference = ReferenceLlama(tmp_path / "float.gguf")
     assert rel_err(executor.prefill(PROMPT[:12]), reference.forward(PROMPT[:12])[-1]) <= 1e-3
     assert rel_err(executor.decode(7), reference.forward([7])[-1]) <= 1e-3
+
+
+class LateKernels:
+    """The desktop backend, with the prefill plan's kernels 'still compiling' until `arrive()`
+    (as in the browser, where the engine is ready before they are)."""
+
+    def __init__(self, backend, late):
+        self._backend, self._late, self.asked = backend, set(late), set()
+
+    def kernel_ready(self, name):
+        self.asked.add(name)
+        return name not in self._late
+
+    def arrive(self):
+        self._late.clear()
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+
+def test_prefill_runs_token_by_token_until_the_prefill_kernels_are_compiled(tiny_model, wgpu_backend, reference):
+    from trellis.runtime import Artifacts, Executor
+
+    artifacts = Artifacts.from_dir(tiny_model[1])
+    plans = artifacts.manifest["plans"]
+    decode_kernels = {d["kernel"] for name in ("decode", "mask") for d in plans[name]["dispatches"]}
+    late = {d["kernel"] for d in plans["prefill"]["dispatches"]} - decode_kernels
+    backend = LateKernels(wgpu_backend, late)
+    executor = Executor(artifacts, backend, context=96)
+    reference.reset()
+    got = executor.prefill(PROMPT[:20])
+    assert "prefill" not in executor._plans and backend.asked & late  # it asked, and went token by token
+    assert rel_err(got, reference.forward(PROMPT[:20])[-1]) <= 1e-3
+    backend.arrive()
+    got = executor.prefill(PROMPT[20:48])  # the same sequence, continued in a chunk
+    assert "prefill" in executor._plans
+    assert rel_err(got, reference.forward(PROMPT[20:48])[-1]) <= 1e-3

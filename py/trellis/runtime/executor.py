@@ -30,23 +30,35 @@ class Executor:
         for name, data in artifacts.weight_arrays():
             self.buffers[name] = backend.create_buffer(name, len(data), data)
             self.weight_bytes += len(data)
-        self._plans = {name: self._prepare(artifacts, m["kernels"], plan["dispatches"])
-                       for name, plan in m["plans"].items()}
+        self._kernels, self._pipelines = m["kernels"], {}
+        self._plans = {name: self._prepare(plan["dispatches"], artifacts.read_text)
+                       for name, plan in m["plans"].items() if name != "prefill"}
         self.dispatches_per_token = len(self._plans["decode"])
-        self._upload, self._prefill_plans = None, {}  # created with the first prefill
+        # Token-by-token prefill needs logits only for the last token: the decode plan without the head
+        # (the final norm, then the matmul into `logits`) serves the others.
+        decode = m["plans"]["decode"]["dispatches"]
+        head = 2 if (decode[-1]["args"].get("y") == "logits"
+                     and decode[-2]["args"].get("y") == decode[-1]["args"].get("x")) else 0
+        self._plans["decode_hidden"] = self._plans["decode"][:len(decode) - head]
+        # The prefill plan's kernels may still be compiling (the browser makes the engine ready without
+        # them: on software adapters they take most of the start-up); until they are, prefill runs the
+        # decode plan token by token.
+        self._prefill_dispatches = m["plans"]["prefill"]["dispatches"]
+        self._prefill_sources = {d["kernel"]: artifacts.read_text(self._kernels[d["kernel"]]["wgsl"])
+                                 for d in self._prefill_dispatches if d["kernel"] not in self._pipelines}
+        self._upload, self._prefill_plans = None, {}  # created with the first chunked prefill
+        self._prefill_ready()
         self.position = 0
 
-    def _prepare(self, artifacts, kernels, dispatches):
-        pipelines = getattr(self, "_pipelines", {})
-        self._pipelines = pipelines
+    def _prepare(self, dispatches, read_text):
+        """The backend's dispatches of a plan, compiling the kernels not compiled yet."""
         prepared = []
         for d in dispatches:
-            info = kernels[d["kernel"]]
-            if d["kernel"] not in pipelines:
-                pipelines[d["kernel"]] = (
-                    self.backend.create_kernel(d["kernel"], artifacts.read_text(info["wgsl"]), info["entry_point"]),
-                    self._uniform(info))
-            pipeline, uniform = pipelines[d["kernel"]]
+            info = self._kernels[d["kernel"]]
+            if d["kernel"] not in self._pipelines:
+                pipeline = self.backend.create_kernel(d["kernel"], read_text(info["wgsl"]), info["entry_point"])
+                self._pipelines[d["kernel"]] = (pipeline, self._uniform(info))
+            pipeline, uniform = self._pipelines[d["kernel"]]
             try:
                 bound = [self.buffers[d["args"][b["name"]]] for b in info["bindings"]]
             except KeyError as e:
@@ -54,6 +66,19 @@ class Executor:
             prepared.append(self.backend.create_dispatch(pipeline, bound, uniform, info["uniform"]["binding"],
                                                          info["grid"]))
         return prepared
+
+    def _prefill_ready(self) -> bool:
+        """Whether prefill runs in chunks: prepares the prefill plan once the backend has its kernels
+        (a backend without `kernel_ready` compiles them on demand)."""
+        if "prefill" in self._plans:
+            return True
+        compiled = getattr(self.backend, "kernel_ready", None)
+        if compiled is not None and not all(compiled(name) for name in self._prefill_sources):
+            return False
+        wgsl = {self._kernels[name]["wgsl"]: text for name, text in self._prefill_sources.items()}
+        self._plans["prefill"] = self._prepare(self._prefill_dispatches, wgsl.__getitem__)
+        self._prefill_sources = {}
+        return True
 
     @staticmethod
     def _uniform(info) -> bytes:
@@ -105,6 +130,10 @@ class Executor:
         if not tokens:
             raise ValueError("prefill needs at least one token")
         self._check(tokens)
+        if not self._prefill_ready():
+            for i, token in enumerate(tokens):
+                self._submit("decode" if i == len(tokens) - 1 else "decode_hidden", [token])
+            return
         chunks = (len(tokens) + self.chunk - 1) // self.chunk
         upload = bytearray(self._upload_bytes(chunks))
         for i in range(chunks):

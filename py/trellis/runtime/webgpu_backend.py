@@ -53,8 +53,9 @@ def _hyphenated(name: str) -> str:
 class WebGPUBackend:
     def __init__(self, device, adapter_info: dict | None = None, pipelines=None):
         """`device`: a GPUDevice (a JsProxy) the worker requested with the limits it needs;
-        `pipelines`: optionally a JS Map of kernel name -> compute pipeline compiled ahead
-        (createComputePipelineAsync, while Pyodide started); other kernels compile here."""
+        `pipelines`: optionally a JS Map of kernel name -> compute pipeline (or {compileError}) that
+        the worker fills as its createComputePipelineAsync calls finish; kernels it lacks compile here,
+        except that the executor waits (`kernel_ready`) for those it can do without for a while."""
         try:
             import js
             from pyodide.code import run_js
@@ -104,9 +105,17 @@ class WebGPUBackend:
     def write_buffer(self, buffer, offset, data):
         self._queue.writeBuffer(buffer, offset, self._to_js(data))  # to_js(bytes): a Uint8Array copy
 
+    def kernel_ready(self, label) -> bool:
+        """Whether `label` needs no compiling here: the worker compiled it (or failed to) or compiles nothing."""
+        return self._pipelines is None or self._pipelines.has(label)
+
     def create_kernel(self, label, wgsl, entry_point):
         if self._pipelines is not None and self._pipelines.has(label):
-            return self._pipelines.get(label)
+            pipeline = self._pipelines.get(label)
+            failure = getattr(pipeline, "compileError", None)  # the worker's compile failed
+            if failure is not None:
+                raise RuntimeBackendError(f"kernel {label} failed to compile: {failure}")
+            return pipeline
         module = self.device.createShaderModule(self._object({"label": label, "code": wgsl}))
         return self.device.createComputePipeline(self._object(
             {"label": label, "layout": "auto", "compute": {"module": module, "entryPoint": entry_point}}))
