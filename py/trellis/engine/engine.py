@@ -206,14 +206,17 @@ class Engine:
             if step >= budget:
                 out.finish_reason = "length"
                 break
-            ex.submit_decode(token)
             out.decode_steps += 1
             self._kv_ids.append(token)
-            if matcher is not None:  # the next mask is filled while the GPU runs the step
+            if matcher is None:
+                pending = ex.submit_decode(token, read=True)
+            else:  # the next mask is filled while the GPU runs the step
+                ex.submit_decode(token)
                 g0 = time.perf_counter()
                 matcher.fill_next_token_bitmask(mask)
                 out.grammar_s += time.perf_counter() - g0
-            logits = await ex.collect(ex.submit_read(mask))
+                pending = ex.submit_read(mask)
+            logits = await ex.collect(pending)
         tail = stops.push(decoder.flush()) + stops.flush()
         if tail:
             out.text += tail

@@ -40,6 +40,11 @@ class Executor:
         head = 2 if (decode[-1]["args"].get("y") == "logits"
                      and decode[-2]["args"].get("y") == decode[-1]["args"].get("x")) else 0
         self._plans["decode_hidden"] = self._plans["decode"][:len(decode) - head]
+        self._token_upload = backend.create_buffer("token-upload", 4 * (STEP_WORDS + 1))
+        copy = backend.create_copy
+        self._token_plans = {name: [copy(self._token_upload, 0, self.buffers["step"], 0, 4 * STEP_WORDS),
+                                    copy(self._token_upload, 4 * STEP_WORDS, self.buffers["ids"], 0, 4),
+                                    *self._plans[name]] for name in ("decode", "decode_hidden")}
         # The prefill plan's kernels may still be compiling (the browser makes the engine ready without
         # them: on software adapters they take most of the start-up); until they are, prefill runs the
         # decode plan token by token.
@@ -132,7 +137,7 @@ class Executor:
         self._check(tokens)
         if not self._prefill_ready():
             for i, token in enumerate(tokens):
-                self._submit("decode" if i == len(tokens) - 1 else "decode_hidden", [token])
+                self._submit("decode" if i == len(tokens) - 1 else "decode_hidden", token)
             return
         chunks = (len(tokens) + self.chunk - 1) // self.chunk
         upload = bytearray(self._upload_bytes(chunks))
@@ -163,10 +168,11 @@ class Executor:
             self._prefill_plans[chunks] = plan
         return plan
 
-    def submit_decode(self, token: int) -> None:
-        """Queue one decode step, without waiting."""
+    def submit_decode(self, token: int, read: bool = False):
+        """Queue one decode step, without waiting; with `read`, the read-back of its (unmasked) logits
+        too, in the same submission (what `submit_read()` would return)."""
         self._check([token])
-        self._submit("decode", [token])
+        return self._submit("decode", token, read)
 
     def submit_read(self, bitmask=None):
         """Queue the read-back of the last logits (masked on the GPU first with `bitmask`)."""
@@ -208,9 +214,10 @@ class Executor:
             raise ValueError(f"bitmask has {len(data) // 4} words; the vocabulary of {self.vocab_size} needs {words}")
         return data
 
-    def _submit(self, plan: str, tokens) -> None:
-        self.backend.write_buffer(self.buffers["ids"], 0, struct.pack(f"<{len(tokens)}i", *tokens))
-        self.backend.write_buffer(self.buffers["step"], 0,
-                                  struct.pack(f"<{STEP_WORDS}i", len(tokens), self.position, 0, 0))
-        self.backend.submit(self._plans[plan])
-        self.position += len(tokens)
+    def _submit(self, plan: str, token: int, read: bool = False):
+        """One token through `plan`: its step words and id go up in one write, which copies at the
+        head of the submission move into the `step` and `ids` buffers (a write costs more than a copy)."""
+        self.backend.write_buffer(self._token_upload, 0, struct.pack(f"<{STEP_WORDS + 1}i", 1, self.position, 0, 0, token))
+        self.position += 1
+        return self.backend.submit(self._token_plans[plan],
+                                   read=(self.buffers["logits"], 4 * self.vocab_size) if read else None)
