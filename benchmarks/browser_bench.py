@@ -122,7 +122,9 @@ def measure(runner, spec: dict, repeats: int, log) -> dict:
     out["decode_tokens"] = usage["completion_tokens"]
     out["prefill_tps"] = usage["extra"]["prefill_tokens_per_s"]
     out["prefill_tokens"] = usage["extra"]["prefill_tokens"]
-    log(f"  decode: {out['decode_tps']:.2f} tok/s over {out['decode_tokens']} tokens")
+    out["gpu_wait_s"] = usage["extra"]["gpu_wait_per_step_s"]
+    log(f"  decode: {out['decode_tps']:.2f} tok/s over {out['decode_tokens']} tokens "
+        f"(waiting for the GPU and the read-back {out['gpu_wait_s'] * 1e3:.2f} ms a step)")
     # Greedy, so that the browser and the desktop take the same path through the grammar (parity):
     # the first run meets grammar states whose token masks are built lazily, the second sees them all again.
     request = {"messages": PROMPT, "max_tokens": spec["grammar"], "temperature": 0, "response_format": hermione()}
@@ -185,6 +187,37 @@ window.bench = {
     w.terminate();
     return { ...r, totalMs: performance.now() - t0 };
   },
+  // The floor of a decode step's wait: a submission holding a 4-byte copy (after one trivial
+  // dispatch with `dispatch`), then mapAsync; the median of n.
+  async roundtrip(n, dispatch) {
+    const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+    const src = device.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const dst = device.createBuffer({ size: 4, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+    const module = device.createShaderModule({ code: `@group(0) @binding(0) var<storage, read_write> b: array<f32>;
+      @compute @workgroup_size(16) fn main(@builtin(global_invocation_id) i: vec3<u32>) { b[i.x] += 1.0; }` });
+    const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+    const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
+      entries: [{ binding: 0, resource: { buffer: src } }] });
+    const times = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const encoder = device.createCommandEncoder();
+      if (dispatch) {
+        const pass = encoder.beginComputePass();
+        pass.setPipeline(pipeline);
+        pass.setBindGroup(0, group);
+        pass.dispatchWorkgroups(1);
+        pass.end();
+      }
+      encoder.copyBufferToBuffer(src, 0, dst, 0, 4);
+      device.queue.submit([encoder.finish()]);
+      await dst.mapAsync(GPUMapMode.READ);
+      dst.unmap();
+      times.push(performance.now() - t0);
+    }
+    device.destroy();
+    return times.sort((a, b) => a - b)[n >> 1];
+  },
   async reset() { await engine.resetChat(); },
   async ttft(request) {
     const t0 = performance.now();
@@ -230,6 +263,26 @@ class BrowserRunner:
 # ---- desktop (a child process per adapter) ---------------------------------------------------------
 
 
+TRIVIAL_WGSL = """@group(0) @binding(0) var<storage, read_write> b: array<f32>;
+struct Args { unused: u32 }
+@group(0) @binding(1) var<uniform> args: Args;
+@compute @workgroup_size(16) fn main(@builtin(global_invocation_id) i: vec3<u32>) { b[i.x] += f32(args.unused); }"""
+
+
+def roundtrip(backend, dispatches) -> float:
+    """Median seconds of a 4-byte read-back after `dispatches` (None: one trivial dispatch), as bench.roundtrip."""
+    probe = backend.create_buffer("probe", 64)
+    if dispatches is None:
+        dispatches = [backend.create_dispatch(backend.create_kernel("trivial", TRIVIAL_WGSL, "main"), [probe],
+                                              bytes(16), 1, (1, 1, 1))]
+    times = []
+    for _ in range(50):
+        t = time.perf_counter()
+        backend.run(dispatches, read=(probe, 4))
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def desktop_child(args) -> int:
     import resource
 
@@ -240,7 +293,8 @@ def desktop_child(args) -> int:
 
     backend = WgpuBackend()
     info = backend.adapter_info
-    print(RESULT + json.dumps({"adapter": info}), flush=True)
+    print(RESULT + json.dumps({"adapter": info, "roundtrip_s": [roundtrip(backend, []), roundtrip(backend, None)]}),
+          flush=True)
     for key, folder in zip(args.models.split(","), args.dirs.split(",")):
         spec = MODELS[key]
         log = lambda m: print(f"[desktop {args.desktop}, {key}] {m}", flush=True)  # noqa: E731
@@ -271,7 +325,7 @@ def run_desktop(label: str, env: dict, models: list[str], dirs: list[Path], repe
         if line.startswith(RESULT):
             record = json.loads(line[len(RESULT):])
             if "adapter" in record:
-                out["adapter"] = record["adapter"]
+                out["adapter"], out["roundtrip_s"] = record["adapter"], record["roundtrip_s"]
                 log(f"  adapter: {adapter_name(record['adapter'])}")
             else:
                 out["models"][record["model"]] = record["result"]
@@ -321,6 +375,9 @@ def run_browser(site: Path, models: list[str], repeats, log) -> dict:
             out["pyodide"].append(probe)
             log(f"browser: Pyodide cold start {probe['totalMs'] / 1e3:.2f} s "
                 f"(loadPyodide {probe['loadMs'] / 1e3:.2f} s)")
+        out["roundtrip_s"] = [page.evaluate("([n, d]) => bench.roundtrip(n, d)", [50, d]) / 1e3 for d in (False, True)]
+        log(f"browser: a read-back takes {out['roundtrip_s'][0] * 1e3:.2f} ms after a bare copy, "
+            f"{out['roundtrip_s'][1] * 1e3:.2f} ms after one trivial dispatch (medians of 50)")
         for key in models:
             spec = MODELS[key]
             loads = []
@@ -388,7 +445,13 @@ def report(args, browser, desktops, models, elapsed, load_before, load_after) ->
                  if max(load_before[0], load_after[0]) > 1.5 else ""),
              "",
              f"Pyodide cold start (a module worker that only runs `loadPyodide`, no HTTP cache): "
-             f"{', '.join(fmt_s(p['totalMs'] / 1e3) for p in browser['pyodide'])}; median {fmt_s(pyodide_s)}.", ""]
+             f"{', '.join(fmt_s(p['totalMs'] / 1e3) for p in browser['pyodide'])}; median {fmt_s(pyodide_s)}.", "",
+             "Read-back floor (a submission holding a 4-byte copy, then the map; medians of 50), after a bare "
+             "copy / after one trivial dispatch: " + ", ".join(
+                 f"{label} {fmt_s(r[0])} / {fmt_s(r[1])}" for label, r in
+                 [("browser", browser["roundtrip_s"])] + [(f"desktop on {k}", d["roundtrip_s"])
+                                                          for k, d in desktops.items() if d.get("roundtrip_s")]) + ".",
+             ""]
     goals = ["| model | goal | measured | verdict |", "|---|---|---|---|"]
     for key in models:
         b = browser["models"].get(key)
@@ -436,6 +499,8 @@ def report(args, browser, desktops, models, elapsed, load_before, load_after) ->
             d(lava, "prefill_tps"), f=lambda v: f"{v:.2f}" if v else "–", rate=True)
         row(f"decode ({b['decode_tokens']} tokens, ignore_eos), tok/s", b["decode_tps"], d(same, "decode_tps"),
             d(lava, "decode_tps"), f=lambda v: f"{v:.2f}" if v else "–", rate=True)
+        row("… of a decode step, waiting for the GPU's work and the read-back", b.get("gpu_wait_s"),
+            d(same, "gpu_wait_s"), d(lava, "gpu_wait_s"))
         for run, what in (("first", "first run: lazily built masks"), ("second", "second run, same tokens")):
             row(f"grammar per token (Hermione schema, greedy, {b['grammar_tokens']} tokens; {what})",
                 b[f"grammar_{run}_s"], d(same, f"grammar_{run}_s"), d(lava, f"grammar_{run}_s"))

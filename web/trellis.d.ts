@@ -92,6 +92,8 @@ export interface UsageExtra {
   time_per_output_token_s: number;
   e2e_latency_s: number;
   prefill_tokens: number;
+  /** Per decode step, the time spent waiting for its logits: the GPU's work plus the read-back. */
+  gpu_wait_per_step_s: number;
   grammar_init_s: number;
   grammar_per_token_s: number;
   /** null without a grammar; true when the compiled grammar came from the cache. */

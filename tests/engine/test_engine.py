@@ -34,6 +34,7 @@ def test_response_shape_and_usage(engine):
     for key in ("prefill_tokens_per_s", "decode_tokens_per_s", "time_to_first_token_s", "grammar_init_s",
                 "grammar_per_token_s"):
         assert extra[key] >= 0
+    assert 0 <= extra["gpu_wait_per_step_s"] <= extra["time_per_output_token_s"] * r.usage.completion_tokens
     json.dumps(r)  # plain JSON all the way down (the browser worker posts it as is)
 
 

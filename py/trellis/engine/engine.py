@@ -216,7 +216,9 @@ class Engine:
                 matcher.fill_next_token_bitmask(mask)
                 out.grammar_s += time.perf_counter() - g0
                 pending = ex.submit_read(mask)
+            w0 = time.perf_counter()
             logits = await ex.collect(pending)
+            out.wait_s += time.perf_counter() - w0
         tail = stops.push(decoder.flush()) + stops.flush()
         if tail:
             out.text += tail
@@ -304,6 +306,7 @@ class Engine:
             "time_per_output_token_s": decode_s / decoded if decoded else 0.0,
             "e2e_latency_s": sum(o.prefill_s + o.decode_s for o in outcomes),
             "prefill_tokens": first.prefill_tokens,
+            "gpu_wait_per_step_s": sum(o.wait_s for o in outcomes) / steps if steps else 0.0,
             "grammar_init_s": first.grammar_init_s,
             "grammar_per_token_s": sum(o.grammar_s for o in outcomes) / grammar_tokens if grammar_tokens else 0.0,
             "grammar_cache_hit": first.grammar_hit,

@@ -30,6 +30,7 @@ class Outcome:
     ttft_s: float = 0.0
     grammar_init_s: float = 0.0
     grammar_s: float = 0.0  # mask fills and token accepts after the first token
+    wait_s: float = 0.0  # waiting for decode steps' logits (the GPU's work and the read-back)
     grammar_hit: bool | None = None
 
 
