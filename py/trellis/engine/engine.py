@@ -148,12 +148,16 @@ class Engine:
         self._kv_ids = prompt[:keep]
         out.prefill_tokens = len(prompt) - keep
 
-        # The whole prefill goes to the GPU in one submission; the grammar is made ready meanwhile.
-        ex.submit_prefill(prompt[keep:])
+        # The whole prefill goes to the GPU in one submission (or its first part, while the prefill
+        # kernels compile); the grammar is made ready meanwhile.
+        queued = keep + ex.submit_prefill(prompt[keep:])
         self._kv_ids = list(prompt)
         matcher = mask = None
         if constraint is not None:
             matcher, mask = self._ready_grammar(constraint, config, budget, out)
+        while queued < len(prompt):
+            await ex.collect(ex.submit_read())
+            queued += ex.submit_prefill(prompt[queued:])
         logits = await ex.collect(ex.submit_read(mask))
         out.prefill_s = time.perf_counter() - started
 

@@ -12,6 +12,8 @@ from trellis.runtime.artifacts import Artifacts
 
 STEP_WORDS = 4  # [tokens in this run, position of the first one, unused, unused]
 MASKED_LOGIT = -3.0e38  # the logit of a token the bitmask disallows (as kernels/llm writes it)
+# Token-by-token prefill (the prefill kernels still compiling) checks for them this often.
+TOKENS_BETWEEN_CHECKS = 4
 
 
 class Executor:
@@ -114,7 +116,11 @@ class Executor:
         the logits of disallowed tokens to MASKED_LOGIT before they come back.
         """
         mask = None if bitmask is None else self._mask_bytes(bitmask)  # checked before any work is queued
-        self.submit_prefill(tokens)
+        tokens = list(tokens)
+        queued = self.submit_prefill(tokens)
+        while queued < len(tokens):
+            self.backend.read_back(self.submit_read())
+            queued += self.submit_prefill(tokens[queued:])
         return self._logits(self.backend.read_back(self.submit_read(mask)))
 
     def decode(self, token: int, bitmask=None) -> array:
@@ -125,20 +131,24 @@ class Executor:
 
     # Split calls: submit GPU work, do CPU work (grammar) meanwhile, then collect the logits.
 
-    def submit_prefill(self, tokens) -> None:
-        """Queue the prefill of `tokens` in chunks, as one submission, without waiting.
+    def submit_prefill(self, tokens) -> int:
+        """Queue the prefill of `tokens` without waiting; returns how many it queued.
 
-        Every chunk's token ids and step words go up in one write; copies placed between the
-        chunks' dispatches move each chunk's share into the `ids` and `step` buffers. One
-        submission matters: some drivers (lavapipe) make a submit wait for the previous one."""
+        All of them, in chunks, as one submission: every chunk's token ids and step words go up in
+        one write, and copies placed between the chunks' dispatches move each chunk's share into the
+        `ids` and `step` buffers. One submission matters: some drivers (lavapipe) make a submit wait
+        for the previous one. While the prefill plan's kernels are still compiling, only the first
+        few, token by token through the decode plan: the caller waits for them (`submit_read`) and
+        queues the rest, which go in chunks once the kernels are in."""
         tokens = list(tokens)
         if not tokens:
             raise ValueError("prefill needs at least one token")
         self._check(tokens)
         if not self._prefill_ready():
-            for i, token in enumerate(tokens):
-                self._submit("decode" if i == len(tokens) - 1 else "decode_hidden", token)
-            return
+            part = tokens[:TOKENS_BETWEEN_CHECKS]
+            for i, token in enumerate(part):
+                self._submit("decode" if i == len(part) - 1 else "decode_hidden", token)
+            return len(part)
         chunks = (len(tokens) + self.chunk - 1) // self.chunk
         upload = bytearray(self._upload_bytes(chunks))
         for i in range(chunks):
@@ -149,6 +159,7 @@ class Executor:
         self.backend.write_buffer(self._upload, 0, bytes(upload))
         self.backend.submit(plan)
         self.position += len(tokens)
+        return len(tokens)
 
     def _upload_bytes(self, chunks: int) -> int:
         return 16 * chunks + 4 * self.chunk * chunks
