@@ -136,6 +136,7 @@ class PyodideTransport(_LinearMemory):
         self.exports = core.exports
         self._js = js
         self._fns = {}
+        self._view = (None, None)  # ((pointer, size), Uint8Array over the wasm memory)
 
     def _fn(self, name):
         fn = self._fns.get(name)
@@ -144,8 +145,14 @@ class PyodideTransport(_LinearMemory):
         return fn
 
     def _copy_out(self, pointer: int, view: memoryview) -> None:
-        # One copy, straight from wasm memory into the caller's buffer.
-        self._js.Uint8Array.new(self.exports.memory.buffer, pointer, len(view)).assign_to(view)
+        # One copy, straight from wasm memory into the caller's buffer, through a JS view kept for the
+        # last (pointer, size): each call across to JS costs microseconds, and this runs every token.
+        # A view reads 0 bytes long once the memory has grown (its buffer is detached): then it is made again.
+        key, js_view = self._view
+        if key != (pointer, len(view)) or js_view.byteLength != len(view):
+            js_view = self._js.Uint8Array.new(self.exports.memory.buffer, pointer, len(view))
+            self._view = ((pointer, len(view)), js_view)
+        js_view.assign_to(view)
 
     def _heap(self):
         return self._js.Uint8Array.new(self.exports.memory.buffer)
