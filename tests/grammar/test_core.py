@@ -199,13 +199,17 @@ JSON_DOC = json.dumps({"name": "Hermione Granger", "age": 17, "house": "Gryffind
                        "tags": ["brave", "é\n\"q\"", None, True, -12.5, 3e-07]}, ensure_ascii=False)
 
 
-@pytest.mark.parametrize("name", ["builtin_json", "webllm_ebnf", "arithmetic", "date_regex"])
+# counted / searching regexes: the mask cache accepts whole trie subtrees there without walking them
+@pytest.mark.parametrize("name", ["builtin_json", "webllm_ebnf", "arithmetic", "date_regex", "counted_regex",
+                                  "search_regex"])
 def test_smollm2_masks_match_brute_force_on_sampled_tokens(core, smollm2, name):
     grammar, doc = {
         "builtin_json": (builtin_json_grammar(), JSON_DOC),
         "webllm_ebnf": (parse_ebnf(WEBLLM_JSON_EBNF), JSON_DOC),
         "arithmetic": (parse_ebnf(ARITHMETIC_EBNF), "(12+3)*45-(6/7)"),
         "date_regex": (parse_regex(r"\d{4}-\d{2}-\d{2}"), "2024-11-30"),
+        "counted_regex": (parse_regex(r"[a-zA-Z ]{0,50}!"), "Hello world of counted grammars!"),
+        "search_regex": (parse_regex(r"[a-z ]*qz[a-z ]*"), "find the qz in this text"),
     }[name]
     compiler = compiler_for(smollm2, core)
     rng = random.Random(name)

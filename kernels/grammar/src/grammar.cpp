@@ -36,6 +36,17 @@ void compute_contexts(const Automaton& a, std::vector<std::vector<int32_t>>* out
   }
 }
 
+// Whether every token below trie node i is accepted from `config`, known without visiting them:
+// every byte below leads back to the configuration (the body of a string), or every string of
+// those bytes as long as the subtree is deep stays in plain states (a counted string, a search).
+bool skips_subtree(MaskWalk& walk, int32_t config, const Vocab& v, int32_t i) {
+  constexpr int32_t kWorthReaching = 16;  // smaller subtrees are walked faster than checked
+  const int32_t bytes = v.below[i];
+  if (walk.loops_on(config, v.byte_sets[bytes])) return true;
+  return v.trie[i].end - i > kWorthReaching &&
+         walk.alive_within(config, v.byte_sets[bytes], bytes, v.trie[i].height);
+}
+
 }  // namespace
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out) {
@@ -54,59 +65,44 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   TokenCache& c = cache[state];
   if (c.ready) return c;
   const Vocab& v = *vocab;
-  const Automaton& a = automaton;
-  FramePool pool;
-  pool.init(a.n_states());
-  Stepper stepper(a);
-  // levels[d]: parser state after the first d bytes of the current trie path.
-  std::vector<StateSet> levels(v.max_len + 1);
-  // spec[d]: speculative states after the rule completed somewhere before depth d;
-  // open[d]: a speculative continuation itself completed, so anything may follow.
-  std::vector<StateSet> spec(v.max_len + 1);
-  std::vector<uint8_t> open(v.max_len + 1, 0);
-  const std::vector<int32_t>& after = contexts[a.rule_of[state]];
-  levels[0].frames.assign(1, state);  // no closure: the other frames of the real state are separate
+  if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
+  MaskWalk& walk = *walk_;
+  walk.begin(state, &contexts[automaton.rule_of[state]]);
+  std::vector<int32_t> configs(v.max_len + 1);  // configs[d]: after the first d bytes of the path
+  configs[0] = walk.start();
   std::vector<uint32_t> accepted(v.words(), 0);
   bool any_accepted = false;
-  const auto accept = [&](int32_t pos) {
-    int32_t id = v.order[pos];
-    accepted[id >> 5] |= 1u << (id & 31);
-    any_accepted = true;
+  const auto accept = [&](int32_t begin, int32_t end) {
+    for (int32_t p = begin; p < end; ++p) {
+      const int32_t id = v.order[p];
+      accepted[id >> 5] |= 1u << (id & 31);
+    }
+    any_accepted = any_accepted || begin < end;
+  };
+  const auto uncertain = [&](int32_t begin, int32_t end) {
+    for (int32_t p = begin; p < end; ++p) c.uncertain.push_back(p);
   };
   const int32_t n_nodes = static_cast<int32_t>(v.trie.size());
   for (int32_t i = 1; i < n_nodes;) {
     const TrieNode& node = v.trie[i];
-    const int32_t d = node.depth;
-    const StateSet& prev = levels[d - 1];
-    const int32_t only = prev.frames.size() == 1 ? prev.frames[0] : -1;
-    const int32_t next = only >= 0 && only < a.n_states() ? a.step(only, node.byte) : -1;
-    if (only >= 0 && only < a.n_states() && spec[d - 1].dead() && !open[d - 1] &&
-        (next < 0 || a.plain[next])) {
-      // Most of the walk: one bottom frame moving through plain states, a bare DFA step.
-      levels[d].frames.clear();
-      if (next >= 0) levels[d].frames.push_back(next);
-      levels[d].can_end = false;
-      spec[d].frames.clear();
-      spec[d].can_end = false;
-      open[d] = 0;
-    } else {
-      stepper.step(pool, prev, node.byte, &levels[d]);
-      stepper.step(pool, spec[d - 1], node.byte, &spec[d]);
-      if (levels[d].can_end) stepper.extend(pool, after, &spec[d]);
-      open[d] = open[d - 1] || spec[d].can_end;
+    const int32_t at = walk.step(configs[node.depth - 1], node.byte);
+    if (at < 0) {  // every token below is rejected
+      i = node.end;
+      continue;
     }
-    const bool own = !levels[d].dead();
-    const bool maybe = !spec[d].dead() || open[d];
+    configs[node.depth] = at;
+    const bool own = walk.own_alive(at);
     const int32_t own_end = node.tok_begin + node.n_here;
-    if (own || levels[d].can_end) {
-      for (int32_t p = node.tok_begin; p < own_end; ++p) accept(p);
-    } else if (maybe) {
-      for (int32_t p = node.tok_begin; p < own_end; ++p) c.uncertain.push_back(p);
-    }
-    if (!own && (open[d] || spec[d].dead())) {
+    if (own || walk.own_ends(at)) accept(node.tok_begin, own_end);
+    else if (walk.spec_alive(at) || walk.open(at)) uncertain(node.tok_begin, own_end);
+    if (!own && (walk.open(at) || !walk.spec_alive(at))) {
       // Deeper tokens no longer depend on this walk: all uncertain, or all rejected.
-      if (open[d])
-        for (int32_t p = own_end; p < node.tok_end; ++p) c.uncertain.push_back(p);
+      if (walk.open(at)) uncertain(own_end, node.tok_end);
+      i = node.end;
+      continue;
+    }
+    if (own && node.end > i + 1 && skips_subtree(walk, at, v, i)) {
+      accept(own_end, node.tok_end);
       i = node.end;
       continue;
     }

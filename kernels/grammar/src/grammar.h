@@ -11,10 +11,12 @@
 // which keeps the uncertain lists short.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "automaton.h"
 #include "completion.h"
+#include "mask_walk.h"
 #include "parser.h"
 #include "vocab.h"
 
@@ -45,6 +47,7 @@ struct Grammar {
 
  private:
   Shortest shortest_;
+  std::unique_ptr<MaskWalk> walk_;  // reused by every cache_for: its tables keep their memory
 };
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out);

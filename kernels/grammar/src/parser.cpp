@@ -16,6 +16,29 @@ inline uint32_t hash_frame(int32_t state, int32_t parent) {
 
 }  // namespace
 
+bool SeenFrames::insert(int32_t id) {
+  if ((count_ + 1) * 2 > slots_.size()) grow();
+  const uint32_t mask = static_cast<uint32_t>(slots_.size()) - 1;
+  for (uint32_t h = hash_frame(id, 0) & mask;; h = (h + 1) & mask) {
+    Slot& s = slots_[h];
+    if (s.gen != gen_) {
+      s = Slot{id, gen_};
+      ++count_;
+      return true;
+    }
+    if (s.id == id) return false;
+  }
+}
+
+void SeenFrames::grow() {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
+  count_ = 0;
+  for (const Slot& s : old)
+    if (s.gen == gen_) insert(s.id);
+}
+
 void FramePool::init(int32_t n_states) {
   base_ = nullptr;
   offset_ = n_states;
@@ -64,8 +87,7 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
   while (!todo_.empty()) {
     int32_t id = todo_.back();
     todo_.pop_back();
-    if (std::find(visited_.begin(), visited_.end(), id) != visited_.end()) continue;
-    visited_.push_back(id);
+    if (!visited_.insert(id)) continue;
     const Frame f = pool.get(id);
     if (a_.has_bytes(f.state)) out->frames.push_back(id);
     for (const Call* c = a_.calls_begin(f.state); c != a_.calls_end(f.state); ++c)
@@ -85,7 +107,8 @@ void Stepper::start(FramePool& pool, int32_t frame, StateSet* out) {
 }
 
 void Stepper::extend(FramePool& pool, const std::vector<int32_t>& frames, StateSet* out) {
-  visited_ = out->frames;
+  visited_.clear();
+  for (int32_t id : out->frames) visited_.insert(id);
   for (int32_t id : frames) close(pool, id, out);
 }
 
@@ -99,10 +122,7 @@ void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* 
     if (next < 0) continue;
     if (f.parent < 0 && a_.plain[next]) {
       // The common case inside a rule: nothing to push or pop, the frame is the state.
-      if (std::find(visited_.begin(), visited_.end(), next) == visited_.end()) {
-        visited_.push_back(next);
-        out->frames.push_back(next);
-      }
+      if (visited_.insert(next)) out->frames.push_back(next);
       continue;
     }
     close(pool, pool.intern(next, f.parent), out);

@@ -3,6 +3,7 @@
 // state's rule completes, -1 being the bottom (the start rule, or the rule a mask-cache
 // walk began in).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -45,6 +46,31 @@ struct StateSet {
   bool dead() const { return frames.empty(); }
 };
 
+// Frame ids seen in one closure: a hash set whose slots carry the generation that filled them,
+// so clearing costs O(1) however large the frame ids are.
+class SeenFrames {
+ public:
+  void clear() {
+    count_ = 0;
+    if (++gen_ == 0) {  // wrapped: forget every old slot
+      std::fill(slots_.begin(), slots_.end(), Slot{});
+      gen_ = 1;
+    }
+  }
+  // True when `id` was not seen yet (it is now).
+  bool insert(int32_t id);
+
+ private:
+  struct Slot {
+    int32_t id = 0;
+    uint32_t gen = 0;
+  };
+  void grow();
+  std::vector<Slot> slots_;
+  uint32_t gen_ = 1;
+  size_t count_ = 0;
+};
+
 class Stepper {
  public:
   explicit Stepper(const Automaton& a) : a_(a) {}
@@ -57,7 +83,8 @@ class Stepper {
  private:
   void close(FramePool& pool, int32_t frame, StateSet* out);
   const Automaton& a_;
-  std::vector<int32_t> todo_, visited_;
+  std::vector<int32_t> todo_;
+  SeenFrames visited_;
 };
 
 }  // namespace tg

@@ -3,12 +3,41 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 
 namespace tg {
 
 namespace {
 
 Status arg(const std::string& what) { return Status::error(Code::argument, "vocabulary: " + what); }
+
+// Fills v.below and the nodes' heights: children come after their parent in preorder, so a backward pass sees every
+// child's set before its parent's. Equal sets share one entry.
+void compute_below(Vocab& v) {
+  const int32_t n = static_cast<int32_t>(v.trie.size());
+  std::vector<ByteSet> sets(n);
+  for (int32_t i = n - 1; i >= 0; --i)
+    for (int32_t c = i + 1; c < v.trie[i].end; c = v.trie[c].end) {
+      sets[i].add(v.trie[c].byte);
+      v.trie[i].height = std::max(v.trie[i].height, v.trie[c].height + 1);
+      for (int k = 0; k < 4; ++k) sets[i].bits[k] |= sets[c].bits[k];
+    }
+  struct Hash {
+    size_t operator()(const ByteSet& s) const {
+      uint64_t h = s.bits[0] * 0x9E3779B97F4A7C15ull ^ s.bits[1] * 0xC2B2AE3D27D4EB4Full ^
+                   s.bits[2] * 0x165667B19E3779F9ull ^ s.bits[3] * 0x27D4EB2F165667C5ull;
+      return static_cast<size_t>(h ^ (h >> 31));
+    }
+  };
+  std::unordered_map<ByteSet, int32_t, Hash> ids;
+  v.byte_sets.clear();
+  v.below.assign(n, 0);
+  for (int32_t i = 0; i < n; ++i) {
+    auto it = ids.emplace(sets[i], static_cast<int32_t>(v.byte_sets.size())).first;
+    if (it->second == static_cast<int32_t>(v.byte_sets.size())) v.byte_sets.push_back(sets[i]);
+    v.below[i] = it->second;
+  }
+}
 
 }  // namespace
 
@@ -49,7 +78,7 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
   });
   // Preorder trie: in sorted order a token's path shares its longest common prefix with the
   // previous token's path, so only the rest needs new nodes.
-  v.trie.assign(1, TrieNode{0, 0, 0, 0, 0, 0});
+  v.trie.assign(1, TrieNode{0, 0, 0, 0, 0, 0, 0});
   std::vector<int32_t> path{0};
   const uint8_t* prev = nullptr;
   int32_t prev_len = 0;
@@ -69,7 +98,7 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
     }
     for (int32_t d = lcp; d < len; ++d) {
       path.push_back(static_cast<int32_t>(v.trie.size()));
-      v.trie.push_back(TrieNode{d + 1, 0, k, 0, 0, b[d]});
+      v.trie.push_back(TrieNode{d + 1, 0, k, 0, 0, 0, b[d]});
     }
     v.trie[path.back()].n_here++;
     v.max_len = std::max(v.max_len, len);
@@ -80,6 +109,7 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
     close(path.back(), static_cast<int32_t>(v.order.size()));
     path.pop_back();
   }
+  compute_below(v);
   return {};
 }
 

@@ -7,12 +7,26 @@
 
 namespace tg {
 
+// A set of byte values.
+struct ByteSet {
+  uint64_t bits[4] = {0, 0, 0, 0};
+  void add(uint8_t b) { bits[b >> 6] |= uint64_t(1) << (b & 63); }
+  bool has(uint8_t b) const { return (bits[b >> 6] >> (b & 63)) & 1; }
+  bool intersects(const ByteSet& o) const {
+    return ((bits[0] & o.bits[0]) | (bits[1] & o.bits[1]) | (bits[2] & o.bits[2]) | (bits[3] & o.bits[3])) != 0;
+  }
+  bool operator==(const ByteSet& o) const {
+    return bits[0] == o.bits[0] && bits[1] == o.bits[1] && bits[2] == o.bits[2] && bits[3] == o.bits[3];
+  }
+};
+
 struct TrieNode {
   int32_t depth;      // bytes from the root
   int32_t end;        // preorder index just past this node's subtree
   int32_t tok_begin;  // subtree tokens are order[tok_begin, tok_end); those ending here come first
   int32_t tok_end;
   int32_t n_here;     // tokens whose bytes end exactly at this node
+  int32_t height;     // bytes from this node to its deepest descendant
   uint8_t byte;       // the byte leading to this node
 };
 
@@ -26,6 +40,10 @@ struct Vocab {
   std::vector<int32_t> stop_ids;
   std::vector<int32_t> order;         // ordinary token ids sorted by bytes (trie preorder)
   std::vector<TrieNode> trie;         // preorder; node 0 is the root
+  // node -> the bytes on the edges below it, as an index into byte_sets (few distinct sets):
+  // a walk that every one of them leaves unchanged accepts the whole subtree at once.
+  std::vector<int32_t> below;
+  std::vector<ByteSet> byte_sets;
   int32_t max_len = 0;
 
   int32_t words() const { return (vocab_size + 31) / 32; }

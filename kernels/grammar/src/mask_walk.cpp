@@ -1,0 +1,234 @@
+#include "mask_walk.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace tg {
+
+void FlatMap::put(uint64_t key, int32_t value) {
+  if ((used_ + 1) * 2 > slots_.size()) {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
+    used_ = 0;
+    for (const Slot& s : old)
+      if (s.gen == gen_) put(s.key, s.value);
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t h = hash(key) & mask;
+  while (slots_[h].gen == gen_ && slots_[h].key != key) h = (h + 1) & mask;
+  if (slots_[h].gen != gen_) ++used_;
+  slots_[h] = Slot{key, gen_, value};
+}
+
+void FlatMap::clear() {
+  used_ = 0;
+  if (++gen_ == 0) {  // wrapped: forget every old slot
+    std::fill(slots_.begin(), slots_.end(), Slot{});
+    gen_ = 1;
+  }
+}
+
+namespace {
+
+uint64_t hash_set(const StateSet& set) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (set.frames.size() * 2 + set.can_end);
+  for (int32_t x : set.frames) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
+void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after) {
+  after_ = after;
+  pool_.init(a_.n_states());
+  sets_.clear();
+  set_hashes_.clear();
+  if (set_slots_.size() > 4096) set_slots_.assign(1024, -1);  // a big table is not kept forever
+  else std::fill(set_slots_.begin(), set_slots_.end(), -1);
+  with_after_.clear();
+  configs_.clear();
+  set_steps_.clear();
+  config_ids_.clear();
+  config_steps_.clear();
+  sets_.emplace_back();  // set 0: nothing alive
+  set_hashes_.push_back(0);
+  with_after_.push_back(-1);
+  scratch_.frames.assign(1, state);  // no closure: the other frames of the real state are separate
+  scratch_.can_end = false;
+  intern_config(intern_set(&scratch_), 0, false);
+}
+
+int32_t MaskWalk::intern_set(StateSet* set) {
+  if (set->dead() && !set->can_end) return 0;
+  std::sort(set->frames.begin(), set->frames.end());
+  const uint64_t h = hash_set(*set);
+  if ((sets_.size() + 1) * 2 > set_slots_.size()) {
+    set_slots_.assign(std::max<size_t>(1024, set_slots_.size() * 2), -1);
+    for (int32_t id = 1; id < static_cast<int32_t>(sets_.size()); ++id) {
+      size_t k = set_hashes_[id] & (set_slots_.size() - 1);
+      while (set_slots_[k] >= 0) k = (k + 1) & (set_slots_.size() - 1);
+      set_slots_[k] = id;
+    }
+  }
+  const size_t mask = set_slots_.size() - 1;
+  size_t k = h & mask;
+  for (; set_slots_[k] >= 0; k = (k + 1) & mask) {
+    const int32_t id = set_slots_[k];
+    if (set_hashes_[id] == h && sets_[id].can_end == set->can_end && sets_[id].frames == set->frames) return id;
+  }
+  const int32_t id = static_cast<int32_t>(sets_.size());
+  set_slots_[k] = id;
+  sets_.push_back(*set);
+  set_hashes_.push_back(h);
+  with_after_.push_back(-1);
+  return id;
+}
+
+int32_t MaskWalk::intern_config(int32_t own, int32_t spec, bool open) {
+  const uint64_t key = (uint64_t(uint32_t(own) * 2u + open) << 32) | uint32_t(spec);
+  const int32_t known = config_ids_.find(key);
+  if (known != FlatMap::kAbsent) return known;
+  Config c{};
+  c.own = own;
+  c.spec = spec;
+  c.open = open;
+  c.own_alive = !sets_[own].dead();
+  c.own_ends = sets_[own].can_end;
+  c.spec_alive = !sets_[spec].dead();
+  const int32_t id = static_cast<int32_t>(configs_.size());
+  configs_.push_back(c);
+  config_ids_.put(key, id);
+  return id;
+}
+
+int32_t MaskWalk::step_set(int32_t set, uint8_t byte) {
+  if (sets_[set].dead()) return 0;
+  const uint64_t key = uint64_t(set) * 256 + byte;
+  int32_t next = set_steps_.find(key);
+  if (next != FlatMap::kAbsent) return next;
+  stepper_.step(pool_, sets_[set], byte, &scratch_);
+  next = intern_set(&scratch_);
+  set_steps_.put(key, next);
+  return next;
+}
+
+int32_t MaskWalk::with_after(int32_t set) {
+  if (with_after_[set] >= 0) return with_after_[set];
+  scratch_ = sets_[set];
+  stepper_.extend(pool_, *after_, &scratch_);
+  const int32_t joined = intern_set(&scratch_);
+  with_after_[set] = joined;
+  return joined;
+}
+
+int32_t MaskWalk::step(int32_t config, uint8_t byte) {
+  const uint64_t key = uint64_t(config) * 256 + byte;
+  int32_t next = config_steps_.find(key);
+  if (next != FlatMap::kAbsent) return next;
+  const Config c = configs_[config];
+  const int32_t own = step_set(c.own, byte);
+  int32_t spec = step_set(c.spec, byte);
+  // The rule completed: it may be followed by any of its continuations anywhere in the grammar.
+  if (sets_[own].can_end) spec = with_after(spec);
+  const bool open = c.open || sets_[spec].can_end;
+  const bool dead = sets_[own].dead() && !sets_[own].can_end && sets_[spec].dead() && !open;
+  next = dead ? -1 : intern_config(own, spec, open);
+  config_steps_.put(key, next);
+  return next;
+}
+
+bool MaskWalk::loops_on(int32_t config, const ByteSet& bytes) {
+  if (configs_[config].breaks.intersects(bytes)) return false;
+  for (int w = 0; w < 4; ++w) {
+    uint64_t todo = bytes.bits[w] & ~configs_[config].loops.bits[w];
+    while (todo) {
+      const uint8_t b = static_cast<uint8_t>(w * 64 + __builtin_ctzll(todo));
+      todo &= todo - 1;
+      const bool back = step(config, b) == config;  // may grow configs_: index again below
+      (back ? configs_[config].loops : configs_[config].breaks).add(b);
+      if (!back) return false;
+    }
+  }
+  return true;
+}
+
+const ByteSet& MaskWalk::safe_bytes(int32_t state) {
+  if (main_.empty()) {
+    safe_.assign(a_.n_states(), ByteSet{});
+    main_bytes_.assign(a_.n_states(), ByteSet{});
+    main_.assign(a_.n_states(), -2);
+  }
+  if (main_[state] != -2) return safe_[state];
+  // Rows hold runs of equal targets: the longest run names the main target (for a string
+  // body, the printable ASCII bytes).
+  int32_t best = -1, best_count = 0;
+  for (int32_t b = 0; b < 256;) {
+    const int32_t t = a_.step(state, static_cast<uint8_t>(b));
+    int32_t e = b + 1;
+    while (e < 256 && a_.step(state, static_cast<uint8_t>(e)) == t) ++e;
+    if (t >= 0 && a_.plain[t]) {
+      for (int32_t x = b; x < e; ++x) safe_[state].add(static_cast<uint8_t>(x));
+      if (e - b > best_count) best = t, best_count = e - b;
+    }
+    b = e;
+  }
+  main_[state] = best;
+  for (int32_t b = 0; b < 256 && best >= 0; ++b)
+    if (a_.step(state, static_cast<uint8_t>(b)) == best) main_bytes_[state].add(static_cast<uint8_t>(b));
+  return safe_[state];
+}
+
+// Breadth first over automaton states: every state reached within `height` bytes must lead
+// on every byte of `bytes` to a plain state. Returns the height proven, `height` or more
+// (INT32_MAX when the states reached are closed under `bytes`), or -1 (not proven: failed, or
+// too costly to tell).
+int32_t MaskWalk::plain_reach(int32_t state, const ByteSet& bytes, int32_t height) {
+  constexpr size_t kMaxFrontier = 16;
+  int32_t budget = 1024;  // byte steps; beyond them the walk itself is cheaper
+  frontier_.assign(1, state);
+  reached_.clear();
+  reached_.insert(state);
+  for (int32_t k = 0; k < height; ++k) {
+    next_frontier_.clear();
+    for (int32_t t : frontier_) {
+      const ByteSet& safe = safe_bytes(t);
+      for (int w = 0; w < 4; ++w)
+        if (bytes.bits[w] & ~safe.bits[w]) return -1;
+      const ByteSet& main = main_bytes_[t];
+      for (int w = 0; w < 4; ++w) {
+        uint64_t rest = bytes.bits[w] & ~main.bits[w];  // bytes that go elsewhere than the main target
+        budget -= __builtin_popcountll(rest);
+        for (; rest; rest &= rest - 1) {
+          const int32_t u = a_.step(t, static_cast<uint8_t>(w * 64 + __builtin_ctzll(rest)));
+          if (reached_.insert(u)) next_frontier_.push_back(u);
+        }
+      }
+      if (main.intersects(bytes) && reached_.insert(main_[t])) next_frontier_.push_back(main_[t]);
+      if (budget < 0) return -1;
+    }
+    if (next_frontier_.empty()) return INT32_MAX;  // closed: every state reached was checked
+    if (next_frontier_.size() > kMaxFrontier) return -1;
+    frontier_.swap(next_frontier_);
+  }
+  return height;
+}
+
+bool MaskWalk::alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_id, int32_t height) {
+  const Config& c = configs_[config];
+  const StateSet& own = sets_[c.own];
+  // Only a lone bottom frame with nothing speculative: its future is the automaton's alone.
+  if (c.spec != 0 || c.open || own.frames.size() != 1 || own.frames[0] >= a_.n_states()) return false;
+  const int32_t state = own.frames[0];
+  const uint64_t key = (uint64_t(uint32_t(state)) << 32) | uint32_t(bytes_id);
+  const int32_t known = reach_.find(key);
+  if (known != FlatMap::kAbsent) {
+    if (known >= height) return true;
+    if (known < 0 && -known <= height) return false;
+  }
+  const int32_t proven = plain_reach(state, bytes, height);
+  reach_.put(key, proven >= 0 ? proven : -height);
+  return proven >= height;
+}
+
+}  // namespace tg

@@ -1,0 +1,107 @@
+// The parser configurations of one token-mask cache walk (see grammar.h), interned, with
+// memoized byte steps. The walk visits up to every trie node (~100k for a 49k vocabulary) but
+// meets few distinct configurations: stepping one costs a table look-up, and a configuration
+// that every byte below a trie node leads back to itself accepts that node's whole subtree
+// without visiting it (the body of a JSON string, for most of the vocabulary).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "automaton.h"
+#include "parser.h"
+#include "vocab.h"
+
+namespace tg {
+
+// Open addressing from 64-bit keys to int32 values. Slots carry the generation that filled
+// them, so clearing costs O(1) however large an earlier walk made the table.
+class FlatMap {
+ public:
+  static constexpr int32_t kAbsent = -2;
+  int32_t find(uint64_t key) const {
+    if (slots_.empty()) return kAbsent;
+    const size_t mask = slots_.size() - 1;
+    for (size_t h = hash(key) & mask;; h = (h + 1) & mask) {
+      const Slot& s = slots_[h];
+      if (s.gen != gen_) return kAbsent;
+      if (s.key == key) return s.value;
+    }
+  }
+  void put(uint64_t key, int32_t value);
+  void clear();
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t gen = 0;
+    int32_t value = 0;
+  };
+  static size_t hash(uint64_t key) {
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    return static_cast<size_t>(key ^ (key >> 33));
+  }
+  std::vector<Slot> slots_;
+  uint32_t gen_ = 1;
+  size_t used_ = 0;
+};
+
+class MaskWalk {
+ public:
+  explicit MaskWalk(const Automaton& a) : a_(a), stepper_(a) {}
+  // Starts the walk from the bottom frame `state`; `after` are the states that may follow its
+  // rule. The tables of the previous walk are cleared, their memory kept.
+  void begin(int32_t state, const std::vector<int32_t>* after);
+
+  int32_t start() const { return 0; }
+  // The configuration after `byte`, or -1 when nothing is alive any more (no token going on
+  // from here can be accepted or uncertain).
+  int32_t step(int32_t config, uint8_t byte);
+  // The rule of the walk's state is still consuming the bytes.
+  bool own_alive(int32_t c) const { return configs_[c].own_alive; }
+  // The rule completed exactly here.
+  bool own_ends(int32_t c) const { return configs_[c].own_ends; }
+  // A speculative continuation (after the rule completed earlier) is still alive.
+  bool spec_alive(int32_t c) const { return configs_[c].spec_alive; }
+  // A speculative continuation completed the bottom rule too: anything may follow.
+  bool open(int32_t c) const { return configs_[c].open; }
+  // Every byte of `bytes` leads from `config` back to `config`.
+  bool loops_on(int32_t config, const ByteSet& bytes);
+  // Every string over `bytes` of at most `height` bytes keeps the rule's own parse alive from
+  // `config`, through states that only consume bytes (a counted or searching string body).
+  bool alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_id, int32_t height);
+
+ private:
+  struct Config {
+    int32_t own, spec;  // set ids
+    bool open, own_alive, own_ends, spec_alive;
+    ByteSet loops, breaks;  // bytes known to lead back here, and known not to
+  };
+  int32_t intern_set(StateSet* set);
+  const ByteSet& safe_bytes(int32_t state);
+  int32_t plain_reach(int32_t state, const ByteSet& bytes, int32_t height);
+  int32_t intern_config(int32_t own, int32_t spec, bool open);
+  int32_t step_set(int32_t set, uint8_t byte);
+  int32_t with_after(int32_t set);
+
+  const Automaton& a_;
+  const std::vector<int32_t>* after_ = nullptr;
+  FramePool pool_;
+  Stepper stepper_;
+  StateSet scratch_;
+  std::vector<StateSet> sets_;  // canonical: frames sorted
+  std::vector<uint64_t> set_hashes_;
+  std::vector<int32_t> set_slots_;  // open addressing over set ids, -1 empty
+  FlatMap set_steps_, config_ids_, config_steps_;
+  std::vector<int32_t> with_after_;  // set -> set joined with the closure of `after_`, -1 unknown
+  std::vector<Config> configs_;
+  // Per automaton state, kept across walks: the bytes that lead to a plain state; the state
+  // most of them lead to (-1 when none does, -2 before it is computed) and the bytes that do.
+  std::vector<ByteSet> safe_, main_bytes_;
+  std::vector<int32_t> main_;
+  FlatMap reach_;  // (state, byte set) -> heights proven alive (>= 0) or known to fail (< 0)
+  std::vector<int32_t> frontier_, next_frontier_;
+  SeenFrames reached_;
+};
+
+}  // namespace tg
