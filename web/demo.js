@@ -5,128 +5,15 @@ import { CreateEngine } from './trellis.js';
 
 // ---- examples ---------------------------------------------------------------------------------
 
-// web-llm examples/json-schema (the Harry Potter example), as trellis.engine.examples has it.
-const PERSON_SCHEMA = {
-  type: 'object',
-  properties: {
-    name: { type: 'string' },
-    house: { enum: ['Gryffindor', 'Hufflepuff', 'Ravenclaw', 'Slytherin'] },
-    blood_status: { enum: ['Pure-blood', 'Half-blood', 'Muggle-born'] },
-    occupation: { enum: ['Student', 'Professor', 'Ministry of Magic', 'Other'] },
-    wand: {
-      type: 'object',
-      properties: { wood: { type: 'string' }, core: { type: 'string' }, length: { type: 'number' } },
-      required: ['wood', 'core', 'length'],
-    },
-    alive: { type: 'boolean' },
-    patronus: { type: 'string' },
-  },
-  required: ['name', 'house', 'blood_status', 'occupation', 'wand', 'alive', 'patronus'],
-};
-const HERMIONE_PROMPT = 'Hermione Granger is a character in Harry Potter. Please fill in the following information '
-  + 'about this character in JSON format.Name is a string of character name. House is one of Gryffindor, Hufflepuff, '
-  + 'Ravenclaw, Slytherin. Blood status is one of Pure-blood, Half-blood, Muggle-born. Occupation is one of Student, '
-  + 'Professor, Ministry of Magic, Other. Wand is an object with wood, core, and length. Alive is a boolean. '
-  + 'Patronus is a string.';
-
-const PRODUCT_SCHEMA = {
-  type: 'object',
-  properties: {
-    name: { type: 'string', maxLength: 40 },
-    category: { enum: ['tent', 'backpack', 'stove', 'lamp', 'boots'] },
-    price_usd: { type: 'number', minimum: 0, maximum: 1000 },
-    tags: { type: 'array', items: { type: 'string', maxLength: 16 }, minItems: 1, maxItems: 3 },
-    in_stock: { type: 'boolean' },
-  },
-  required: ['name', 'category', 'price_usd', 'tags', 'in_stock'],
-  additionalProperties: false,
-};
-
-const TRIP_SCHEMA = {
-  type: 'object',
-  properties: {
-    city: { type: 'string' },
-    days: { type: 'integer', minimum: 1, maximum: 7 },
-    plan: {
-      type: 'array',
-      maxItems: 3,
-      items: {
-        type: 'object',
-        properties: { when: { enum: ['morning', 'afternoon', 'evening'] }, what: { type: 'string', maxLength: 60 } },
-        required: ['when', 'what'],
-        additionalProperties: false,
-      },
-    },
-  },
-  required: ['city', 'days', 'plan'],
-  additionalProperties: false,
-};
-
-const SCHEMA_EXAMPLES = [
-  { name: "Hermione (web-llm's Harry Potter schema)", schema: PERSON_SCHEMA, prompt: HERMIONE_PROMPT },
-  { name: 'Outdoor-store product (bounds, array)', schema: PRODUCT_SCHEMA,
-    prompt: 'Invent a product for an outdoor store and describe it.' },
-  { name: 'Trip plan (nested objects)', schema: TRIP_SCHEMA, prompt: 'Plan a short trip to Lisbon.' },
-  { name: 'Any JSON object (no schema)', schema: null, prompt: 'List three fruits and their colours in JSON.' },
-];
-
-// web-llm examples/json-schema (its EBNF example): JSON as a grammar.
-const JSON_GRAMMAR = String.raw`root ::= basic_array | basic_object
-basic_any ::= basic_number | basic_string | basic_boolean | basic_null | basic_array | basic_object
-basic_integer ::= ("0" | "-"? [1-9] [0-9]*) ".0"?
-basic_number ::= ("0" | "-"? [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+-]? [0-9]+)?
-basic_string ::= (([\"] basic_string_1 [\"]))
-basic_string_1 ::= "" | [^"\\\x00-\x1F] basic_string_1 | "\\" escape basic_string_1
-escape ::= ["\\/bfnrt] | "u" [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9]
-basic_boolean ::= "true" | "false"
-basic_null ::= "null"
-basic_array ::= "[" ("" | ws basic_any (ws "," ws basic_any)*) ws "]"
-basic_object ::= "{" ("" | ws basic_string ws ":" ws basic_any ( ws "," ws basic_string ws ":" ws basic_any)*) ws "}"
-ws ::= [ \n\t]*`;
-
-const ARITHMETIC_GRAMMAR = String.raw`root ::= expr " = " number
-expr ::= term (ws ("+" | "-") ws term)*
-term ::= factor (ws ("*" | "/") ws factor)*
-factor ::= number | "(" expr ")"
-number ::= "0" | [1-9] [0-9]{0,3}
-ws ::= " "?`;
-
-const VERDICT_GRAMMAR = String.raw`root ::= answer ", because " reason "."
-answer ::= "Yes" | "No" | "It depends"
-reason ::= [a-z] [a-z ,']{4,80}`;
-
-const GRAMMAR_EXAMPLES = [
-  { name: "JSON (web-llm's EBNF example)", grammar: JSON_GRAMMAR, prompt: 'Introduce yourself in JSON briefly.' },
-  { name: 'Arithmetic with its result', grammar: ARITHMETIC_GRAMMAR,
-    prompt: 'Write a small arithmetic expression and its result.' },
-  { name: 'Yes / no, with a reason', grammar: VERDICT_GRAMMAR, prompt: 'Should I learn to cook?' },
-];
-
-const REGEX_EXAMPLES = [
-  { name: 'ISO date', regex: String.raw`\d{4}-\d{2}-\d{2}`,
-    prompt: 'On what date did Apollo 11 land on the Moon?' },
-  { name: 'US phone number', regex: String.raw`\(\d{3}\) \d{3}-\d{4}`,
-    prompt: 'Make up a phone number for a pizza place.' },
-  { name: 'One-word colour', regex: '(red|orange|yellow|green|blue|purple|black|white)',
-    prompt: 'What colour is the sky on a clear day?' },
-  { name: 'Short verdict sentence', regex: '[A-Z][a-z]+ (is|was) (great|good|bad|terrible)\\.',
-    prompt: 'Give a one-sentence verdict on pineapple pizza.' },
-];
-
-// web-llm examples/function-calling, with a second tool (trellis.engine.examples.WEATHER_TOOLS).
-const WEATHER_TOOLS = [
-  { type: 'function', function: {
-    name: 'get_current_weather', description: 'Get the current weather in a given location',
-    parameters: { type: 'object', properties: {
-      location: { type: 'string', description: 'The city and state, e.g. San Francisco, CA' },
-      unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['location'] } } },
-  { type: 'function', function: {
-    name: 'get_time', description: 'Get the current local time in a given location',
-    parameters: { type: 'object', properties: {
-      location: { type: 'string', description: 'The city, e.g. Tokyo' } }, required: ['location'] } } },
-];
-const WEATHER_PROMPT = 'What is the current weather in celsius in Pittsburgh and Tokyo?';
-const TEXT_PROMPT = 'What is the capital of France? Answer in one word.';
+// Per format, named examples with a prompt each: trellis.engine.examples.demo_examples(), which the
+// site serves (web-llm's Harry Potter schema, its EBNF example, its function-calling tools, ...).
+const EXAMPLES = await (await fetch(new URL('./examples.json', import.meta.url))).json();
+const SCHEMA_EXAMPLES = EXAMPLES.schemas;
+const GRAMMAR_EXAMPLES = EXAMPLES.grammars;
+const REGEX_EXAMPLES = EXAMPLES.regexes;
+const WEATHER_TOOLS = EXAMPLES.tools.tools;
+const WEATHER_PROMPT = EXAMPLES.tools.prompt;
+const TEXT_PROMPT = EXAMPLES.text.prompt;
 
 const FORMAT_NOTES = { text: 'free text', json: 'JSON Schema', ebnf: 'EBNF grammar', regex: 'regular expression',
   tools: 'tool calls' };

@@ -7,8 +7,9 @@ into one folder, and serve that folder on 127.0.0.1.
       pyodide/               the npm pyodide package's runtime files (never a CDN)
       models.json            {"default": id, "models": [ids]}
       models/<id>/           each built model folder (manifest.json, *.wgsl, tokenizer.json, shards)
+      examples.json          the demo's examples (trellis.engine.examples.demo_examples())
 
-Used by build.py (`serve`) and the end-to-end tests; imports nothing from trellis.
+Used by build.py (`serve`) and the end-to-end tests; imports from trellis only its examples (data).
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ def build_site(out: Path, models, *, default: str | None = None, pyodide_dir: Pa
         for path in sorted(folder.iterdir()):
             if path.is_file():
                 _place(path, out / "models" / model_id / path.name)
+    from trellis.engine.examples import demo_examples
+
+    (out / "examples.json").write_text(json.dumps(demo_examples(), indent=1) + "\n")
     (out / "models.json").write_text(json.dumps({"default": default or ids[0], "models": ids}, indent=1) + "\n")
     return out
 

@@ -6,6 +6,7 @@ import zipfile
 
 import pytest
 
+from trellis.engine.examples import PERSON_SCHEMA, WEATHER_TOOLS
 from web.site import SiteError, build_site
 
 from .conftest import MODEL_ID
@@ -26,6 +27,8 @@ def test_site_files_and_mime_types(site_server):
         assert headers["Content-Type"].startswith(mime), (path, headers["Content-Type"])
         assert headers["Cache-Control"] == "no-store"
     assert json.loads(get(site_server, "/models.json")[1]) == {"default": MODEL_ID, "models": [MODEL_ID]}
+    examples = json.loads(get(site_server, "/examples.json")[1])  # the demo's, from trellis.engine.examples
+    assert examples["schemas"][0]["schema"] == PERSON_SCHEMA and examples["tools"]["tools"] == WEATHER_TOOLS
     manifest = json.loads(get(site_server, f"/models/{MODEL_ID}/manifest.json")[1])
     for kernel in manifest["kernels"].values():
         get(site_server, f"/models/{MODEL_ID}/{kernel['wgsl']}")
