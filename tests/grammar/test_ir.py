@@ -1,5 +1,6 @@
 """The IR helpers: char_class against brute-force UTF-8, serialize against a decoder."""
 
+import dataclasses
 import random
 
 import pytest
@@ -195,3 +196,15 @@ def test_random_nested_trees_round_trip():
         grammar = ir.Grammar({name: tree(4) for name in "abc"}, root="b")
         back = deserialize(*grammar.serialize())
         assert back.rules == grammar.rules and back.root == "b"
+
+
+def test_nodes_compare_by_structure_whatever_their_caches():
+    a = ir.seq(ir.literal("x"), ir.repeat(ir.Ref("r"), 0, None))
+    b = ir.Seq((ir.Bytes(b"x"), ir.Repeat(ir.Ref("r"), 0, None)))
+    hash(a)  # fills a's hash cache
+    a._facts = ("anything",)  # an analysis cache (json_schema/_prune.py)
+    assert a == b and hash(a) == hash(b) and repr(a) == repr(b)
+    assert a != ir.Alt(a.items) and hash(ir.Seq(())) != hash(ir.Alt(()))
+    # structural_tag rebuilds nodes with dataclasses.replace
+    assert dataclasses.replace(a.items[1], item=ir.Ref("s")) == ir.Repeat(ir.Ref("s"), 0, None)
+    assert ir.literal("ab") is ir.literal("ab") and ir.literal("") is ir.EMPTY

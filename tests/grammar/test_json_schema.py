@@ -204,6 +204,13 @@ def test_integer_range_digit_automata_exhaustive():
 # ---- strings -------------------------------------------------------------------------------
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.characters(codec=None, exclude_categories=()), max_size=12))
+def test_encode_string_is_the_canonical_spelling(text):
+    spelled = "".join(_text.escape_byte(ord(c)) or c if ord(c) < 0x80 else c for c in text)
+    assert _text.encode_string(text) == f'"{spelled}"' == json.dumps(text, ensure_ascii=False)
+
+
 @settings(max_examples=100, deadline=None)
 @given(text=st.text(max_size=12), lo=st.integers(0, 4), hi=st.one_of(st.none(), st.integers(0, 8)))
 def test_string_lengths_and_escapes(text, lo, hi):
@@ -452,3 +459,137 @@ def test_negations_match_jsonschema(compiler, index, value):
     schema = NEGATION_SCHEMAS[index]
     expected = jsonschema.Draft202012Validator(schema).is_valid(value)
     assert matches(compiler, schema, json.dumps(value)) == expected, (schema, value)
+
+
+# ---- the last pass: dead parts, unused and equal rules ----------------------------------------
+
+_PRUNE_RULES = ["r0", "r1", "r2", "r3"]
+
+
+def _random_expr(rnd: random.Random, depth: int) -> ir.Expr:
+    kind = rnd.choice(["bytes", "bytes", "ref", "ref", "ref", "nothing", "empty", "set"]
+                      + ["seq", "seq", "alt", "alt", "repeat"] * (depth < 3))
+    if kind == "bytes":
+        return ir.Bytes(rnd.choice([b"a", b"b", b"ab"]))
+    if kind == "ref":
+        return ir.Ref(rnd.choice(_PRUNE_RULES))
+    if kind == "nothing":
+        return rnd.choice([ir.NOTHING, ir.ByteSet(())])
+    if kind == "empty":
+        return ir.EMPTY
+    if kind == "set":
+        return ir.ByteSet(((0x61, 0x62),))
+    if kind == "repeat":
+        lo = rnd.randint(0, 2)
+        return ir.Repeat(_random_expr(rnd, depth + 1), lo, rnd.choice([None, lo, lo + 1]))
+    items = tuple(_random_expr(rnd, depth + 1) for _ in range(rnd.randint(1, 3)))
+    return ir.Seq(items) if kind == "seq" else ir.Alt(items)
+
+
+def _bounded_language(rules: dict, root: str, limit: int = 4) -> frozenset:
+    """The strings of at most `limit` bytes each rule matches: a least fixpoint (the oracle)."""
+    lang = {name: frozenset() for name in rules}
+
+    def strings(e):
+        if isinstance(e, ir.Bytes):
+            return {e.data} if len(e.data) <= limit else set()
+        if isinstance(e, ir.ByteSet):
+            return {bytes([b]) for lo, hi in e.ranges for b in range(lo, hi + 1)}
+        if isinstance(e, ir.Ref):
+            return set(lang.get(e.name, ()))
+        if isinstance(e, ir.Alt):
+            return set().union(*(strings(x) for x in e.items))
+        if isinstance(e, ir.Seq):
+            out = {b""}
+            for x in e.items:
+                out = {a + b for a in out for b in strings(x) if len(a) + len(b) <= limit}
+            return out
+        item, out, layer = strings(e.item), {b""} if e.min == 0 else set(), {b""}
+        for count in range(1, (e.max if e.max is not None else limit + e.min) + 1):
+            layer = {a + b for a in layer for b in item if len(a) + len(b) <= limit}
+            if count >= e.min:
+                out |= layer
+        return out
+
+    while True:
+        new = {name: frozenset(strings(body)) for name, body in rules.items()}
+        if new == lang:
+            return lang[root]
+        lang = new
+
+
+def _live_oracle(rules: dict):
+    """Whether a node matches some string, by the definition: the productive rules are the
+    least fixpoint, found by naive iteration."""
+    productive: set = set()
+
+    def live(e):
+        if isinstance(e, ir.Bytes):
+            return True
+        if isinstance(e, ir.ByteSet):
+            return bool(e.ranges)
+        if isinstance(e, ir.Ref):
+            return e.name in productive
+        if isinstance(e, ir.Seq):
+            return all(live(x) for x in e.items)
+        if isinstance(e, ir.Alt):
+            return any(live(x) for x in e.items)
+        return e.min == 0 or live(e.item)
+
+    while True:
+        now = {name for name, body in rules.items() if live(body)}
+        if now == productive:
+            return live
+        productive = now
+
+
+def _dead_ends(rules: dict) -> list:
+    """Nodes of the grammar that match nothing (what pruning must remove)."""
+    live = _live_oracle(rules)
+    out, seen, stack = [], set(), list(rules.values())
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if not live(e):
+            out.append(e)
+        if isinstance(e, (ir.Seq, ir.Alt)):
+            stack.extend(e.items)
+        elif isinstance(e, ir.Repeat):
+            stack.append(e.item)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_prune_keeps_the_language_and_cuts_dead_ends(seed):
+    from trellis.grammar.json_schema._prune import prune
+
+    rnd = random.Random(seed)
+    rules = {name: _random_expr(rnd, 0) for name in _PRUNE_RULES}
+    if seed % 3 == 0:  # two equal bodies, built apart
+        rules["r2"], rules["r3"] = (_random_expr(random.Random(-seed), 0) for _ in range(2))
+    if seed % 4 == 1:  # r1 and r2 call each other last: unproductive, unless r3 is a way out
+        rules["r1"] = ir.Seq((rules["r1"], ir.Ref("r2")))
+        rules["r2"] = ir.Seq((rules["r2"], ir.Alt((ir.Ref("r1"), ir.Ref("r3")) if seed % 8 == 1 else (ir.Ref("r1"),))))
+    expected = _bounded_language(rules, "r0")
+    out = prune(rules, "r0")
+    if out is None:
+        assert not _live_oracle(rules)(rules["r0"])
+        return
+    assert next(iter(out)) == "r0"
+    assert _bounded_language(out, "r0") == expected
+    assert not _dead_ends(out), out
+    bodies = list(out.values())
+    assert len(bodies) == len(set(bodies)) or any(b == ir.Ref(n) for n, b in out.items()), out  # merged
+
+
+def test_prune_merges_equal_rules_in_two_rounds():
+    from trellis.grammar.json_schema._prune import prune
+
+    rules = {"root": ir.Seq((ir.Ref("x1"), ir.Ref("y1"), ir.Ref("y2"))),
+             "x1": ir.Bytes(b"x"), "x2": ir.Bytes(b"x"),
+             "y1": ir.Seq((ir.Bytes(b"y"), ir.Ref("x1"))), "y2": ir.Seq((ir.Bytes(b"y"), ir.Ref("x2")))}
+    out = prune(rules, "root")
+    assert out == {"root": ir.Seq((ir.Ref("x1"), ir.Ref("y1"), ir.Ref("y1"))), "x1": ir.Bytes(b"x"),
+                   "y1": ir.Seq((ir.Bytes(b"y"), ir.Ref("x1")))}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 MAGIC = 0x54524C31  # "TRL1"
 VERSION = 1
@@ -32,56 +33,114 @@ MAX_CODE_POINT = 0x10FFFF
 
 
 class Expr:
-    """Base of the expression nodes (immutable, hashable, comparable)."""
+    """Base of the expression nodes: hashable, comparable, and never changed once built.
+
+    Nodes are built by the thousand for each grammar, so they are plain slotted dataclasses
+    with hand-written constructors (a frozen dataclass costs several times as much to build);
+    nothing assigns to a node's fields after construction. Besides its fields, a node has
+    two caches: `_hash` (hashing walks the whole subtree, and a DAG shares subtrees) and
+    `_facts`, for analyses of the subtree that depend on nothing else (json_schema/_prune.py):
+    shared subtrees, such as a front-end's constant character classes, are analysed once per
+    process instead of once per grammar.
+    """
 
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
+def _cache():
+    return field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass(slots=True)
 class Bytes(Expr):
     data: bytes
+    _facts: object = _cache()
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self._facts = None
+
+    def __hash__(self):
+        return hash((Bytes, self.data))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ByteSet(Expr):
     ranges: tuple[tuple[int, int], ...]  # sorted, disjoint, inclusive
+    _facts: object = _cache()
+
+    def __init__(self, ranges: tuple[tuple[int, int], ...]):
+        self.ranges = ranges
+        self._facts = None
+
+    def __hash__(self):
+        return hash((ByteSet, self.ranges))
 
 
-def _cached_hash(self):
-    # Hashing walks the whole subtree; a DAG shares subtrees, so cache it (frozen: it never changes).
-    h = self._hash
-    if h is None:
-        h = hash((type(self).__name__, *(getattr(self, f) for f in self.__match_args__)))
-        object.__setattr__(self, "_hash", h)
-    return h
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Seq(Expr):
     items: tuple[Expr, ...]
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = _cached_hash
+    _hash: int | None = _cache()
+    _facts: object = _cache()
+
+    def __init__(self, items: tuple[Expr, ...]):
+        self.items = items
+        self._hash = self._facts = None
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((Seq, self.items))
+        return h
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Alt(Expr):
     items: tuple[Expr, ...]
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = _cached_hash
+    _hash: int | None = _cache()
+    _facts: object = _cache()
+
+    def __init__(self, items: tuple[Expr, ...]):
+        self.items = items
+        self._hash = self._facts = None
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((Alt, self.items))
+        return h
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Repeat(Expr):
     item: Expr
     min: int
     max: int | None  # None: unbounded
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-    __hash__ = _cached_hash
+    _hash: int | None = _cache()
+    _facts: object = _cache()
+
+    def __init__(self, item: Expr, min: int, max: int | None):
+        self.item, self.min, self.max = item, min, max
+        self._hash = self._facts = None
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((Repeat, self.item, self.min, self.max))
+        return h
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ref(Expr):
     name: str
+    _facts: object = _cache()
+
+    def __init__(self, name: str):
+        self.name = name
+        self._facts = None
+
+    def __hash__(self):
+        return hash((Ref, self.name))
 
 
 EMPTY = Seq(())
@@ -105,14 +164,27 @@ class Grammar:
 
 
 def literal(text: str | bytes) -> Expr:
-    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    if type(text) is str:
+        return _text_literal(text)
+    data = bytes(text)
     return Bytes(data) if data else EMPTY
 
 
+@lru_cache(maxsize=4096)
+def _text_literal(text: str) -> Expr:
+    # Front-ends spell the same punctuation and keys again and again: one shared node each.
+    return Bytes(text.encode("utf-8")) if text else EMPTY
+
+
 def seq(*items: Expr) -> Expr:
+    for item in items:
+        if type(item) is Seq:
+            break
+    else:  # nothing to flatten (the common case, kept cheap)
+        return items[0] if len(items) == 1 else Seq(items)
     flat: list[Expr] = []
     for item in items:
-        if isinstance(item, Seq):
+        if type(item) is Seq:
             flat.extend(item.items)
         else:
             flat.append(item)
@@ -120,9 +192,14 @@ def seq(*items: Expr) -> Expr:
 
 
 def alt(*items: Expr) -> Expr:
+    for item in items:
+        if type(item) is Alt:
+            break
+    else:
+        return items[0] if len(items) == 1 else Alt(items)
     flat: list[Expr] = []
     for item in items:
-        if isinstance(item, Alt):
+        if type(item) is Alt:
             flat.extend(item.items)
         else:
             flat.append(item)
@@ -230,23 +307,27 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
     words = array("i", [MAGIC, VERSION, len(names), index[grammar.root]])
     words.extend([0] * len(names))
-    memo: dict[Expr, int] = {}
+    memo: dict[Expr, int] = {}  # equal subtrees are written once
+    extend = words.extend
 
     def emit(expr: Expr) -> int:
         known = memo.get(expr)
         if known is not None:
             return known
-        if isinstance(expr, Bytes):
-            node = [BYTES, len(expr.data), *expr.data]
-        elif isinstance(expr, ByteSet):
-            node = [BYTESET, len(expr.ranges)] + [v for r in expr.ranges for v in r]
-        elif isinstance(expr, (Seq, Alt)):
-            children = [emit(item) for item in expr.items]
-            node = [SEQ if isinstance(expr, Seq) else ALT, len(children), *children]
-        elif isinstance(expr, Repeat):
-            child = emit(expr.item)
-            node = [REPEAT, expr.min, -1 if expr.max is None else expr.max, child]
-        elif isinstance(expr, Ref):
+        t = type(expr)
+        if t is Seq or t is Alt:
+            node = [SEQ if t is Seq else ALT, len(expr.items)]
+            node += [emit(item) for item in expr.items]
+        elif t is Bytes:
+            node = [BYTES, len(expr.data)]
+            node += expr.data
+        elif t is ByteSet:
+            node = [BYTESET, len(expr.ranges)]
+            for r in expr.ranges:
+                node += r
+        elif t is Repeat:
+            node = [REPEAT, expr.min, -1 if expr.max is None else expr.max, emit(expr.item)]
+        elif t is Ref:
             if expr.name not in index:
                 from ..errors import GrammarError
 
@@ -255,7 +336,7 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
         offset = len(words)
-        words.extend(node)
+        extend(node)
         memo[expr] = offset
         return offset
 

@@ -12,6 +12,7 @@ each grammar exact (a key like `"\\u0061"` cannot slip past a check on `"a"`).
 from __future__ import annotations
 
 from functools import lru_cache
+from json.encoder import encode_basestring
 
 from ...errors import GrammarError, UnsupportedSchemaError
 from .. import ir
@@ -34,6 +35,7 @@ _SPECIAL = [b for b in range(0x80) if escape_byte(b) is not None]
 HEAVY = ir.normalize_ranges([(b, b) for b in _SPECIAL] + [(0x80, 0xFF)])  # bytes whose JSON form is large
 
 
+@lru_cache(maxsize=1024)  # patterns and formats recur from schema to schema
 def json_escape(expr: ir.Expr) -> ir.Expr:
     """Map an expression over decoded UTF-8 bytes to one over JSON string-body bytes."""
     if isinstance(expr, ir.ByteSet):
@@ -110,8 +112,9 @@ def _escape_set(e: ir.ByteSet) -> ir.Expr:
 
 
 def encode_string(s: str) -> str:
-    """The canonical JSON spelling of a string (what json.dumps(..., ensure_ascii=False) writes)."""
-    return '"' + "".join(escape_byte(ord(c)) or c if ord(c) < 0x80 else c for c in s) + '"'
+    """The canonical JSON spelling of a string (what json.dumps(..., ensure_ascii=False) writes:
+    `escape_byte` for the ASCII bytes it names, every other character raw)."""
+    return encode_basestring(s)  # json's own (C) routine for exactly that
 
 
 ANY_CHAR = ir.char_class([(0, ir.MAX_CODE_POINT)])  # one code point, decoded
@@ -276,6 +279,7 @@ def any_string_dfa() -> _dfa.Dfa:
     return _dfa.from_ir(ir.repeat(ANY_CHAR, 0, None))
 
 
+@lru_cache(maxsize=4096)  # by structure: shared subtrees are measured once
 def regex_min_max_length(expr: ir.Expr) -> tuple[int, int | None]:
     """Bounds on the number of code points of the strings an expression matches."""
     if isinstance(expr, ir.Bytes):

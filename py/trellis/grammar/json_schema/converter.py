@@ -24,8 +24,11 @@ rule recursion. A context is compiled by:
 
 Cost: time to first mask includes this conversion, so it is kept linear in the grammar's
 size: walks over expressions are memoized by object identity (expressions are DAGs),
-string automata are cached and their products skip hopeless states (_dfa.product), and the
-cyclic garbage collector is paused during the conversion (see to_grammar).
+string automata are cached and their products skip hopeless states (_dfa.product), the
+last pass (_prune) reads facts cached on the nodes and leaves a grammar without dead parts
+as it is, and the cyclic garbage collector is paused during the conversion (see to_grammar).
+References are one object per rule name (`ref`) and literals are shared (ir.literal), so
+that the passes after the conversion meet fewer distinct nodes.
 
 Refused (UnsupportedSchemaError naming keyword and pointer): see `REFUSED_KEYWORDS` and the
 cases the individual builders refuse. Unknown keywords are ignored, as the specification
@@ -37,12 +40,14 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import re
 from decimal import Decimal
 
 from ...errors import UnsupportedSchemaError
 from .. import ir
 from . import _dfa, _numbers, _text
 from ._negate import INTERNAL, NOT_CONST, NOT_FORMAT, NOT_MULTIPLE, NOT_PATTERN, WITNESS, Negator
+from ._prune import prune
 from ._refs import Node, Resolver, escape_pointer
 from ._validate import Validator, atom_of, canon, json_equal
 
@@ -61,6 +66,7 @@ REFUSED_KEYWORDS = frozenset({"$dynamicRef", "$recursiveRef"})
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
 
+_NOT_ALNUM = re.compile(r"[\W_]")  # \w is str.isalnum() and "_"
 DEFAULT_MAX_WHITESPACE = 20
 MAX_TRACKED_KEYS = 8  # required/dependent keys tracked as subsets when properties come in any order
 MAX_ORDERED_STATES = 6000
@@ -95,6 +101,7 @@ class Converter:
             self.sep = ir.seq(ir.literal(","), space)
             self.colon = ir.seq(ir.literal(":"), space)
         self.synthetic: dict = {}
+        self._refs: dict[str, ir.Ref] = {}
         self._in_place: dict = {}
         self.key_cache: dict = {}
         self.contexts = 0
@@ -130,13 +137,20 @@ class Converter:
             raise UnsupportedSchemaError(f"{keyword} combinations multiply beyond {MAX_CONTEXTS} cases here",
                                          keyword, at.pointer)
 
+    def ref(self, name: str) -> ir.Ref:
+        """The reference to a rule: one object per name, so it is analysed and hashed once."""
+        known = self._refs.get(name)
+        if known is None:
+            known = self._refs[name] = ir.Ref(name)
+        return known
+
     def shared(self, expr: ir.Expr, hint: str) -> ir.Expr:
         """A rule for an expression used in many places (the core inlines it only if small)."""
         if expr == ir.NOTHING or isinstance(expr, (ir.Ref, ir.Bytes)):
             return expr
         name = self.fresh(hint)
         self.rules[name] = expr
-        return ir.Ref(name)
+        return self.ref(name)
 
     def synth(self, node: Node, tag: str, value) -> Node:
         """A synthetic subschema (e.g. a negation) with a stable identity."""
@@ -203,12 +217,12 @@ class Converter:
         key = (frozenset(n.key for n in expanded), frozenset(atoms), done)
         name = self.names.get(key)
         if name is None:
-            hint = "v" + "".join(c if c.isalnum() else "_" for c in (expanded[0].pointer if expanded else "any"))[-40:]
+            hint = "v" + _NOT_ALNUM.sub("_", (expanded[0].pointer if expanded else "any")[-40:])
             name = self.fresh(hint)
             self.names[key] = name
             self.rules[name] = ir.NOTHING  # placeholder while the body is built (recursion)
             self.rules[name] = self.body(expanded, frozenset(atoms), done)
-        return ir.Ref(name)
+        return self.ref(name)
 
     def type_atoms(self, node: Node, keyword="type") -> set:
         t = node.schema.get("type")
@@ -612,7 +626,7 @@ class Converter:
             return ir.repeat(char, lo, hi)
         if "chars16" not in self.rules:
             self.rules["chars16"] = ir.repeat(char, 16, 16)
-        block = ir.Ref("chars16")
+        block = self.ref("chars16")
 
         def exactly(n):
             return ir.seq(ir.repeat(block, n // 16, n // 16), ir.repeat(char, n % 16, n % 16))
@@ -807,7 +821,7 @@ class Converter:
 
         def state(used: frozenset) -> ir.Expr:
             if used in names:
-                return ir.Ref(names[used])
+                return self.ref(names[used])
             name = self.fresh("uniq")
             names[used] = name
             opts = []
@@ -817,7 +831,7 @@ class Converter:
                 sep = self.sep if used else ir.EMPTY
                 opts += [ir.seq(sep, e, state(used | {i})) for i, e in enumerate(exprs) if i not in used]
             self.rules[name] = ir.alt(*opts)
-            return ir.Ref(name)
+            return self.ref(name)
 
         out = ir.seq(ir.literal("["), self.ws, state(frozenset()))
         del state  # a recursive closure is a reference cycle: broken now, not left to the collector
@@ -891,7 +905,7 @@ class Converter:
         def state(t, c):
             key = (t, c)
             if key in names:
-                return ir.Ref(names[key])
+                return self.ref(names[key])
             name = self.fresh("arr")
             names[key] = name
             opts = []
@@ -904,7 +918,7 @@ class Converter:
                     opts.append(ir.seq(sep, hit, state(nt, min(c + 1, c_cap) if not exact else c + 1)))
                 opts.append(ir.seq(sep, miss, state(nt, c)))
             self.rules[name] = ir.alt(*opts)
-            return ir.Ref(name)
+            return self.ref(name)
 
         out = ir.seq(ir.literal("["), self.ws, state(0, 0))
         del state
@@ -1214,31 +1228,40 @@ class Converter:
             node[None] = True  # a known key ends here
         names = self.fresh("keyrest"), self.fresh("keyheavy")
         self.rules.update(_text.rest_rules(*names))
-        rest, heavy = ir.Ref(names[0]), ir.Ref(names[1])
+        rest, heavy = self.ref(names[0]), self.ref(names[1])
         leave: dict = {}  # children -> the way out of the trie (shared by the nodes)
         # bottom-up without recursion (keys can be long); a rule every 8 levels keeps the
         # expressions shallow (cheap to hash and serialize), every 64 past 64 (the core inlines
         # a rule used once, and counts a chain of them quadratically)
         order, stack = [], [(trie, 1)]
         while stack:
-            node, depth = stack.pop()
-            order.append((node, depth))
-            stack.extend((child, depth + 1) for ch, child in node.items() if ch is not None)
+            node, depth = entry = stack.pop()
+            order.append(entry)
+            for ch, child in node.items():
+                if ch is not None:
+                    stack.append((child, depth + 1))
         done: dict[int, ir.Expr] = {}
-        for node, depth in reversed(order):
-            chars = frozenset(ch for ch in node if ch is not None)
-            items = [ir.seq(_text.char_literal(ch), done.pop(id(node[ch]))) for ch in node if ch is not None]
-            out = leave.get(chars)
-            if out is None:
-                out = leave[chars] = _text.leave_trie(chars, rest, heavy)
-            items.append(out)
+        for node, depth in reversed(order):  # one trie node per known character: kept lean
+            items, chars = [], []
+            for ch, child in node.items():
+                if ch is not None:
+                    chars.append(ch)
+                    then = done.pop(id(child))
+                    lit = _text.char_literal(ch)
+                    items.append(ir.seq(lit, then) if type(then) is ir.Seq else ir.Seq((lit, then)))
+            chars = frozenset(chars)
+            way_out = leave.get(chars)
+            if way_out is None:  # as the choices it adds (what ir.alt would flatten)
+                out = _text.leave_trie(chars, rest, heavy)
+                way_out = leave[chars] = out.items if type(out) is ir.Alt else (out,)
+            items += way_out
             if None not in node:
                 items.append(ir.EMPTY)  # a proper prefix of known keys is itself unknown
-            out = ir.alt(*items)
+            out = items[0] if len(items) == 1 else ir.Alt(tuple(items))
             if depth % (8 if depth <= 64 else 64) == 0:
                 name = self.fresh("key")
                 self.rules[name] = out
-                out = ir.Ref(name)
+                out = self.ref(name)
             done[id(node)] = out
         return done[id(trie)]
 
@@ -1261,14 +1284,15 @@ class Converter:
             return all(k in seen for k in required) and all(x in seen for k in seen for x in deps.get(k, ()))
 
         names: dict = {}
+        ws_close = ir.seq(self.ws, close)  # one node for every state that may close
 
         def after(seen: frozenset, c: int) -> ir.Expr:
             key = (seen, c)
             if key in names:
-                return ir.Ref(names[key])
+                return self.ref(names[key])
             name = self.fresh("obj")
             names[key] = name
-            opts = [ir.seq(self.ws, close)] if satisfied(seen) else []
+            opts = [ws_close] if satisfied(seen) else []
             if max_p is None or c < max_p:
                 nc = c + 1 if max_p is not None else 0
                 choices = [ir.seq(members[k], after(seen | {k}, nc)) for k in tracked]
@@ -1276,7 +1300,7 @@ class Converter:
                     choices.append(ir.seq(others, after(seen, nc)))
                 opts.append(ir.seq(self.sep, ir.alt(*choices)))  # one separator for all choices
             self.rules[name] = ir.alt(*opts)
-            return ir.Ref(name)
+            return self.ref(name)
 
         empty = frozenset()
         first = [close] if satisfied(empty) else []
@@ -1308,7 +1332,7 @@ class Converter:
         def state(i, c, m, started, extra, seen=frozenset()) -> ir.Expr:
             key = (i, c, m, started, extra, seen)
             if key in names:
-                return ir.Ref(names[key])
+                return self.ref(names[key])
             name = self.fresh("obj")
             names[key] = name
             sep = self.sep if started else ir.EMPTY
@@ -1329,241 +1353,11 @@ class Converter:
                     nm = m if extra else min(m + 1, eff_min)
                     opts.append(ir.seq(sep, additional, state(i, nc, nm, True, True, seen)))
             self.rules[name] = ir.alt(*opts)
-            return ir.Ref(name)
+            return self.ref(name)
 
         out = ir.seq(ir.literal("{"), self.ws, state(0, 0, 0, False, False))
         del state
         return out
-
-
-def prune(rules: dict[str, ir.Expr], root: str) -> dict[str, ir.Expr] | None:
-    """Drop what can match no string (so no mask ever offers a dead end) and unused rules;
-    None when the root itself matches nothing.
-
-    Expressions are DAGs (ws, separators, character classes are shared objects), so the walks
-    here go by object identity: the work is linear in the distinct nodes."""
-    productive, dirty = _liveness(rules)
-    if root not in productive:
-        return None
-    memo: dict = {}  # id(e) -> (simplified e, e): e kept alive so that its id is not reused
-    out: dict[str, ir.Expr] = {}
-    seen: set[int] = set()
-    todo = [root]
-    while todo:
-        name = todo.pop()
-        if name in out:
-            continue
-        out[name] = body = _simplify(rules[name], productive, dirty, memo)
-        stack = [body]
-        while stack:
-            e = stack.pop()
-            if id(e) in seen:
-                continue
-            seen.add(id(e))
-            t = type(e)
-            if t is ir.Ref:
-                if e.name not in out:
-                    todo.append(e.name)
-            elif t is ir.Seq or t is ir.Alt:
-                stack.extend(e.items)
-            elif t is ir.Repeat:
-                stack.append(e.item)
-    out = {root: out[root], **{k: v for k, v in out.items() if k != root}}
-    return _merge_equal_rules(out)
-
-
-def _liveness(rules: dict[str, ir.Expr]) -> tuple[set[str], set[int]]:
-    """(the rules that match some string, the ids of the nodes that match nothing or contain
-    such a node). A least fixpoint in linear time: each node counts the children it still
-    waits for (all of them for a sequence, one for a choice), and liveness spreads up the
-    parent links from the leaves, and from a rule's body to the references to the rule."""
-    nodes: dict[int, ir.Expr] = {}
-    parents: dict[int, list[int]] = {}
-    need: dict[int, int] = {}
-    refs: dict[str, list[int]] = {}  # rule name -> ids of the references to it
-    bodies: dict[int, list[str]] = {}  # id(body) -> rule names
-    ready: list[int] = []
-    for name, body in rules.items():
-        bodies.setdefault(id(body), []).append(name)
-    stack = list(rules.values())
-    while stack:
-        e = stack.pop()
-        i = id(e)
-        if i in nodes:
-            continue
-        nodes[i] = e
-        t = type(e)
-        if t is ir.Seq or t is ir.Alt:
-            if not e.items:
-                if t is ir.Seq:
-                    ready.append(i)  # the empty string; an empty choice is never live
-                continue
-            need[i] = len(e.items) if t is ir.Seq else 1
-            for x in e.items:
-                parents.setdefault(id(x), []).append(i)
-            stack.extend(e.items)
-        elif t is ir.Repeat:
-            need[i] = 1
-            parents.setdefault(id(e.item), []).append(i)
-            stack.append(e.item)
-            if e.min == 0:
-                ready.append(i)
-        elif t is ir.Ref:
-            need[i] = 1
-            refs.setdefault(e.name, []).append(i)
-        elif t is not ir.ByteSet or e.ranges:
-            ready.append(i)
-    live: set[int] = set()
-    productive: set[str] = set()
-    while ready:
-        i = ready.pop()
-        if i in live:
-            continue
-        live.add(i)
-        for p in parents.get(i, ()):
-            need[p] -= 1
-            if need[p] == 0:
-                ready.append(p)
-        for name in bodies.get(i, ()):
-            productive.add(name)
-            ready.extend(refs.get(name, ()))
-    dirty: set[int] = set()
-    todo = [i for i in nodes if i not in live]
-    while todo:
-        i = todo.pop()
-        if i not in dirty:
-            dirty.add(i)
-            todo.extend(parents.get(i, ()))
-    return productive, dirty
-
-
-def _simplify(e: ir.Expr, productive: set, dirty: set, memo: dict) -> ir.Expr:
-    """e without references to unproductive rules (and what they make impossible); parts
-    that are not `dirty` are kept as they are."""
-    if id(e) not in dirty:
-        return e
-    known = memo.get(id(e))
-    if known is not None:
-        return known[0]
-    out = e
-    t = type(e)
-    if t is ir.Ref:
-        if e.name not in productive:
-            out = ir.NOTHING
-    elif t is ir.Seq:
-        items = [_simplify(x, productive, dirty, memo) for x in e.items]
-        if any(type(x) is ir.Alt and not x.items for x in items):
-            out = ir.NOTHING
-        elif any(x is not y for x, y in zip(items, e.items)):
-            out = ir.seq(*items)
-    elif t is ir.Alt:
-        items = [x for x in (_simplify(x, productive, dirty, memo) for x in e.items)
-                 if type(x) is not ir.Alt or x.items]
-        if not items:
-            out = ir.NOTHING
-        elif len(items) != len(e.items) or any(x is not y for x, y in zip(items, e.items)):
-            out = ir.alt(*items)
-    elif t is ir.Repeat:
-        item = _simplify(e.item, productive, dirty, memo)
-        if type(item) is ir.Alt and not item.items:
-            out = ir.EMPTY if e.min == 0 else ir.NOTHING
-        elif item is not e.item:
-            out = ir.Repeat(item, e.min, e.max)
-    memo[id(e)] = (out, e)
-    return out
-
-
-MERGE_ROUNDS = 2
-_NO_REFS: frozenset = frozenset()
-
-
-def _merge_equal_rules(rules: dict[str, ir.Expr]) -> dict[str, ir.Expr]:
-    """Rules with equal bodies become one (many properties share one string or number rule), so
-    the core builds each automaton once. The first rule (the root) keeps its name. Merging can
-    make more bodies equal (they referred to rules now merged): a second round.
-
-    Bodies are compared by hash-consing: each distinct node gets a small integer, computed once
-    per object (hashing a deep expression directly walks all of it, shared parts again and
-    again). The rule names each node refers to are kept too, so that a later round renumbers,
-    and the renaming rewrites, only what refers to a merged rule."""
-    alias: dict[str, str] = {}
-    ids: dict = {}
-    memo: dict = {}  # id(e) -> (number, names referred to, e, round)
-    changed = None  # names whose representative changed in the last round (None: all new)
-    for rnd in range(MERGE_ROUNDS):
-        first: dict[int, str] = {}
-        found: dict[str, str] = {}  # applied after the round: the numbers above use the old names
-        for name, body in rules.items():
-            if name not in alias:
-                keep = first.setdefault(_number(body, alias, ids, memo, changed, rnd)[0], name)
-                if keep != name:
-                    found[name] = keep
-        if not found:
-            break
-        moved = {name for name, keep in alias.items() if keep in found}
-        alias.update(found)
-        for name, keep in alias.items():  # chains a -> b -> c
-            while keep in alias:
-                keep = alias[keep]
-            alias[name] = keep
-        changed = frozenset(found) | moved
-    if not alias:
-        return rules
-    merged = frozenset(alias)
-    renamed: dict = {}
-    return {name: _rename(body, alias, merged, memo, renamed) for name, body in rules.items() if name not in alias}
-
-
-def _number(e: ir.Expr, alias: dict, ids: dict, memo: dict, changed, rnd: int):
-    """(number, rule names referred to, e, round) for e: equal numbers mean equal expressions,
-    references read through `alias`. From the second round on, only nodes referring to a
-    `changed` name are renumbered."""
-    known = memo.get(id(e))
-    if known is not None and (known[3] == rnd or changed is None or known[1].isdisjoint(changed)):
-        return known
-    t = type(e)
-    if t is ir.Ref:
-        refs = frozenset((e.name,))
-        key = ("r", alias.get(e.name, e.name))
-    elif t is ir.Seq or t is ir.Alt or t is ir.Repeat:
-        parts = [_number(x, alias, ids, memo, changed, rnd) for x in ((e.item,) if t is ir.Repeat else e.items)]
-        if known is not None:
-            refs = known[1]
-        else:
-            refs = _NO_REFS
-            for p in parts:
-                r = p[1]
-                if r and r is not refs:
-                    refs = r if not refs else refs if r <= refs else refs | r
-        if t is ir.Repeat:
-            key = ("p", parts[0][0], e.min, e.max)
-        else:
-            key = ("q" if t is ir.Seq else "a", *[p[0] for p in parts])
-    else:
-        refs = _NO_REFS
-        key = e  # Bytes, ByteSet: flat, cheap to hash
-    entry = (ids.setdefault(key, len(ids)), refs, e, rnd)
-    memo[id(e)] = entry
-    return entry
-
-
-def _rename(e: ir.Expr, alias: dict, merged: frozenset, numbered: dict, memo: dict) -> ir.Expr:
-    """e with references renamed through `alias`; parts that refer to no merged rule are kept
-    as they are."""
-    if numbered[id(e)][1].isdisjoint(merged):
-        return e
-    known = memo.get(id(e))
-    if known is not None:
-        return known[0]
-    t = type(e)
-    if t is ir.Ref:
-        out = ir.Ref(alias[e.name])
-    elif t is ir.Repeat:
-        out = ir.Repeat(_rename(e.item, alias, merged, numbered, memo), e.min, e.max)
-    else:
-        out = t(tuple(_rename(x, alias, merged, numbered, memo) for x in e.items))
-    memo[id(e)] = (out, e)
-    return out
 
 
 KNOWN_METASCHEMAS = ("json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema",
