@@ -141,6 +141,25 @@ def test_random_grammars_match_brute_force(core, grammar, seed):
     check_walk(compiler, grammar, random.Random(seed), steps=8)
 
 
+def overlapping_ranges():
+    """Alternatives that start with overlapping byte ranges (plus a few bytes each), repeated:
+    determinization must split the ranges into the right stretches and merge their targets."""
+    edges = sorted(ALPHABET)  # "(" then "abc": a range from "(" also covers bytes no token has
+    one_range = st.tuples(st.sampled_from(edges), st.sampled_from(edges)).map(
+        lambda t: ir.byte_set([(min(t), max(t))]))
+    branch = st.tuples(one_range, st.binary(max_size=2)).map(
+        lambda t: ir.Seq((t[0], ir.Bytes(bytes(ALPHABET[x % 4] for x in t[1])))))
+    return st.lists(branch, min_size=2, max_size=5).map(
+        lambda xs: ir.Grammar({"root": ir.Repeat(ir.Alt(tuple(xs)), 1, None)}))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(grammar=overlapping_ranges(), seed=st.integers(0, 10**6))
+def test_overlapping_byte_ranges_match_brute_force(core, grammar, seed):
+    compiler = compiler_for(small_vocab(ALPHABET), core)
+    check_walk(compiler, grammar, random.Random(seed), steps=8)
+
+
 # ---- regexes against Python's re ---------------------------------------------------------
 
 

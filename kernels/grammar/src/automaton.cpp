@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
 
 namespace tg {
 
@@ -192,10 +191,30 @@ class InlinePlanner {
 // ---- Thompson construction of one rule's automaton -------------------------------------
 
 struct ByteEdge { int32_t lo, hi, to; };
-struct NfaNode {
-  std::vector<int32_t> eps;
-  std::vector<ByteEdge> bytes;
-  std::vector<Call> calls;  // Call::next is an NFA node here
+
+// Edges of one kind grouped by source node. They are recorded in any order while an
+// automaton is built and grouped once afterwards (a stable counting sort), so building
+// allocates nothing per node and the buffers are reused from one rule to the next.
+template <class T>
+class EdgeLists {
+ public:
+  void clear() { raw_.clear(); }
+  void add(int32_t from, const T& edge) { raw_.push_back({from, edge}); }
+  void group(int32_t n_nodes) {
+    begin_.assign(n_nodes + 1, 0);
+    for (const auto& e : raw_) ++begin_[e.first + 1];
+    for (int32_t i = 0; i < n_nodes; ++i) begin_[i + 1] += begin_[i];
+    fill_.assign(begin_.begin(), begin_.end() - 1);
+    items_.resize(raw_.size());
+    for (const auto& e : raw_) items_[fill_[e.first]++] = e.second;
+  }
+  const T* begin(int32_t node) const { return items_.data() + begin_[node]; }
+  const T* end(int32_t node) const { return items_.data() + begin_[node + 1]; }
+
+ private:
+  std::vector<std::pair<int32_t, T>> raw_;
+  std::vector<int32_t> begin_, fill_;
+  std::vector<T> items_;
 };
 
 class RuleNfa {
@@ -203,13 +222,25 @@ class RuleNfa {
   RuleNfa(const Ir& ir, const Limits& limits, const std::vector<uint8_t>& inline_rule, int64_t* budget)
       : ir_(ir), limits_(limits), inline_(inline_rule), budget_(budget) {}
 
+  // Replaces the previous rule's automaton with `rule`'s.
   Status build(int32_t rule) {
+    n_nodes_ = 0;
+    eps_.clear();
+    bytes_.clear();
+    calls_.clear();
     start = add();
     accept = expr(ir_.body(rule), start, 0);
-    return status_;
+    if (!status_.ok()) return status_;
+    eps_.group(n_nodes_);
+    bytes_.group(n_nodes_);
+    calls_.group(n_nodes_);
+    return {};
   }
 
-  std::vector<NfaNode> nodes;
+  int32_t n_nodes() const { return n_nodes_; }
+  const EdgeLists<int32_t>& eps() const { return eps_; }
+  const EdgeLists<ByteEdge>& bytes() const { return bytes_; }
+  const EdgeLists<Call>& calls() const { return calls_; }  // Call::next is an NFA node here
   int32_t start = 0, accept = 0;
 
  private:
@@ -217,10 +248,9 @@ class RuleNfa {
     if (--*budget_ < 0 && status_.ok())
       status_ = Status::error(Code::limit, "grammar too large: more than " +
                                                std::to_string(limits_.max_nfa_nodes) + " automaton nodes");
-    nodes.emplace_back();
-    return static_cast<int32_t>(nodes.size()) - 1;
+    return n_nodes_++;
   }
-  void eps(int32_t from, int32_t to) { nodes[from].eps.push_back(to); }
+  void eps(int32_t from, int32_t to) { eps_.add(from, to); }
 
   // Builds `node` starting at state `from`; returns the state reached at its end.
   int32_t expr(int32_t node, int32_t from, int32_t depth) {
@@ -235,14 +265,14 @@ class RuleNfa {
         int32_t cur = from;
         for (int32_t i = 0; i < a[0] && status_.ok(); ++i) {
           int32_t n = add();
-          nodes[cur].bytes.push_back({a[1 + i], a[1 + i], n});
+          bytes_.add(cur, {a[1 + i], a[1 + i], n});
           cur = n;
         }
         return cur;
       }
       case BYTESET: {
         int32_t n = add();
-        for (int32_t i = 0; i < a[0]; ++i) nodes[from].bytes.push_back({a[1 + 2 * i], a[2 + 2 * i], n});
+        for (int32_t i = 0; i < a[0]; ++i) bytes_.add(from, {a[1 + 2 * i], a[2 + 2 * i], n});
         return n;
       }
       case SEQ: {
@@ -278,7 +308,7 @@ class RuleNfa {
         int32_t callee = a[0];
         if (inline_[callee] && depth < limits_.max_depth / 2) return expr(ir_.body(callee), from, depth + 1);
         int32_t n = add();
-        nodes[from].calls.push_back({callee, n});
+        calls_.add(from, {callee, n});
         return n;
       }
     }
@@ -290,153 +320,245 @@ class RuleNfa {
   const std::vector<uint8_t>& inline_;
   int64_t* budget_;
   Status status_;
+  int32_t n_nodes_ = 0;
+  EdgeLists<int32_t> eps_;
+  EdgeLists<ByteEdge> bytes_;
+  EdgeLists<Call> calls_;
 };
 
 // ---- subset construction ---------------------------------------------------------------
 
+// Each state's byte transitions as runs of bytes with one target, in state order: the
+// compact form the whole-grammar passes work on before the 256-wide rows are written.
+struct ByteRuns {
+  std::vector<int32_t> begin;  // state -> first run; n_states + 1 entries once complete
+  std::vector<ByteEdge> runs;
+};
+
+// Turns one rule's NFA after another into DFA states appended to the automaton. States are
+// expanded in the order they are numbered, so each state's runs and calls are appended in
+// state order. The buffers are kept from one rule to the next.
 class Determinizer {
  public:
-  Determinizer(const RuleNfa& nfa, int32_t rule, const Limits& limits, Automaton* out)
-      : nfa_(nfa), rule_(rule), limits_(limits), out_(out), mark_(nfa.nodes.size(), 0) {}
+  Determinizer(const Limits& limits, Automaton* out, ByteRuns* runs) : limits_(limits), out_(out), runs_(runs) {}
 
-  // Appends this rule's states to `out`; calls keep NFA-local targets resolved here.
-  Status run(std::vector<int32_t>* called) {
+  // Appends `rule`'s states; `called` receives the rules its states call.
+  Status run(const RuleNfa& nfa, int32_t rule, std::vector<int32_t>* called) {
+    nfa_ = &nfa;
+    rule_ = rule;
     base_ = out_->n_states();
-    std::vector<int32_t> set{nfa_.start};
-    Status s = intern(closure(set), nullptr);
-    if (!s.ok()) return s;
-    for (size_t i = 0; i < sets_.size(); ++i) {
-      s = expand(static_cast<int32_t>(i), called);
-      if (!s.ok()) return s;
-    }
-    return {};
+    mark_.assign(nfa.n_nodes(), 0);
+    epoch_ = 0;
+    set_data_.clear();
+    set_begin_.assign(1, 0);
+    set_hash_.clear();
+    slots_.assign(64, -1);
+    single_.assign(nfa.n_nodes(), -1);
+    todo_.assign(1, nfa.start);
+    int32_t id;
+    Status s = target(&id);
+    for (int32_t local = 0; s.ok() && local < n_sets(); ++local) s = expand(local, called);
+    return s;
   }
 
  private:
-  std::vector<int32_t> closure(std::vector<int32_t> todo) {
-    std::vector<int32_t> out;
-    while (!todo.empty()) {
-      int32_t n = todo.back();
-      todo.pop_back();
-      if (mark_[n]) continue;
-      mark_[n] = 1;
-      out.push_back(n);
-      for (int32_t m : nfa_.nodes[n].eps) todo.push_back(m);
+  int32_t n_sets() const { return static_cast<int32_t>(set_begin_.size()) - 1; }
+
+  // set_ = the NFA nodes reachable from todo_ by epsilon edges, sorted; todo_ is emptied.
+  void closure() {
+    set_.clear();
+    ++epoch_;  // a node is in the set when its mark equals the epoch (far below 2^32 closures a rule)
+    const EdgeLists<int32_t>& eps = nfa_->eps();
+    while (!todo_.empty()) {
+      const int32_t n = todo_.back();
+      todo_.pop_back();
+      if (mark_[n] == epoch_) continue;
+      mark_[n] = epoch_;
+      set_.push_back(n);
+      todo_.insert(todo_.end(), eps.begin(n), eps.end(n));
     }
-    for (int32_t n : out) mark_[n] = 0;
-    std::sort(out.begin(), out.end());
-    return out;
+    std::sort(set_.begin(), set_.end());
   }
 
-  Status intern(std::vector<int32_t> set, int32_t* id) {
-    auto it = ids_.find(set);
-    if (it != ids_.end()) {
-      if (id) *id = it->second;
-      return {};
+  static uint64_t hash_set(const std::vector<int32_t>& v) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
+    // The table indexes by the low bits, which the products above barely mix: finish mixing.
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+  }
+
+  bool same_set(int32_t local, const std::vector<int32_t>& v) const {
+    const int32_t b = set_begin_[local], n = set_begin_[local + 1] - b;
+    return n == static_cast<int32_t>(v.size()) && std::equal(v.begin(), v.end(), set_data_.begin() + b);
+  }
+
+  void grow_slots() {
+    slots_.assign(slots_.size() * 2, -1);
+    const size_t mask = slots_.size() - 1;
+    for (int32_t local = 0; local < n_sets(); ++local) {
+      size_t k = set_hash_[local] & mask;
+      while (slots_[k] >= 0) k = (k + 1) & mask;
+      slots_[k] = local;
+    }
+  }
+
+  // The local id of set_, a new state when it was not seen yet.
+  Status intern(int32_t* id) {
+    if (size_t(n_sets() + 1) * 2 > slots_.size()) grow_slots();
+    const uint64_t h = hash_set(set_);
+    const size_t mask = slots_.size() - 1;
+    size_t k = h & mask;
+    for (; slots_[k] >= 0; k = (k + 1) & mask) {
+      const int32_t local = slots_[k];
+      if (set_hash_[local] == h && same_set(local, set_)) {
+        *id = local;
+        return {};
+      }
     }
     if (out_->n_states() >= limits_.max_dfa_states)
       return Status::error(Code::limit, "grammar too large: more than " +
                                             std::to_string(limits_.max_dfa_states) + " automaton states");
-    int32_t local = static_cast<int32_t>(sets_.size());
-    ids_.emplace(set, local);
-    sets_.push_back(std::move(set));
+    *id = n_sets();
+    slots_[k] = *id;
+    set_hash_.push_back(h);
+    set_data_.insert(set_data_.end(), set_.begin(), set_.end());
+    set_begin_.push_back(static_cast<int32_t>(set_data_.size()));
     out_->rule_of.push_back(rule_);
     out_->final.push_back(0);
     out_->row.push_back(-1);
     out_->call_begin.push_back(0);
-    pending_calls_.emplace_back();
-    if (id) *id = local;
+    runs_->begin.push_back(0);
     return {};
+  }
+
+  // The local id of the closure of todo_ (emptied). Most transitions lead to one NFA node,
+  // and the same few nodes again and again (loops): their sets are remembered per node.
+  Status target(int32_t* id) {
+    const int32_t only = todo_.size() == 1 ? todo_[0] : -1;
+    if (only >= 0 && single_[only] >= 0) {
+      todo_.clear();
+      *id = single_[only];
+      return {};
+    }
+    closure();
+    Status s = intern(id);
+    if (s.ok() && only >= 0) single_[only] = *id;
+    return s;
+  }
+
+  // Gathers the byte edges and calls leaving the NFA nodes of state `local`.
+  void gather(int32_t local) {
+    edges_.clear();
+    calls_.clear();
+    for (int32_t k = set_begin_[local]; k < set_begin_[local + 1]; ++k) {
+      const int32_t n = set_data_[k];
+      if (n == nfa_->accept) out_->final[base_ + local] = 1;
+      edges_.insert(edges_.end(), nfa_->bytes().begin(n), nfa_->bytes().end(n));
+      calls_.insert(calls_.end(), nfa_->calls().begin(n), nfa_->calls().end(n));
+    }
   }
 
   Status expand(int32_t local, std::vector<int32_t>* called) {
     const int32_t state = base_ + local;
-    std::vector<ByteEdge> edges;
-    std::vector<Call> calls;
-    for (int32_t n : sets_[local]) {
-      if (n == nfa_.accept) out_->final[state] = 1;
-      const NfaNode& node = nfa_.nodes[n];
-      edges.insert(edges.end(), node.bytes.begin(), node.bytes.end());
-      calls.insert(calls.end(), node.calls.begin(), node.calls.end());
+    gather(local);
+    runs_->begin[state] = static_cast<int32_t>(runs_->runs.size());
+    out_->call_begin[state] = static_cast<int32_t>(out_->calls.size());
+    Status s = expand_bytes();
+    if (s.ok()) s = expand_calls(called);
+    return s;
+  }
+
+  // One run per stretch of bytes between consecutive edge boundaries that some edge covers.
+  // The stretches are swept in order with the edges covering the current one: edges sorted
+  // by their first byte join as the sweep reaches it and leave once it passes their last.
+  Status expand_bytes() {
+    if (edges_.empty()) return {};
+    cuts_.clear();
+    for (const auto& e : edges_) {
+      cuts_.push_back(e.lo);
+      cuts_.push_back(e.hi + 1);
     }
-    if (!edges.empty()) {
-      std::vector<int32_t> cuts;
-      for (const auto& e : edges) { cuts.push_back(e.lo); cuts.push_back(e.hi + 1); }
-      std::sort(cuts.begin(), cuts.end());
-      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-      // The row is written in place (intern() never touches `next`).
-      const size_t at = out_->next.size();
-      out_->next.resize(at + 256, -1);
-      std::vector<int32_t> targets;
-      for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-        targets.clear();
-        for (const auto& e : edges)
-          if (e.lo <= cuts[k] && cuts[k] <= e.hi) targets.push_back(e.to);
-        if (targets.empty()) continue;
-        int32_t id;
-        Status s = intern(closure(targets), &id);
-        if (!s.ok()) return s;
-        std::fill(out_->next.begin() + at + cuts[k], out_->next.begin() + at + cuts[k + 1], base_ + id);
-      }
-      out_->row[state] = static_cast<int32_t>(at / 256);
-    }
-    std::sort(calls.begin(), calls.end(), [](const Call& x, const Call& y) { return x.rule < y.rule; });
-    for (size_t i = 0; i < calls.size();) {
-      size_t j = i;
-      std::vector<int32_t> targets;
-      for (; j < calls.size() && calls[j].rule == calls[i].rule; ++j) targets.push_back(calls[j].next);
+    std::sort(cuts_.begin(), cuts_.end());
+    cuts_.erase(std::unique(cuts_.begin(), cuts_.end()), cuts_.end());
+    std::sort(edges_.begin(), edges_.end(), [](const ByteEdge& x, const ByteEdge& y) { return x.lo < y.lo; });
+    std::vector<ByteEdge>& runs = runs_->runs;
+    const size_t first = runs.size();
+    size_t joined = 0;
+    active_.clear();
+    for (size_t k = 0; k + 1 < cuts_.size(); ++k) {
+      const int32_t lo = cuts_[k];
+      for (; joined < edges_.size() && edges_[joined].lo == lo; ++joined) active_.push_back(edges_[joined]);
+      active_.erase(std::remove_if(active_.begin(), active_.end(), [lo](const ByteEdge& e) { return e.hi < lo; }),
+                    active_.end());
+      if (active_.empty()) continue;
+      for (const auto& e : active_) todo_.push_back(e.to);
       int32_t id;
-      Status s = intern(closure(std::move(targets)), &id);
+      Status s = target(&id);
       if (!s.ok()) return s;
-      pending_calls_[local].push_back({calls[i].rule, base_ + id});
-      called->push_back(calls[i].rule);
+      const int32_t to = base_ + id, hi = cuts_[k + 1] - 1;
+      if (runs.size() > first && runs.back().to == to && runs.back().hi + 1 == lo) runs.back().hi = hi;
+      else runs.push_back({lo, hi, to});
+    }
+    return {};
+  }
+
+  // One call per called rule, continuing in the set of all its return points.
+  Status expand_calls(std::vector<int32_t>* called) {
+    std::sort(calls_.begin(), calls_.end(), [](const Call& x, const Call& y) { return x.rule < y.rule; });
+    for (size_t i = 0; i < calls_.size();) {
+      size_t j = i;
+      for (; j < calls_.size() && calls_[j].rule == calls_[i].rule; ++j) todo_.push_back(calls_[j].next);
+      int32_t id;
+      Status s = target(&id);
+      if (!s.ok()) return s;
+      out_->calls.push_back({calls_[i].rule, base_ + id});
+      called->push_back(calls_[i].rule);
       i = j;
     }
     return {};
   }
 
- public:
-  std::vector<std::vector<Call>> pending_calls_;  // per local state
-
- private:
-  const RuleNfa& nfa_;
-  int32_t rule_;
   const Limits& limits_;
   Automaton* out_;
-  std::vector<uint8_t> mark_;
-  struct SetHash {
-    size_t operator()(const std::vector<int32_t>& v) const {
-      uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
-      for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
-  std::unordered_map<std::vector<int32_t>, int32_t, SetHash> ids_;
-  std::vector<std::vector<int32_t>> sets_;
-  int32_t base_ = 0;
+  ByteRuns* runs_;
+  const RuleNfa* nfa_ = nullptr;
+  int32_t rule_ = 0, base_ = 0;
+  std::vector<uint32_t> mark_;  // NFA node -> epoch of the last closure that reached it
+  std::vector<int32_t> single_;  // NFA node -> local id of its closure, -1 not known yet
+  uint32_t epoch_ = 0;
+  // The rule's subsets, interned: set i is set_data_[set_begin_[i], set_begin_[i + 1]).
+  std::vector<int32_t> set_data_, set_begin_;
+  std::vector<uint64_t> set_hash_;
+  std::vector<int32_t> slots_;  // open addressing over local set ids, -1 empty
+  std::vector<int32_t> todo_, set_, cuts_;
+  std::vector<ByteEdge> edges_, active_;
+  std::vector<Call> calls_;
 };
 
 // ---- whole-grammar checks --------------------------------------------------------------
 
 // Keeps only states from which the rule can still complete: then every live parser state
 // has a completion, which is what makes "the mask is non-empty" mean "a valid prefix".
-Status prune_dead(Automaton* a) {
+// Runs into dead states get target -1.
+Status prune_dead(Automaton* a, ByteRuns* r) {
   const int32_t n = a->n_states();
-  std::vector<std::vector<int32_t>> byte_pred(n);
-  std::vector<std::vector<std::pair<int32_t, int32_t>>> call_pred(n);  // target -> (source, rule)
-  std::vector<std::vector<std::pair<int32_t, int32_t>>> by_rule(a->start.size());  // rule -> (source, target)
+  const int32_t n_rules = static_cast<int32_t>(a->start.size());
+  EdgeLists<int32_t> byte_pred;                        // target -> source
+  EdgeLists<std::pair<int32_t, int32_t>> call_pred;    // target -> (source, rule)
+  EdgeLists<std::pair<int32_t, int32_t>> by_rule;      // rule -> (source, target)
   for (int32_t s = 0; s < n; ++s) {
-    if (a->row[s] >= 0) {
-      const int32_t* r = &a->next[a->row[s] * 256];
-      for (int32_t b = 0; b < 256; ++b)
-        if (r[b] >= 0 && (b == 0 || r[b] != r[b - 1])) byte_pred[r[b]].push_back(s);
-    }
+    for (int32_t i = r->begin[s]; i < r->begin[s + 1]; ++i) byte_pred.add(r->runs[i].to, s);
     for (const Call* c = a->calls_begin(s); c != a->calls_end(s); ++c) {
-      call_pred[c->next].push_back({s, c->rule});
-      by_rule[c->rule].push_back({s, c->next});
+      call_pred.add(c->next, {s, c->rule});
+      by_rule.add(c->rule, {s, c->next});
     }
   }
-  std::vector<uint8_t> live(n, 0), productive(a->start.size(), 0);
+  byte_pred.group(n);
+  call_pred.group(n);
+  by_rule.group(n_rules);
+  std::vector<uint8_t> live(n, 0), productive(n_rules, 0);
   std::vector<int32_t> work;
   auto make_live = [&](int32_t s) { if (!live[s]) { live[s] = 1; work.push_back(s); } };
   for (int32_t s = 0; s < n; ++s)
@@ -444,28 +566,19 @@ Status prune_dead(Automaton* a) {
   while (!work.empty()) {
     int32_t t = work.back();
     work.pop_back();
-    for (int32_t s : byte_pred[t]) make_live(s);
-    for (auto [s, rule] : call_pred[t])
-      if (productive[rule]) make_live(s);
+    for (const int32_t* s = byte_pred.begin(t); s != byte_pred.end(t); ++s) make_live(*s);
+    for (const auto* p = call_pred.begin(t); p != call_pred.end(t); ++p)
+      if (productive[p->second]) make_live(p->first);
     int32_t rule = a->rule_of[t];
     if (a->start[rule] == t && !productive[rule]) {
       productive[rule] = 1;
-      for (auto [s, next] : by_rule[rule])
-        if (live[next]) make_live(s);
+      for (const auto* p = by_rule.begin(rule); p != by_rule.end(rule); ++p)
+        if (live[p->second]) make_live(p->first);
     }
   }
   if (!productive[a->root]) return Status::error(Code::grammar, "the grammar matches no string", a->root);
-  for (int32_t s = 0; s < n; ++s) {
-    if (a->row[s] >= 0) {
-      int32_t* r = &a->next[a->row[s] * 256];
-      bool any = false;
-      for (int32_t b = 0; b < 256; ++b) {
-        if (r[b] >= 0 && !live[r[b]]) r[b] = -1;
-        any = any || r[b] >= 0;
-      }
-      if (!any) a->row[s] = -1;
-    }
-  }
+  for (ByteEdge& run : r->runs)
+    if (!live[run.to]) run.to = -1;
   std::vector<Call> kept;
   std::vector<int32_t> begin(n + 1, 0);
   for (int32_t s = 0; s < n; ++s) {
@@ -477,6 +590,33 @@ Status prune_dead(Automaton* a) {
   a->calls.swap(kept);
   a->call_begin.swap(begin);
   return {};
+}
+
+// Writes the 256-wide rows of the states that some byte leaves, the matcher's step table.
+void write_rows(const ByteRuns& r, Automaton* a) {
+  const int32_t n = a->n_states();
+  int32_t n_rows = 0;
+  for (int32_t s = 0; s < n; ++s) {
+    a->row[s] = -1;
+    for (int32_t i = r.begin[s]; i < r.begin[s + 1]; ++i)
+      if (r.runs[i].to >= 0) {
+        a->row[s] = n_rows++;
+        break;
+      }
+  }
+  a->next.resize(size_t(n_rows) * 256);
+  for (int32_t s = 0; s < n; ++s) {
+    if (a->row[s] < 0) continue;
+    int32_t* row = &a->next[size_t(a->row[s]) * 256];
+    int32_t b = 0;  // runs come in byte order: each entry is written once
+    for (int32_t i = r.begin[s]; i < r.begin[s + 1]; ++i) {
+      const ByteEdge& run = r.runs[i];
+      std::fill(row + b, row + run.lo, -1);
+      std::fill(row + run.lo, row + run.hi + 1, run.to);
+      b = run.hi + 1;
+    }
+    std::fill(row + b, row + 256, -1);
+  }
 }
 
 // A rule that can call itself before consuming a byte would make the parser push forever.
@@ -535,31 +675,27 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   a.start.assign(ir.n_rules, -1);
   int64_t budget = limits.max_nfa_nodes;
   std::vector<int32_t> todo{ir.root}, called;
-  std::vector<std::vector<Call>> calls_of_state;
+  ByteRuns runs;
+  RuleNfa nfa(ir, limits, inline_rule, &budget);
+  Determinizer det(limits, &a, &runs);
   while (!todo.empty()) {
     int32_t rule = todo.back();
     todo.pop_back();
     if (a.start[rule] >= 0) continue;
-    RuleNfa nfa(ir, limits, inline_rule, &budget);
     s = nfa.build(rule);
     if (!s.ok()) return s;
     a.start[rule] = a.n_states();
-    Determinizer det(nfa, rule, limits, &a);
     called.clear();
-    s = det.run(&called);
+    s = det.run(nfa, rule, &called);
     if (!s.ok()) return s;
-    for (auto& c : det.pending_calls_) calls_of_state.push_back(std::move(c));
     for (int32_t r : called)
       if (a.start[r] < 0) todo.push_back(r);
   }
-  a.call_begin.assign(a.n_states() + 1, 0);
-  for (int32_t st = 0; st < a.n_states(); ++st) {
-    a.call_begin[st] = static_cast<int32_t>(a.calls.size());
-    a.calls.insert(a.calls.end(), calls_of_state[st].begin(), calls_of_state[st].end());
-  }
-  a.call_begin[a.n_states()] = static_cast<int32_t>(a.calls.size());
-  s = prune_dead(&a);
+  a.call_begin.push_back(static_cast<int32_t>(a.calls.size()));
+  runs.begin.push_back(static_cast<int32_t>(runs.runs.size()));
+  s = prune_dead(&a, &runs);
   if (!s.ok()) return s;
+  write_rows(runs, &a);
   a.tail.assign(a.n_states(), 0);
   a.plain.assign(a.n_states(), 0);
   for (int32_t st = 0; st < a.n_states(); ++st) {

@@ -3,6 +3,9 @@
 // grammars end up as a few recursive rules with large local automata.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "ir.h"
@@ -15,13 +18,28 @@ struct Call {
   int32_t next;  // state to continue in once the called rule completes
 };
 
+// Leaves new elements uninitialized on resize: the transition table is large (1 KiB per
+// state) and every entry is written right after, so zeroing it first would be wasted work.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind { using other = UninitializedAllocator<U>; };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) {}
+  template <class U>
+  void construct(U* p) { ::new (static_cast<void*>(p)) U; }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...); }
+};
+
 struct Automaton {
   int32_t root = -1;                 // root rule
   std::vector<int32_t> start;        // rule -> start state, -1 when the rule has no automaton
   std::vector<int32_t> rule_of;      // state -> rule
   std::vector<uint8_t> final;        // state -> the rule may complete here
   std::vector<int32_t> row;          // state -> row in `next`, -1 when no byte leaves it
-  std::vector<int32_t> next;         // 256 targets per row, -1 = no transition
+  std::vector<int32_t, UninitializedAllocator<int32_t>> next;  // 256 targets per row, -1 = none
   std::vector<int32_t> call_begin;   // state -> first call; size n_states + 1
   std::vector<Call> calls;
   // state -> completing is all that is left (final, no bytes, no calls): a call returning

@@ -94,7 +94,7 @@ int32_t tg_grammar_warm(tg_grammar* grammar, int32_t max_states) {
   tg::Grammar& g = grammar->g;
   int32_t built = 0;
   for (int32_t s = 0; s < g.automaton.n_states() && (max_states < 0 || built < max_states); ++s)
-    if (g.automaton.has_bytes(s) && !g.cache[s].ready) {
+    if (g.automaton.has_bytes(s) && !g.cache[s]) {
       g.cache_for(s);
       ++built;
     }

@@ -56,14 +56,16 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
   out->vocab = &vocab;
   s = build_automaton(ir, Limits{}, &out->automaton);
   if (!s.ok()) return s;
-  out->cache.assign(out->automaton.n_states(), TokenCache{});
+  out->cache.resize(out->automaton.n_states());
   compute_contexts(out->automaton, &out->contexts);
   return {};
 }
 
 const TokenCache& Grammar::cache_for(int32_t state) {
-  TokenCache& c = cache[state];
-  if (c.ready) return c;
+  std::unique_ptr<TokenCache>& slot = cache[state];
+  if (slot) return *slot;
+  slot = std::make_unique<TokenCache>();
+  TokenCache& c = *slot;
   const Vocab& v = *vocab;
   if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
   MaskWalk& walk = *walk_;
@@ -109,7 +111,6 @@ const TokenCache& Grammar::cache_for(int32_t state) {
     ++i;
   }
   if (any_accepted) c.accepted.swap(accepted);
-  c.ready = true;
   ++caches_built;
   cache_bytes += int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4;
   return c;

@@ -23,7 +23,6 @@
 namespace tg {
 
 struct TokenCache {
-  bool ready = false;
   std::vector<uint32_t> accepted;   // bitmask words, or empty when nothing is accepted
   std::vector<int32_t> uncertain;   // positions in Vocab::order, increasing
 };
@@ -31,7 +30,9 @@ struct TokenCache {
 struct Grammar {
   const Vocab* vocab = nullptr;
   Automaton automaton;
-  std::vector<TokenCache> cache;    // per state
+  // Per state, built on first use: a pointer each, as most states never need one and
+  // compiling should not pay for their room.
+  std::vector<std::unique_ptr<TokenCache>> cache;
   // rule -> the states where parsing may continue once the rule completes, over all call
   // sites (tail calls resolved to their callers' continuations).
   std::vector<std::vector<int32_t>> contexts;
