@@ -402,10 +402,16 @@ def decode_request(engine, probe: Probe, run: DecodeRun, max_tokens: int, respon
     run.grammar_per_token_s.append(extra["grammar_per_token_s"])
     run.finish.add(r.choices[0].finish_reason)
     run.step_wall_s += [b - a for a, b in zip(ends, ends[1:])]
-    ev = probe.events  # ... collect, [submit_decode, submit_read, collect] per step
+    # ... collect, then per step [submit_decode, submit_read, collect] under a grammar (the mask is
+    # filled between the two submissions), or [submit_decode, collect] without one (one submission).
+    ev = probe.events
     for i, (name, s, e) in enumerate(ev):
         if name == "submit_decode":
-            (p_name, _, p_end), (r_name, r_start, r_end), (c_name, c_start, c_end) = ev[i - 1], ev[i + 1], ev[i + 2]
+            p_name, _, p_end = ev[i - 1]
+            if ev[i + 1][0] == "submit_read":
+                (r_name, r_start, r_end), (c_name, c_start, c_end) = ev[i + 1], ev[i + 2]
+            else:
+                (r_name, r_start, r_end), (c_name, c_start, c_end) = ("submit_read", e, e), ev[i + 1]
             assert (p_name, r_name, c_name) == ("collect", "submit_read", "collect"), ev[i - 1:i + 3]
             run.before_submit_s.append(s - p_end)
             run.queue_step_s.append(e - s)
