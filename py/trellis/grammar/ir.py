@@ -77,38 +77,36 @@ class ByteSet(Expr):
         return hash((ByteSet, self.ranges))
 
 
-@dataclass(slots=True)
-class Seq(Expr):
-    items: tuple[Expr, ...]
-    _hash: int | None = _cache()
-    _facts: object = _cache()
+class _Items(Expr):
+    """Seq and Alt: a tuple of items, and a hash computed once."""
+
+    __slots__ = ()
 
     def __init__(self, items: tuple[Expr, ...]):
         self.items = items
         self._hash = self._facts = None
 
-    def __hash__(self):
+    def _items_hash(self):
         h = self._hash
         if h is None:
-            h = self._hash = hash((Seq, self.items))
+            h = self._hash = hash((type(self), self.items))
         return h
 
 
-@dataclass(slots=True)
-class Alt(Expr):
+@dataclass(slots=True, init=False)
+class Seq(_Items):
     items: tuple[Expr, ...]
     _hash: int | None = _cache()
     _facts: object = _cache()
+    __hash__ = _Items._items_hash
 
-    def __init__(self, items: tuple[Expr, ...]):
-        self.items = items
-        self._hash = self._facts = None
 
-    def __hash__(self):
-        h = self._hash
-        if h is None:
-            h = self._hash = hash((Alt, self.items))
-        return h
+@dataclass(slots=True, init=False)
+class Alt(_Items):
+    items: tuple[Expr, ...]
+    _hash: int | None = _cache()
+    _facts: object = _cache()
+    __hash__ = _Items._items_hash
 
 
 @dataclass(slots=True)
