@@ -130,9 +130,9 @@ async function fetchShards(base, manifest, files) {
 
 // Compiles the kernels' pipelines into `pipelines` (kernel name -> GPUComputePipeline, or
 // {compileError} when its compile failed), first those of the decode and mask plans, while Pyodide
-// starts: they are all the engine needs to be ready. On a software adapter compiling takes longer than anything else at
-// start-up, most of it the prefill plan's larger kernels: `compileRest()` starts those once the
-// engine is ready (prefill runs token by token until they are in).
+// starts: they are all the engine needs to be ready. On a software adapter compiling takes longer
+// than anything else at start-up, most of it the prefill plan's larger kernels: `compileRest()`
+// starts those once the engine is ready (prefill runs token by token until they are in).
 function compileKernels(device, manifest, files, pipelines) {
   const text = new TextDecoder();
   const needed = new Set(['decode', 'mask'].flatMap((plan) => manifest.plans[plan].dispatches.map((d) => d.kernel)));

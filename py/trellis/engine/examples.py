@@ -124,7 +124,8 @@ def demo_examples() -> dict:
             {"name": "Yes / no, with a reason", "grammar": VERDICT_GRAMMAR, "prompt": "Should I learn to cook?"},
         ],
         "regexes": [
-            {"name": "ISO date", "regex": r"\d{4}-\d{2}-\d{2}", "prompt": "On what date did Apollo 11 land on the Moon?"},
+            {"name": "ISO date", "regex": r"\d{4}-\d{2}-\d{2}",
+             "prompt": "On what date did Apollo 11 land on the Moon?"},
             {"name": "US phone number", "regex": r"\(\d{3}\) \d{3}-\d{4}",
              "prompt": "Make up a phone number for a pizza place."},
             {"name": "One-word colour", "regex": "(red|orange|yellow|green|blue|purple|black|white)",

@@ -228,7 +228,8 @@ class Executor:
     def _submit(self, plan: str, token: int, read: bool = False):
         """One token through `plan`: its step words and id go up in one write, which copies at the
         head of the submission move into the `step` and `ids` buffers (a write costs more than a copy)."""
-        self.backend.write_buffer(self._token_upload, 0, struct.pack(f"<{STEP_WORDS + 1}i", 1, self.position, 0, 0, token))
+        words = struct.pack(f"<{STEP_WORDS + 1}i", 1, self.position, 0, 0, token)
+        self.backend.write_buffer(self._token_upload, 0, words)
         self.position += 1
         return self.backend.submit(self._token_plans[plan],
                                    read=(self.buffers["logits"], 4 * self.vocab_size) if read else None)
