@@ -36,11 +36,12 @@ void compute_contexts(const Automaton& a, std::vector<std::vector<int32_t>>* out
   }
 }
 
+constexpr int32_t kWorthReaching = 16;  // smaller subtrees are walked faster than checked
+
 // Whether every token below trie node i is accepted from `config`, known without visiting them:
 // every byte below leads back to the configuration (the body of a string), or every string of
 // those bytes as long as the subtree is deep stays in plain states (a counted string, a search).
 bool skips_subtree(MaskWalk& walk, int32_t config, const Vocab& v, int32_t i) {
-  constexpr int32_t kWorthReaching = 16;  // smaller subtrees are walked faster than checked
   const int32_t bytes = v.below[i];
   if (walk.loops_on(config, v.byte_sets[bytes])) return true;
   return v.trie[i].end - i > kWorthReaching &&
@@ -70,8 +71,13 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
   MaskWalk& walk = *walk_;
   walk.begin(state, &contexts[automaton.rule_of[state]]);
-  std::vector<int32_t> configs(v.max_len + 1);  // configs[d]: after the first d bytes of the path
+  // Per depth along the current trie path: the configuration after its first d bytes, or, while
+  // the path stays in plain states, that state alone (plain[d] >= 0; configs[d] interned on demand).
+  constexpr int32_t kUnset = -2;
+  std::vector<int32_t> configs(v.max_len + 1), plain(v.max_len + 1, -1);
   configs[0] = walk.start();
+  const Automaton& a = automaton;
+  if (a.plain[state]) plain[0] = state;
   std::vector<uint32_t> accepted(v.words(), 0);
   bool any_accepted = false;
   const auto accept = [&](int32_t begin, int32_t end) {
@@ -87,6 +93,31 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   const int32_t n_nodes = static_cast<int32_t>(v.trie.size());
   for (int32_t i = 1; i < n_nodes;) {
     const TrieNode& node = v.trie[i];
+    const int32_t from = plain[node.depth - 1];
+    if (from >= 0) {
+      const int32_t to = a.step(from, node.byte);
+      if (to < 0) {  // nothing else is alive from a lone plain state
+        i = node.end;
+        continue;
+      }
+      if (a.plain[to]) {  // still consuming inside the rule: these tokens are accepted
+        plain[node.depth] = to;
+        configs[node.depth] = kUnset;
+        accept(node.tok_begin, node.tok_begin + node.n_here);
+        if (node.end > i + 1 &&
+            (walk.loops_on_state(to, v.byte_sets[v.below[i]]) ||
+             (node.end - i > kWorthReaching &&
+              walk.alive_within_state(to, v.byte_sets[v.below[i]], v.below[i], node.height)))) {
+          accept(node.tok_begin + node.n_here, node.tok_end);
+          i = node.end;
+          continue;
+        }
+        ++i;
+        continue;
+      }
+      if (configs[node.depth - 1] == kUnset) configs[node.depth - 1] = walk.config_of(from);
+    }
+    plain[node.depth] = -1;
     const int32_t at = walk.step(configs[node.depth - 1], node.byte);
     if (at < 0) {  // every token below is rejected
       i = node.end;

@@ -219,7 +219,34 @@ bool MaskWalk::alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_
   const StateSet& own = sets_[c.own];
   // Only a lone bottom frame with nothing speculative: its future is the automaton's alone.
   if (c.spec != 0 || c.open || own.frames.size() != 1 || own.frames[0] >= a_.n_states()) return false;
-  const int32_t state = own.frames[0];
+  return alive_within_state(own.frames[0], bytes, bytes_id, height);
+}
+
+int32_t MaskWalk::config_of(int32_t plain_state) {
+  scratch_.frames.assign(1, plain_state);  // its closure is itself: no calls, not final
+  scratch_.can_end = false;
+  return intern_config(intern_set(&scratch_), 0, false);
+}
+
+bool MaskWalk::loops_on_state(int32_t state, const ByteSet& bytes) {
+  if (state_loops_.empty()) {
+    state_loops_.assign(a_.n_states(), ByteSet{});
+    state_breaks_.assign(a_.n_states(), ByteSet{});
+  }
+  if (state_breaks_[state].intersects(bytes)) return false;
+  for (int w = 0; w < 4; ++w) {
+    uint64_t todo = bytes.bits[w] & ~state_loops_[state].bits[w];
+    for (; todo; todo &= todo - 1) {
+      const uint8_t b = static_cast<uint8_t>(w * 64 + __builtin_ctzll(todo));
+      const bool back = a_.step(state, b) == state;
+      (back ? state_loops_[state] : state_breaks_[state]).add(b);
+      if (!back) return false;
+    }
+  }
+  return true;
+}
+
+bool MaskWalk::alive_within_state(int32_t state, const ByteSet& bytes, int32_t bytes_id, int32_t height) {
   const uint64_t key = (uint64_t(uint32_t(state)) << 32) | uint32_t(bytes_id);
   const int32_t known = reach_.find(key);
   if (known != FlatMap::kAbsent) {

@@ -71,6 +71,14 @@ class MaskWalk {
   // `config`, through states that only consume bytes (a counted or searching string body).
   bool alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_id, int32_t height);
 
+  // A plain state (it only consumes bytes: no calls, not final) alone as the bottom frame,
+  // with nothing speculative, is its own configuration: stepping it into another plain state is
+  // a table look-up, so a walk through counted strings and literals needs no parser. These
+  // answer the questions above for such a state without interning it.
+  int32_t config_of(int32_t plain_state);
+  bool loops_on_state(int32_t state, const ByteSet& bytes);
+  bool alive_within_state(int32_t state, const ByteSet& bytes, int32_t bytes_id, int32_t height);
+
  private:
   struct Config {
     int32_t own, spec;  // set ids
@@ -99,6 +107,7 @@ class MaskWalk {
   // most of them lead to (-1 when none does, -2 before it is computed) and the bytes that do.
   std::vector<ByteSet> safe_, main_bytes_;
   std::vector<int32_t> main_;
+  std::vector<ByteSet> state_loops_, state_breaks_;  // loops_on_state's findings, kept across walks
   FlatMap reach_;  // (state, byte set) -> heights proven alive (>= 0) or known to fail (< 0)
   std::vector<int32_t> frontier_, next_frontier_;
   SeenFrames reached_;
