@@ -72,12 +72,12 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   MaskWalk& walk = *walk_;
   walk.begin(state, &contexts[automaton.rule_of[state]]);
   // Per depth along the current trie path: the configuration after its first d bytes, or, while
-  // the path stays in plain states, that state alone (plain[d] >= 0; configs[d] interned on demand).
+  // the path stays in plain states, that lone frame (plain[d] >= 0; configs[d] interned on demand).
   constexpr int32_t kUnset = -2;
   std::vector<int32_t> configs(v.max_len + 1), plain(v.max_len + 1, -1);
   configs[0] = walk.start();
   const Automaton& a = automaton;
-  if (a.plain[state]) plain[0] = state;
+  if (a.plain[state]) plain[0] = state;  // the bottom frame of a state is the state's id
   std::vector<uint32_t> accepted(v.words(), 0);
   bool any_accepted = false;
   const auto accept = [&](int32_t begin, int32_t end) {
@@ -87,43 +87,50 @@ const TokenCache& Grammar::cache_for(int32_t state) {
     }
     any_accepted = any_accepted || begin < end;
   };
+  const auto accept_subtree = [&](int32_t i) { accept(v.trie[i].tok_begin, v.trie[i].tok_end); };
   const auto uncertain = [&](int32_t begin, int32_t end) {
     for (int32_t p = begin; p < end; ++p) c.uncertain.push_back(p);
   };
   const int32_t n_nodes = static_cast<int32_t>(v.trie.size());
   for (int32_t i = 1; i < n_nodes;) {
     const TrieNode& node = v.trie[i];
+    if (node.depth == 1 && a.step(state, node.byte) < 0) {
+      // The walk starts from the lone frame (state, bottom): no way on without a transition.
+      i = node.end;
+      continue;
+    }
     const int32_t from = plain[node.depth - 1];
     if (from >= 0) {
-      const int32_t to = a.step(from, node.byte);
-      if (to < 0) {  // nothing else is alive from a lone plain state
+      const int32_t to = walk.step_plain(from, node.byte);
+      if (to == -1) {  // nothing else is alive from a lone plain frame
         i = node.end;
         continue;
       }
-      if (a.plain[to]) {  // still consuming inside the rule: these tokens are accepted
+      if (to >= 0) {  // still consuming inside the rule: these tokens are accepted
         plain[node.depth] = to;
         configs[node.depth] = kUnset;
-        accept(node.tok_begin, node.tok_begin + node.n_here);
+        const int32_t to_state = walk.state_of(to);
         if (node.end > i + 1 &&
-            (walk.loops_on_state(to, v.byte_sets[v.below[i]]) ||
+            (walk.loops_on_state(to_state, v.byte_sets[v.below[i]]) ||
              (node.end - i > kWorthReaching &&
-              walk.alive_within_state(to, v.byte_sets[v.below[i]], v.below[i], node.height)))) {
-          accept(node.tok_begin + node.n_here, node.tok_end);
+              walk.alive_within_state(to_state, v.byte_sets[v.below[i]], v.below[i], node.height)))) {
+          accept_subtree(i);
           i = node.end;
           continue;
         }
+        accept(node.tok_begin, node.tok_begin + node.n_here);
         ++i;
         continue;
       }
       if (configs[node.depth - 1] == kUnset) configs[node.depth - 1] = walk.config_of(from);
     }
-    plain[node.depth] = -1;
     const int32_t at = walk.step(configs[node.depth - 1], node.byte);
     if (at < 0) {  // every token below is rejected
       i = node.end;
       continue;
     }
     configs[node.depth] = at;
+    plain[node.depth] = walk.lone_plain(at);
     const bool own = walk.own_alive(at);
     const int32_t own_end = node.tok_begin + node.n_here;
     if (own || walk.own_ends(at)) accept(node.tok_begin, own_end);
@@ -135,7 +142,7 @@ const TokenCache& Grammar::cache_for(int32_t state) {
       continue;
     }
     if (own && node.end > i + 1 && skips_subtree(walk, at, v, i)) {
-      accept(own_end, node.tok_end);
+      accept_subtree(i);
       i = node.end;
       continue;
     }

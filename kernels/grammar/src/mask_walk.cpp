@@ -96,6 +96,9 @@ int32_t MaskWalk::intern_config(int32_t own, int32_t spec, bool open) {
   c.own_alive = !sets_[own].dead();
   c.own_ends = sets_[own].can_end;
   c.spec_alive = !sets_[spec].dead();
+  const StateSet& set = sets_[own];
+  const bool lone = spec == 0 && !open && !set.can_end && set.frames.size() == 1;
+  c.lone_plain = lone && a_.plain[pool_.get(set.frames[0]).state] ? set.frames[0] : -1;
   const int32_t id = static_cast<int32_t>(configs_.size());
   configs_.push_back(c);
   config_ids_.put(key, id);
@@ -222,8 +225,8 @@ bool MaskWalk::alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_
   return alive_within_state(own.frames[0], bytes, bytes_id, height);
 }
 
-int32_t MaskWalk::config_of(int32_t plain_state) {
-  scratch_.frames.assign(1, plain_state);  // its closure is itself: no calls, not final
+int32_t MaskWalk::config_of(int32_t plain_frame) {
+  scratch_.frames.assign(1, plain_frame);  // its closure is itself: no calls, not final
   scratch_.can_end = false;
   return intern_config(intern_set(&scratch_), 0, false);
 }

@@ -65,17 +65,28 @@ class MaskWalk {
   bool spec_alive(int32_t c) const { return configs_[c].spec_alive; }
   // A speculative continuation completed the bottom rule too: anything may follow.
   bool open(int32_t c) const { return configs_[c].open; }
+  // The frame in a plain state that is all of the configuration (see config_of), or -1.
+  int32_t lone_plain(int32_t c) const { return configs_[c].lone_plain; }
   // Every byte of `bytes` leads from `config` back to `config`.
   bool loops_on(int32_t config, const ByteSet& bytes);
   // Every string over `bytes` of at most `height` bytes keeps the rule's own parse alive from
   // `config`, through states that only consume bytes (a counted or searching string body).
   bool alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_id, int32_t height);
 
-  // A plain state (it only consumes bytes: no calls, not final) alone as the bottom frame,
-  // with nothing speculative, is its own configuration: stepping it into another plain state is
-  // a table look-up, so a walk through counted strings and literals needs no parser. These
-  // answer the questions above for such a state without interning it.
-  int32_t config_of(int32_t plain_state);
+  // A frame in a plain state (one that only consumes bytes: no calls, not final), alone and
+  // with nothing speculative, is a configuration of its own: stepping it into another plain
+  // state needs no parser, so a walk through counted strings and literals is table look-ups.
+  // While the walk stays in plain states the rule cannot complete, so the frame's parent
+  // plays no part: these answer the questions above from the frame's state.
+  int32_t config_of(int32_t plain_frame);
+  // The frame after `byte`: -1 when nothing follows, -2 when the state reached is not plain.
+  int32_t step_plain(int32_t frame, uint8_t byte) {
+    const Frame f = pool_.get(frame);
+    const int32_t to = a_.step(f.state, byte);
+    if (to < 0) return -1;
+    return a_.plain[to] ? pool_.intern(to, f.parent) : -2;
+  }
+  int32_t state_of(int32_t frame) const { return pool_.get(frame).state; }
   bool loops_on_state(int32_t state, const ByteSet& bytes);
   bool alive_within_state(int32_t state, const ByteSet& bytes, int32_t bytes_id, int32_t height);
 
@@ -83,6 +94,7 @@ class MaskWalk {
   struct Config {
     int32_t own, spec;  // set ids
     bool open, own_alive, own_ends, spec_alive;
+    int32_t lone_plain;
     ByteSet loops, breaks;  // bytes known to lead back here, and known not to
   };
   int32_t intern_set(StateSet* set);
