@@ -217,6 +217,7 @@ class TrellisEngine(Engine):
 
     def compile(self, schema_text):
         from trellis.grammar.json_schema import json_schema_to_grammar  # may not exist yet: compile error
+        # the front-end's defaults: spec semantics, flexible whitespace, known properties in schema order
         grammar = json_schema_to_grammar(json.loads(schema_text), any_whitespace=True, strict=False)
         return self.compiler.compile_ir(grammar, source="json_schema")
 

@@ -84,11 +84,12 @@ def accepts(compiled, text: str, feeder: TokenFeeder | None) -> bool:
 
 
 def run_group(compiler, rel: str, draft: str, index: int, group: dict, *, feeder: TokenFeeder | None = None,
-              any_whitespace: bool = True) -> GroupResult:
+              any_whitespace: bool = True, property_order: str = "schema") -> GroupResult:
     started = time.perf_counter()
     result = GroupResult(rel, index, group["description"], "passed")
     try:
-        grammar = json_schema_to_grammar(group["schema"], draft=draft, any_whitespace=any_whitespace)
+        grammar = json_schema_to_grammar(group["schema"], draft=draft, any_whitespace=any_whitespace,
+                                         property_order=property_order)
         compiled = compiler.compile_ir(grammar, source="json_schema")
     except UnsupportedSchemaError as e:
         result.status, result.keyword, result.message = "refused", e.keyword, str(e)
@@ -111,10 +112,11 @@ def run_group(compiler, rel: str, draft: str, index: int, group: dict, *, feeder
     return result
 
 
-def run_suite(compiler, *, feeder=None, select=None, any_whitespace=True) -> list[GroupResult]:
+def run_suite(compiler, *, feeder=None, select=None, any_whitespace=True, property_order="schema") -> list[GroupResult]:
     out = []
     for n, (rel, draft, i, group) in enumerate(load_groups()):
         if select is not None and not select(n, rel, i):
             continue
-        out.append(run_group(compiler, rel, draft, i, group, feeder=feeder, any_whitespace=any_whitespace))
+        out.append(run_group(compiler, rel, draft, i, group, feeder=feeder, any_whitespace=any_whitespace,
+                             property_order=property_order))
     return out

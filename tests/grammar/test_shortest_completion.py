@@ -197,7 +197,7 @@ def test_json_schema_fills_required_properties(core, smollm2):
         "box": {"type": "object", "required": ["w"], "properties": {"w": {"type": "integer"}}},
         "note": {"type": "string"}}}
     compiled = compiler_for(smollm2, core).compile_json_schema(schema)
-    for prefix in [b"", b'{"name": "A', b'{"name": "Ab", "tags": ["al', b'{"box": {']:
+    for prefix in [b"", b'{"name": "A', b'{"name": "Ab", "tags": ["al', b'{"name": "Ab", "tags": ["beta"], "box": {']:
         doc = json.loads(prefix + check(compiled, prefix))
         assert set(schema["required"]) <= set(doc) and len(doc["name"]) >= 2 and doc["tags"]
 

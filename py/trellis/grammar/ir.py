@@ -305,32 +305,51 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
     words = array("i", [MAGIC, VERSION, len(names), index[grammar.root]])
     words.extend([0] * len(names))
-    memo: dict[Expr, int] = {}  # equal subtrees are written once
+    # Equal subtrees are written once. Leaves are looked up by their plain contents (a str or
+    # bytes hashes once, natively); inner nodes by their cached structural hash.
+    memo: dict[Expr, int] = {}
+    leaves: dict = {}
     extend = words.extend
 
     def emit(expr: Expr) -> int:
+        t = type(expr)
+        if t is Ref:
+            key = expr.name
+            known = leaves.get(key)
+            if known is None:
+                at = index.get(key)
+                if at is None:
+                    from ..errors import GrammarError
+
+                    raise GrammarError(f"undefined rule {key!r}")
+                known = leaves[key] = len(words)
+                extend((REF, at))
+            return known
+        if t is Bytes:
+            key = expr.data
+            known = leaves.get(key)
+            if known is None:
+                known = leaves[key] = len(words)
+                extend((BYTES, len(key)))
+                extend(key)
+            return known
+        if t is ByteSet:
+            key = expr.ranges
+            known = leaves.get(key)
+            if known is None:
+                known = leaves[key] = len(words)
+                extend((BYTESET, len(key)))
+                for r in key:
+                    extend(r)
+            return known
         known = memo.get(expr)
         if known is not None:
             return known
-        t = type(expr)
         if t is Seq or t is Alt:
             node = [SEQ if t is Seq else ALT, len(expr.items)]
             node += [emit(item) for item in expr.items]
-        elif t is Bytes:
-            node = [BYTES, len(expr.data)]
-            node += expr.data
-        elif t is ByteSet:
-            node = [BYTESET, len(expr.ranges)]
-            for r in expr.ranges:
-                node += r
         elif t is Repeat:
             node = [REPEAT, expr.min, -1 if expr.max is None else expr.max, emit(expr.item)]
-        elif t is Ref:
-            if expr.name not in index:
-                from ..errors import GrammarError
-
-                raise GrammarError(f"undefined rule {expr.name!r}")
-            node = [REF, index[expr.name]]
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
         offset = len(words)

@@ -21,9 +21,12 @@ Output conventions (restrictions of what is generated, never wrong acceptances):
 - whitespace: `any_whitespace=True` allows JSON whitespace between tokens, at most
   `max_whitespace` (default 20) bytes in a row; `any_whitespace=False` is compact, except
   that the single space of json.dumps' default ", " and ": " separators is allowed;
-- object properties come in any order (required and dependent keys, up to 8, are tracked
-  as sets; maxProperties is counted); with minProperties beyond the required keys, or more
-  tracked keys, known properties come in schema order, then additional ones;
+- object properties: with `property_order="schema"` (the default) the known properties come
+  in the schema's order, each at most once, then additional ones; with `property_order="any"`
+  in any order (required and dependent keys, up to 8, are tracked as sets; maxProperties is
+  counted), except with minProperties beyond the required keys or more tracked keys, which
+  fall back to schema order (so does a negated additionalProperties the other way round: its
+  witness keys need the any-order form);
 - numbers with bounds other than a sign, or with multipleOf, are written without an
   exponent; integers may end in `.0`; "-0" is not produced;
 - a maxLength above 1024 (without pattern/format) generates at most 1024 characters
@@ -51,12 +54,14 @@ __all__ = ["ANNOTATIONS", "FORMATS", "REFUSED_FORMATS", "REFUSED_KEYWORDS", "Uns
 
 
 def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool = False,
-                           max_whitespace: int = DEFAULT_MAX_WHITESPACE, draft: str | None = None) -> ir.Grammar:
+                           max_whitespace: int = DEFAULT_MAX_WHITESPACE, property_order: str = "schema",
+                           draft: str | None = None) -> ir.Grammar:
     """The grammar of the JSON texts that are valid instances of `schema`.
 
     `strict` closes objects (a missing additionalProperties means false), like OpenAI's
-    strict mode. `draft` forces "draft7" or "2020-12" semantics; by default `$schema` decides
+    strict mode. `property_order` is "schema" (known properties in the schema's order, as a
+    model writes them when prompted with the schema; a smaller grammar) or "any". `draft` forces "draft7" or "2020-12" semantics; by default `$schema` decides
     and 2020-12 is assumed.
     """
     return to_grammar(schema, any_whitespace=any_whitespace, strict=strict, max_whitespace=max_whitespace,
-                      draft=draft)
+                      property_order=property_order, draft=draft)

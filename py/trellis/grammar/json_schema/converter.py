@@ -76,9 +76,15 @@ MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
 MAX_STRING_LENGTH = 100_000
 
 
+PROPERTY_ORDERS = ("schema", "any")
+
+
 class Options:
-    def __init__(self, any_whitespace: bool, strict: bool, max_whitespace: int):
+    def __init__(self, any_whitespace: bool, strict: bool, max_whitespace: int, property_order: str = "schema"):
+        if property_order not in PROPERTY_ORDERS:
+            raise ValueError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
         self.any_whitespace, self.strict, self.max_whitespace = any_whitespace, strict, max_whitespace
+        self.property_order = property_order
 
 
 class Converter:
@@ -91,8 +97,10 @@ class Converter:
         self.names: dict = {}
         self.counter = itertools.count()
         if options.any_whitespace:
-            ws = ir.repeat(ir.byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0, options.max_whitespace)
-            self.ws = ws
+            # One rule that every place calls: the bound costs its states once, not at each place.
+            self.rules["ws"] = ir.repeat(ir.byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0,
+                                         options.max_whitespace)
+            ws = self.ws = ir.Ref("ws")
             self.sep = ir.seq(ws, ir.literal(","), ws)
             self.colon = ir.seq(ws, ir.literal(":"), ws)
         else:  # compact, but json.dumps' default ", " and ": " are accepted
@@ -927,6 +935,7 @@ class Converter:
     # ---- objects -------------------------------------------------------------------------------
 
     def object(self, nodes) -> ir.Expr:
+        pointer = nodes[0].pointer if nodes else ""  # no nodes: any object
         required: list[str] = []
         min_p, max_p = 0, None
         order: list[str] = []
@@ -1049,7 +1058,9 @@ class Converter:
             required.append(pseudo)
         eff_min = min_p if min_p > len([k for k in required if not k.startswith("\x00")]) else 0
         tracked = list(dict.fromkeys([*required, *[x for k, v in deps.items() for x in [k, *sorted(v)]]]))
-        if eff_min == 0 and len(tracked) <= MAX_TRACKED_KEYS and (
+        # Witnesses are pseudo-keys, found wherever they come: only the any-order form tracks them.
+        any_order = self.opt.property_order == "any" or any(k.startswith("\x00") for k in required)
+        if any_order and eff_min == 0 and len(tracked) <= MAX_TRACKED_KEYS and (
                 max_p is None or (2 ** len(tracked)) * (max_p + 1) <= 4096):
             return self.object_any_order(members, additional, required, deps, tracked, max_p)
         if any(k.startswith("\x00") for k in required):
@@ -1064,7 +1075,7 @@ class Converter:
             raise UnsupportedSchemaError("dependentRequired over more than 6 keys together with min/maxProperties "
                                          "or many required keys is not supported", "dependentRequired",
                                          nodes[0].pointer)
-        return self.object_ordered(members, additional, set(required), eff_min, max_p, nodes[0].pointer, deps)
+        return self.object_ordered(members, additional, set(required), eff_min, max_p, pointer, deps)
 
     def in_place(self, x: Node) -> set:
         """Keys of the subschemas applied to the same instance as x (allOf, anyOf, oneOf, if,
@@ -1373,7 +1384,7 @@ def detect_draft7(schema) -> bool:
 
 
 def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
-               draft: str | None = None) -> ir.Grammar:
+               property_order: str = "schema", draft: str | None = None) -> ir.Grammar:
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -1386,7 +1397,7 @@ def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFA
         if not isinstance(uri, str) or not any(m in uri for m in KNOWN_METASCHEMAS):
             raise UnsupportedSchemaError(f"unknown meta-schema {uri!r} (its vocabularies are unknown)", "$schema", "")
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
-    conv = Converter(schema, Options(any_whitespace, strict, max_whitespace), draft7)
+    conv = Converter(schema, Options(any_whitespace, strict, max_whitespace, property_order), draft7)
     # The conversion allocates many small objects that live until it ends (expressions, memo
     # tables, automata) and makes little cyclic garbage: the cyclic collector's passes over that
     # growing heap cost as much as the conversion itself on large schemas. Paused meanwhile.
