@@ -303,8 +303,7 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
         from ..errors import GrammarError
 
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
-    words = array("i", [MAGIC, VERSION, len(names), index[grammar.root]])
-    words.extend([0] * len(names))
+    words = [MAGIC, VERSION, len(names), index[grammar.root]] + [0] * len(names)  # an array at the end
     # Equal subtrees are written once. Leaves are looked up by their plain contents (a str or
     # bytes hashes once, natively); inner nodes by their cached structural hash.
     memo: dict[Expr, int] = {}
@@ -359,4 +358,4 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
 
     for i, name in enumerate(names):
         words[4 + i] = emit(grammar.rules[name])
-    return words, names
+    return array("i", words), names
