@@ -599,12 +599,12 @@ def main() -> None:
     split = (f"Full dev split ({n_total} schemas)" if len(indices) == n_total
              else f"Sample of {len(indices)} schemas (seed {args.seed})")
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     STATE.mkdir(parents=True, exist_ok=True)
     store = STATE / "summaries.json"
     summaries = json.loads(store.read_text()) if store.exists() else {}
     for e in engines:
         print(f"{e}: {len(indices)} schemas ({len(timed)} timed) ...", flush=True)
+        when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         partial = STATE / f"{e}-{len(indices)}-{args.seed}.partial.jsonl"
         if not args.resume and partial.exists():
             partial.unlink()

@@ -1,6 +1,7 @@
 #include "grammar.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "ir.h"
 
@@ -48,6 +49,34 @@ bool skips_subtree(MaskWalk& walk, int32_t config, const Vocab& v, int32_t i) {
          walk.alive_within(config, v.byte_sets[bytes], bytes, v.trie[i].height);
 }
 
+// The id bitmask of the tokens at the marked trie positions (all in words [lo, hi)). A string
+// body accepts nearly every token: then the unmarked positions are cleared from the mask of
+// all tokens instead, so the cost follows the smaller side.
+void accepted_by_id(const Vocab& v, const uint64_t* at, int32_t lo, int32_t hi, int64_t marked,
+                    std::vector<uint32_t>* out) {
+  const int64_t n = static_cast<int64_t>(v.order.size());
+  const int32_t n_words = static_cast<int32_t>((n + 63) / 64);
+  const bool most = marked * 2 > n;
+  if (most) *out = v.order_mask;
+  else out->assign(v.words(), 0);
+  uint32_t* words = out->data();
+  const auto flip = [&](uint64_t w, int32_t k) {
+    for (; w; w &= w - 1) {
+      const int32_t id = v.order[k * 64 + __builtin_ctzll(w)];
+      words[id >> 5] ^= 1u << (id & 31);
+    }
+  };
+  if (!most) {
+    for (int32_t k = lo; k < hi; ++k) flip(at[k], k);
+    return;
+  }
+  for (int32_t k = 0; k < n_words; ++k) {
+    uint64_t w = ~at[k];
+    if (k + 1 == n_words && n % 64) w &= (uint64_t(1) << (n % 64)) - 1;  // past the last token
+    flip(w, k);
+  }
+}
+
 }  // namespace
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out) {
@@ -78,14 +107,21 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   configs[0] = walk.start();
   const Automaton& a = automaton;
   if (a.plain[state]) plain[0] = state;  // the bottom frame of a state is the state's id
-  std::vector<uint32_t> accepted(v.words(), 0);
-  bool any_accepted = false;
+  // Accepted tokens are marked by trie position, where a subtree is a range (a few word writes),
+  // and translated to ids once at the end (accepted_by_id). The buffer is kept all clear between
+  // walks: only the words touched, [lo, hi), are cleared again.
+  if (positions_.empty()) positions_.assign((v.order.size() + 63) / 64 + 1, 0);
+  uint64_t* at = positions_.data();
+  int64_t marked = 0;  // may count a position twice: it only picks the cheaper translation
+  int32_t lo = INT32_MAX, hi = 0;
   const auto accept = [&](int32_t begin, int32_t end) {
-    for (int32_t p = begin; p < end; ++p) {
-      const int32_t id = v.order[p];
-      accepted[id >> 5] |= 1u << (id & 31);
-    }
-    any_accepted = any_accepted || begin < end;
+    if (begin >= end) return;
+    marked += end - begin;
+    lo = std::min(lo, begin >> 6);
+    hi = std::max(hi, ((end - 1) >> 6) + 1);
+    for (; begin < end && begin % 64; ++begin) at[begin >> 6] |= uint64_t(1) << (begin & 63);
+    for (; begin + 64 <= end; begin += 64) at[begin >> 6] = ~uint64_t(0);
+    for (; begin < end; ++begin) at[begin >> 6] |= uint64_t(1) << (begin & 63);
   };
   const auto accept_subtree = [&](int32_t i) { accept(v.trie[i].tok_begin, v.trie[i].tok_end); };
   const auto uncertain = [&](int32_t begin, int32_t end) {
@@ -148,7 +184,10 @@ const TokenCache& Grammar::cache_for(int32_t state) {
     }
     ++i;
   }
-  if (any_accepted) c.accepted.swap(accepted);
+  if (marked > 0) {
+    accepted_by_id(v, at, lo, hi, marked, &c.accepted);
+    std::fill(at + lo, at + hi, 0);
+  }
   ++caches_built;
   cache_bytes += int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4;
   return c;

@@ -49,6 +49,7 @@ struct Grammar {
  private:
   Shortest shortest_;
   std::unique_ptr<MaskWalk> walk_;  // reused by every cache_for: its tables keep their memory
+  std::vector<uint64_t> positions_;  // cache_for's accepted trie positions, all clear between calls
 };
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out);

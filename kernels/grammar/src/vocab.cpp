@@ -110,6 +110,8 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
     path.pop_back();
   }
   compute_below(v);
+  v.order_mask.assign(v.words(), 0);
+  for (int32_t id : v.order) v.order_mask[id >> 5] |= 1u << (id & 31);
   return {};
 }
 

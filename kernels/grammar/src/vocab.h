@@ -39,6 +39,7 @@ struct Vocab {
   std::vector<uint8_t> stop;          // per id < vocab_size
   std::vector<int32_t> stop_ids;
   std::vector<int32_t> order;         // ordinary token ids sorted by bytes (trie preorder)
+  std::vector<uint32_t> order_mask;  // bitmask (by id) of the tokens in `order`
   std::vector<TrieNode> trie;         // preorder; node 0 is the root
   // node -> the bytes on the edges below it, as an index into byte_sets (few distinct sets):
   // a walk that every one of them leaves unchanged accepts the whole subtree at once.
