@@ -62,7 +62,8 @@ def main(argv=None) -> int:
         "",
         f"Written by `benchmarks/json_schema_suite_report.py{' --tokens' if args.tokens else ''}"
         f"{' --compact' if args.compact else ''}"
-        f"{' --property-order any' if args.property_order == 'any' else ''}` on {_dt.date.today()} ({platform.machine()}, "
+        f"{' --property-order any' if args.property_order == 'any' else ''}` on {_dt.date.today()} "
+        f"({platform.machine()}, "
         f"Python {platform.python_version()}, native core). Suite: `../shared/data/json-schema-test-suite` "
         "(draft2020-12 and draft7, optional/ included).",
         "",

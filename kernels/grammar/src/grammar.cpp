@@ -49,10 +49,18 @@ bool skips_subtree(MaskWalk& walk, int32_t config, const Vocab& v, int32_t i) {
          walk.alive_within(config, v.byte_sets[bytes], bytes, v.trie[i].height);
 }
 
+// The same for a lone frame in the plain state `state` (see MaskWalk::config_of).
+bool plain_skips_subtree(MaskWalk& walk, int32_t state, const Vocab& v, int32_t i) {
+  const int32_t bytes = v.below[i];
+  if (walk.loops_on_state(state, v.byte_sets[bytes])) return true;
+  return v.trie[i].end - i > kWorthReaching &&
+         walk.alive_within_state(state, v.byte_sets[bytes], bytes, v.trie[i].height);
+}
+
 // The id bitmask of the tokens at the marked trie positions (all in words [lo, hi)). A string
 // body accepts nearly every token: then the unmarked positions are cleared from the mask of
 // all tokens instead, so the cost follows the smaller side.
-void accepted_by_id(const Vocab& v, const uint64_t* at, int32_t lo, int32_t hi, int64_t marked,
+void accepted_by_id(const Vocab& v, const uint64_t* pos, int32_t lo, int32_t hi, int64_t marked,
                     std::vector<uint32_t>* out) {
   const int64_t n = static_cast<int64_t>(v.order.size());
   const int32_t n_words = static_cast<int32_t>((n + 63) / 64);
@@ -67,11 +75,11 @@ void accepted_by_id(const Vocab& v, const uint64_t* at, int32_t lo, int32_t hi, 
     }
   };
   if (!most) {
-    for (int32_t k = lo; k < hi; ++k) flip(at[k], k);
+    for (int32_t k = lo; k < hi; ++k) flip(pos[k], k);
     return;
   }
   for (int32_t k = 0; k < n_words; ++k) {
-    uint64_t w = ~at[k];
+    uint64_t w = ~pos[k];
     if (k + 1 == n_words && n % 64) w &= (uint64_t(1) << (n % 64)) - 1;  // past the last token
     flip(w, k);
   }
@@ -111,7 +119,7 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   // and translated to ids once at the end (accepted_by_id). The buffer is kept all clear between
   // walks: only the words touched, [lo, hi), are cleared again.
   if (positions_.empty()) positions_.assign((v.order.size() + 63) / 64 + 1, 0);
-  uint64_t* at = positions_.data();
+  uint64_t* pos = positions_.data();
   int64_t marked = 0;  // may count a position twice: it only picks the cheaper translation
   int32_t lo = INT32_MAX, hi = 0;
   const auto accept = [&](int32_t begin, int32_t end) {
@@ -119,9 +127,9 @@ const TokenCache& Grammar::cache_for(int32_t state) {
     marked += end - begin;
     lo = std::min(lo, begin >> 6);
     hi = std::max(hi, ((end - 1) >> 6) + 1);
-    for (; begin < end && begin % 64; ++begin) at[begin >> 6] |= uint64_t(1) << (begin & 63);
-    for (; begin + 64 <= end; begin += 64) at[begin >> 6] = ~uint64_t(0);
-    for (; begin < end; ++begin) at[begin >> 6] |= uint64_t(1) << (begin & 63);
+    for (; begin < end && begin % 64; ++begin) pos[begin >> 6] |= uint64_t(1) << (begin & 63);
+    for (; begin + 64 <= end; begin += 64) pos[begin >> 6] = ~uint64_t(0);
+    for (; begin < end; ++begin) pos[begin >> 6] |= uint64_t(1) << (begin & 63);
   };
   const auto accept_subtree = [&](int32_t i) { accept(v.trie[i].tok_begin, v.trie[i].tok_end); };
   const auto uncertain = [&](int32_t begin, int32_t end) {
@@ -145,11 +153,7 @@ const TokenCache& Grammar::cache_for(int32_t state) {
       if (to >= 0) {  // still consuming inside the rule: these tokens are accepted
         plain[node.depth] = to;
         configs[node.depth] = kUnset;
-        const int32_t to_state = walk.state_of(to);
-        if (node.end > i + 1 &&
-            (walk.loops_on_state(to_state, v.byte_sets[v.below[i]]) ||
-             (node.end - i > kWorthReaching &&
-              walk.alive_within_state(to_state, v.byte_sets[v.below[i]], v.below[i], node.height)))) {
+        if (node.end > i + 1 && plain_skips_subtree(walk, walk.state_of(to), v, i)) {
           accept_subtree(i);
           i = node.end;
           continue;
@@ -185,8 +189,8 @@ const TokenCache& Grammar::cache_for(int32_t state) {
     ++i;
   }
   if (marked > 0) {
-    accepted_by_id(v, at, lo, hi, marked, &c.accepted);
-    std::fill(at + lo, at + hi, 0);
+    accepted_by_id(v, pos, lo, hi, marked, &c.accepted);
+    std::fill(pos + lo, pos + hi, 0);
   }
   ++caches_built;
   cache_bytes += int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4;

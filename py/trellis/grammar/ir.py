@@ -312,34 +312,21 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
 
     def emit(expr: Expr) -> int:
         t = type(expr)
-        if t is Ref:
-            key = expr.name
+        if t is Ref or t is Bytes or t is ByteSet:
+            key = expr.name if t is Ref else expr.data if t is Bytes else expr.ranges
             known = leaves.get(key)
             if known is None:
-                at = index.get(key)
-                if at is None:
-                    from ..errors import GrammarError
+                known = leaves[key] = len(words)
+                if t is Ref:
+                    at = index.get(key)
+                    if at is None:
+                        from ..errors import GrammarError
 
-                    raise GrammarError(f"undefined rule {key!r}")
-                known = leaves[key] = len(words)
-                extend((REF, at))
-            return known
-        if t is Bytes:
-            key = expr.data
-            known = leaves.get(key)
-            if known is None:
-                known = leaves[key] = len(words)
-                extend((BYTES, len(key)))
-                extend(key)
-            return known
-        if t is ByteSet:
-            key = expr.ranges
-            known = leaves.get(key)
-            if known is None:
-                known = leaves[key] = len(words)
-                extend((BYTESET, len(key)))
-                for r in key:
-                    extend(r)
+                        raise GrammarError(f"undefined rule {key!r}")
+                    extend((REF, at))
+                else:
+                    extend((BYTES if t is Bytes else BYTESET, len(key)))
+                    extend(key if t is Bytes else [v for r in key for v in r])
             return known
         known = memo.get(expr)
         if known is not None:

@@ -1059,22 +1059,22 @@ class Converter:
         eff_min = min_p if min_p > len([k for k in required if not k.startswith("\x00")]) else 0
         tracked = list(dict.fromkeys([*required, *[x for k, v in deps.items() for x in [k, *sorted(v)]]]))
         # Witnesses are pseudo-keys, found wherever they come: only the any-order form tracks them.
-        any_order = self.opt.property_order == "any" or any(k.startswith("\x00") for k in required)
-        if any_order and eff_min == 0 and len(tracked) <= MAX_TRACKED_KEYS and (
+        witnessed = any(k.startswith("\x00") for k in required)
+        if (self.opt.property_order == "any" or witnessed) and eff_min == 0 and len(tracked) <= MAX_TRACKED_KEYS and (
                 max_p is None or (2 ** len(tracked)) * (max_p + 1) <= 4096):
             return self.object_any_order(members, additional, required, deps, tracked, max_p)
-        if any(k.startswith("\x00") for k in required):
+        if witnessed:
             raise UnsupportedSchemaError("a negated additionalProperties together with min/maxProperties or many "
-                                         "required keys is not supported", "additionalProperties", nodes[0].pointer)
+                                         "required keys is not supported", "additionalProperties", pointer)
         reachable = len([k for k in members if not k.startswith("\x00")]) + (additional != ir.NOTHING)
         if eff_min > reachable and additional != ir.NOTHING:
             # only distinct keys count, and repeated additional keys cannot be told apart
             raise UnsupportedSchemaError("minProperties beyond the known properties plus one additional property "
-                                         "is not supported", "minProperties", nodes[0].pointer)
+                                         "is not supported", "minProperties", pointer)
         if len({x for k, v in deps.items() for x in [k, *v]}) > MAX_TRACKED_KEYS:
             raise UnsupportedSchemaError("dependentRequired over more than 6 keys together with min/maxProperties "
                                          "or many required keys is not supported", "dependentRequired",
-                                         nodes[0].pointer)
+                                         pointer)
         return self.object_ordered(members, additional, set(required), eff_min, max_p, pointer, deps)
 
     def in_place(self, x: Node) -> set:
