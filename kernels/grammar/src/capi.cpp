@@ -92,13 +92,7 @@ int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which) {
 int32_t tg_grammar_warm(tg_grammar* grammar, int32_t max_states) {
   if (!grammar) return fail("null grammar");
   tg::Grammar& g = grammar->g;
-  int32_t built = 0;
-  for (int32_t s = 0; s < g.automaton.n_states() && (max_states < 0 || built < max_states); ++s)
-    if (g.automaton.has_bytes(s) && !g.cache[s]) {
-      g.cache_for(s);
-      ++built;
-    }
-  return built;
+  return g.warm(max_states);
 }
 
 tg_matcher* tg_matcher_new(tg_grammar* grammar) {

@@ -99,15 +99,64 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
   return {};
 }
 
-const TokenCache& Grammar::cache_for(int32_t state) {
-  std::unique_ptr<TokenCache>& slot = cache[state];
-  if (slot) return *slot;
-  slot = std::make_unique<TokenCache>();
-  TokenCache& c = *slot;
+bool Grammar::by_site(int32_t state) {
+  if (by_site_.empty()) by_site_.assign(automaton.n_states(), -1);
+  int8_t& known = by_site_[state];
+  if (known < 0) {
+    constexpr int32_t kNarrow = 8;  // bytes with a transition; JSON whitespace has 4
+    int32_t n = 0;
+    for (int32_t b = 0; b < 256 && n <= kNarrow; ++b) n += automaton.step(state, static_cast<uint8_t>(b)) >= 0;
+    known = n <= kNarrow && contexts[automaton.rule_of[state]].size() > 1;
+  }
+  return known;
+}
+
+const TokenCache& Grammar::cache_for(int32_t state, int32_t ret) {
+  if (ret < 0 || !by_site(state)) {
+    std::unique_ptr<TokenCache>& slot = cache[state];
+    if (!slot) {
+      slot = std::make_unique<TokenCache>();
+      build_cache(state, &contexts[automaton.rule_of[state]], false, slot.get());
+    }
+    return *slot;
+  }
+  std::unique_ptr<TokenCache>& slot = site_cache_[(uint64_t(uint32_t(state)) << 32) | uint32_t(ret)];
+  if (!slot) {
+    slot = std::make_unique<TokenCache>();
+    site_after_.assign(1, ret);
+    build_cache(state, &site_after_, true, slot.get());
+  }
+  return *slot;
+}
+
+int32_t Grammar::warm(int32_t max_caches) {
+  int32_t built = 0;
+  const auto build = [&](int32_t state, int32_t ret, bool done) {
+    if (done || (max_caches >= 0 && built >= max_caches)) return;
+    cache_for(state, ret);
+    ++built;
+  };
+  const Automaton& a = automaton;
+  for (int32_t s = 0; s < a.n_states(); ++s) {
+    if (!a.has_bytes(s)) continue;
+    const bool site = by_site(s);
+    // Frames of the start rule may have no parent: only they use a per-site state's own cache.
+    if (!site || a.rule_of[s] == a.root) build(s, -1, cache[s] != nullptr);
+    if (site)
+      for (int32_t ret : contexts[a.rule_of[s]])
+        build(s, ret, site_cache_.count((uint64_t(uint32_t(s)) << 32) | uint32_t(ret)) > 0);
+  }
+  return built;
+}
+
+// Walks the vocabulary trie from the frame (state, bottom); `after` are the states that may
+// follow the state's rule: with `exact`, the one state that does (the frame's parent's).
+void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool exact, TokenCache* out) {
+  TokenCache& c = *out;
   const Vocab& v = *vocab;
   if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
   MaskWalk& walk = *walk_;
-  walk.begin(state, &contexts[automaton.rule_of[state]]);
+  walk.begin(state, after);
   // Per depth along the current trie path: the configuration after its first d bytes, or, while
   // the path stays in plain states, that lone frame (plain[d] >= 0; configs[d] interned on demand).
   constexpr int32_t kUnset = -2;
@@ -145,6 +194,11 @@ const TokenCache& Grammar::cache_for(int32_t state) {
     }
     const int32_t from = plain[node.depth - 1];
     if (from >= 0) {
+      if (v.json_text[i] && walk.text_loop(walk.state_of(from))) {  // inside a string, to its end
+        accept_subtree(i);
+        i = node.end;
+        continue;
+      }
       const int32_t to = walk.step_plain(from, node.byte);
       if (to == -1) {  // nothing else is alive from a lone plain frame
         i = node.end;
@@ -171,17 +225,19 @@ const TokenCache& Grammar::cache_for(int32_t state) {
     }
     configs[node.depth] = at;
     plain[node.depth] = walk.lone_plain(at);
-    const bool own = walk.own_alive(at);
+    // With the one caller known (`exact`), a continuation alive in it makes the token valid too:
+    // the walk follows that caller as the real parser would, until the caller's rule completes.
+    const bool live = walk.own_alive(at) || (exact && walk.spec_alive(at));
     const int32_t own_end = node.tok_begin + node.n_here;
-    if (own || walk.own_ends(at)) accept(node.tok_begin, own_end);
+    if (live || walk.own_ends(at) || (exact && walk.spec_ends(at))) accept(node.tok_begin, own_end);
     else if (walk.spec_alive(at) || walk.open(at)) uncertain(node.tok_begin, own_end);
-    if (!own && (walk.open(at) || !walk.spec_alive(at))) {
+    if (!live && (walk.open(at) || !walk.spec_alive(at))) {
       // Deeper tokens no longer depend on this walk: all uncertain, or all rejected.
       if (walk.open(at)) uncertain(own_end, node.tok_end);
       i = node.end;
       continue;
     }
-    if (own && node.end > i + 1 && skips_subtree(walk, at, v, i)) {
+    if (live && node.end > i + 1 && skips_subtree(walk, at, v, i)) {
       accept_subtree(i);
       i = node.end;
       continue;
@@ -194,7 +250,6 @@ const TokenCache& Grammar::cache_for(int32_t state) {
   }
   ++caches_built;
   cache_bytes += int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4;
-  return c;
 }
 
 void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words) {

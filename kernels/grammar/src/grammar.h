@@ -8,10 +8,13 @@
 //               rules below; these few are checked against the real stack at mask time.
 // After the rule completes, the walk goes on speculatively from every state that can follow
 // the rule anywhere in the grammar: a token that fails in all of them is rejected outright,
-// which keeps the uncertain lists short.
+// which keeps the uncertain lists short. A cache kept per return state (see cache_for) knows
+// the one continuation: a token alive in it is accepted, and only tokens that complete the
+// caller's rule too are uncertain.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "automaton.h"
@@ -39,7 +42,15 @@ struct Grammar {
   int64_t caches_built = 0;
   int64_t cache_bytes = 0;
 
-  const TokenCache& cache_for(int32_t state);
+  // The cache of a frame in `state` whose parent frame is in state `ret` (-1: none, the bottom).
+  // A narrow state (few bytes lead on: JSON whitespace) of a rule called from many places gets a
+  // cache per return state: its walk speculates only into that caller, not into every place
+  // the rule is called from (for the shared whitespace rule, nearly all of the grammar).
+  const TokenCache& cache_for(int32_t state, int32_t ret = -1);
+  // Whether frames in `state` use per-return-state caches.
+  bool by_site(int32_t state);
+  // Builds up to `max_caches` (all when negative) of the caches not built yet; returns how many.
+  int32_t warm(int32_t max_caches);
   // Per-state shortest completions, computed on first use.
   const Shortest& shortest() {
     if (!shortest_.ready) compute_shortest(automaton, &shortest_);
@@ -48,7 +59,11 @@ struct Grammar {
 
  private:
   Shortest shortest_;
+  void build_cache(int32_t state, const std::vector<int32_t>* after, bool exact, TokenCache* out);
   std::unique_ptr<MaskWalk> walk_;  // reused by every cache_for: its tables keep their memory
+  std::unordered_map<uint64_t, std::unique_ptr<TokenCache>> site_cache_;  // (state, ret) -> cache
+  std::vector<int8_t> by_site_;  // per state: -1 not known yet
+  std::vector<int32_t> site_after_;
   std::vector<uint64_t> positions_;  // cache_for's accepted trie positions, all clear between calls
 };
 

@@ -249,6 +249,105 @@ bool MaskWalk::loops_on_state(int32_t state, const ByteSet& bytes) {
   return true;
 }
 
+bool MaskWalk::text_loop(int32_t state) {
+  if (text_loops_.empty()) text_loops_.assign(a_.n_states(), -1);
+  if (text_loops_[state] < 0) {
+    // A string body is a few states (its start, after a plain byte, after an escape, ...) that
+    // every character leads between: all of them loop, or the answer is no for this one.
+    std::vector<int32_t> body{state}, met;
+    const bool loops = text_closed(&body, &met);
+    if (loops)
+      for (int32_t s : met) text_loops_[s] = 1;
+    text_loops_[state] = loops;
+  }
+  return text_loops_[state] == 1;
+}
+
+namespace {
+
+// Per first byte of a character that a JSON string holds unescaped: its length, and the range
+// of its second byte (later ones are any continuation byte). Length 0: not a first byte.
+struct TextLead {
+  uint8_t len = 0, lo = 0, hi = 0;
+};
+
+const TextLead* text_leads() {
+  static const std::vector<TextLead> leads = [] {
+    std::vector<TextLead> out(256);
+    for (int32_t first = 0x20; first < 256; ++first) {
+      uint8_t c[4] = {static_cast<uint8_t>(first), 0x80, 0x80, 0x80};
+      for (int32_t second = 0x80; second <= 0xBF; ++second) {
+        c[1] = static_cast<uint8_t>(second);
+        const int32_t n = json_text_char(c, 4);
+        if (n == 0) continue;
+        TextLead& l = out[first];
+        if (l.len == 0) l.lo = static_cast<uint8_t>(second);
+        l.len = static_cast<uint8_t>(n), l.hi = static_cast<uint8_t>(second);
+      }
+      if (first < 0x80 && json_text_char(c, 1)) out[first] = TextLead{1, 0, 0};
+    }
+    return out;
+  }();
+  return leads.data();
+}
+
+}  // namespace
+
+bool MaskWalk::text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met) {
+  constexpr size_t kMaxBody = 8;
+  const TextLead* leads = text_leads();
+  std::vector<int32_t> at, next;
+  std::vector<uint64_t> done;  // (state after a first byte, its lead) already followed
+  // Every character, byte by byte: the states after each of its bytes (every byte of the range
+  // there) must be plain, and after its last byte be states of `body`, which grows to hold them.
+  // The sets are tiny (a string body's states after k bytes of a character). Plain states with
+  // equal rows have the same future: the automaton keeps copies of a body's state (one after
+  // each kind of character), which count once; `met` gets every state of the body met.
+  const auto same = [&](int32_t s, int32_t t) {
+    const int32_t* row = &a_.next[a_.row[s] * 256];
+    return s == t || std::equal(row, row + 256, &a_.next[a_.row[t] * 256]);
+  };
+  const auto arrive = [&](int32_t t) {
+    if (t < 0 || !a_.plain[t]) return false;
+    if (std::find(met->begin(), met->end(), t) == met->end()) met->push_back(t);
+    for (int32_t s : *body)
+      if (same(s, t)) return true;
+    body->push_back(t);
+    return body->size() <= kMaxBody;
+  };
+  for (size_t i = 0; i < body->size(); ++i) {
+    const int32_t from = (*body)[i];
+    for (int32_t first = 0x20; first <= 0xF4; ++first) {
+      const TextLead& lead = leads[first];
+      if (lead.len == 0) continue;
+      const int32_t t = a_.step(from, static_cast<uint8_t>(first));
+      if (lead.len == 1) {
+        if (!arrive(t)) return false;
+        continue;
+      }
+      // Leads of a kind (all two-byte ones, say) mostly reach the same state: follow it once.
+      const uint64_t key = (uint64_t(uint32_t(t)) << 32) | (lead.len << 16) | (lead.lo << 8) | lead.hi;
+      if (std::find(done.begin(), done.end(), key) != done.end()) continue;
+      done.push_back(key);
+      at.assign(1, t);
+      for (int32_t k = 1; k < lead.len; ++k) {
+        next.clear();
+        for (int32_t u : at) {
+          if (u < 0 || !a_.plain[u]) return false;  // a token may end here: it must be accepted
+          for (int32_t b = k == 1 ? lead.lo : 0x80; b <= (k == 1 ? lead.hi : 0xBF); ++b) {
+            const int32_t w = a_.step(u, static_cast<uint8_t>(b));
+            if (std::find(next.begin(), next.end(), w) == next.end()) next.push_back(w);
+          }
+        }
+        at.swap(next);
+      }
+      for (int32_t u : at)
+        if (!arrive(u)) return false;
+    }
+  }
+  return true;
+}
+
 bool MaskWalk::alive_within_state(int32_t state, const ByteSet& bytes, int32_t bytes_id, int32_t height) {
   const uint64_t key = (uint64_t(uint32_t(state)) << 32) | uint32_t(bytes_id);
   const int32_t known = reach_.find(key);

@@ -63,6 +63,8 @@ class MaskWalk {
   bool own_ends(int32_t c) const { return configs_[c].own_ends; }
   // A speculative continuation (after the rule completed earlier) is still alive.
   bool spec_alive(int32_t c) const { return configs_[c].spec_alive; }
+  // A speculative continuation completed exactly here.
+  bool spec_ends(int32_t c) const { return sets_[configs_[c].spec].can_end; }
   // A speculative continuation completed the bottom rule too: anything may follow.
   bool open(int32_t c) const { return configs_[c].open; }
   // The frame in a plain state that is all of the configuration (see config_of), or -1.
@@ -88,6 +90,10 @@ class MaskWalk {
   }
   int32_t state_of(int32_t frame) const { return pool_.get(frame).state; }
   bool loops_on_state(int32_t state, const ByteSet& bytes);
+  // Every string of characters that a JSON string holds unescaped, the last maybe cut short
+  // (see Vocab::json_text), keeps the rule consuming from `state`, through plain states: an
+  // unbounded string body.
+  bool text_loop(int32_t state);
   bool alive_within_state(int32_t state, const ByteSet& bytes, int32_t bytes_id, int32_t height);
 
  private:
@@ -100,6 +106,7 @@ class MaskWalk {
   int32_t intern_set(StateSet* set);
   const ByteSet& safe_bytes(int32_t state);
   int32_t plain_reach(int32_t state, const ByteSet& bytes, int32_t height);
+  bool text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met);
   int32_t intern_config(int32_t own, int32_t spec, bool open);
   int32_t step_set(int32_t set, uint8_t byte);
   int32_t with_after(int32_t set);
@@ -120,6 +127,7 @@ class MaskWalk {
   std::vector<ByteSet> safe_, main_bytes_;
   std::vector<int32_t> main_;
   std::vector<ByteSet> state_loops_, state_breaks_;  // loops_on_state's findings, kept across walks
+  std::vector<int8_t> text_loops_;  // text_loop's answers, -1 not known yet
   FlatMap reach_;  // (state, byte set) -> heights proven alive (>= 0) or known to fail (< 0)
   std::vector<int32_t> frontier_, next_frontier_;
   SeenFrames reached_;

@@ -21,13 +21,13 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
   const Entry& cur = history_.back();
   if (cur.terminated) return;
   scratch_.layer_on(pool_);
-  seen_states_.clear();
+  seen_caches_.clear();
   for (int32_t id : cur.set.frames) {
-    const int32_t state = pool_.get(id).state;
-    const TokenCache& c = g_->cache_for(state);
-    // Frames in the same state share the accepted part; only the uncertain part differs.
-    if (std::find(seen_states_.begin(), seen_states_.end(), state) == seen_states_.end()) {
-      seen_states_.push_back(state);
+    const Frame f = pool_.get(id);
+    const TokenCache& c = g_->cache_for(f.state, f.parent < 0 ? -1 : pool_.get(f.parent).state);
+    // Frames with the same cache share the accepted part; only the uncertain part differs.
+    if (std::find(seen_caches_.begin(), seen_caches_.end(), &c) == seen_caches_.end()) {
+      seen_caches_.push_back(&c);
       if (!c.accepted.empty()) {
         const uint32_t* __restrict acc = c.accepted.data();
         for (int32_t w = 0; w < n_words; ++w) words[w] |= acc[w];

@@ -40,7 +40,7 @@ class Matcher {
   Stepper stepper_;
   std::vector<Entry> history_;
   StateSet a_, b_;
-  std::vector<int32_t> seen_states_;
+  std::vector<const TokenCache*> seen_caches_;
   TokenWalker walker_;  // after scratch_: it walks speculative frames there
 };
 

@@ -41,6 +41,22 @@ void compute_below(Vocab& v) {
 
 }  // namespace
 
+int32_t json_text_char(const uint8_t* b, int32_t n) {
+  const uint8_t c = b[0];
+  if (c < 0x80) return c >= 0x20 && c != '"' && c != '\\';
+  // The second byte's range depends on the lead (shortest forms, no surrogates, <= U+10FFFF).
+  int32_t len;
+  uint8_t lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+  else return 0;
+  if (n >= 2 && (b[1] < lo || b[1] > hi)) return 0;
+  for (int32_t k = 2; k < len && k < n; ++k)
+    if (b[k] < 0x80 || b[k] > 0xBF) return 0;
+  return len;
+}
+
 Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offsets, int32_t n_tokens,
                    const int32_t* special_ids, int32_t n_special, const int32_t* stop_ids,
                    int32_t n_stop, Vocab* out) {
@@ -87,6 +103,8 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
     v.trie[node].end = static_cast<int32_t>(v.trie.size());
     v.trie[node].tok_end = tokens_so_far;
   };
+  v.json_text.assign(1, 0);
+  std::vector<uint8_t> text_from;  // per byte of the token: the rest is whole JSON text characters
   for (int32_t k = 0; k < static_cast<int32_t>(v.order.size()); ++k) {
     int32_t id = v.order[k], len = v.length(id);
     const uint8_t* b = v.bytes(id);
@@ -99,8 +117,17 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
     for (int32_t d = lcp; d < len; ++d) {
       path.push_back(static_cast<int32_t>(v.trie.size()));
       v.trie.push_back(TrieNode{d + 1, 0, k, 0, 0, 0, b[d]});
+      v.json_text.push_back(1);
     }
     v.trie[path.back()].n_here++;
+    text_from.assign(len + 1, 0);
+    text_from[len] = 1;
+    for (int32_t p = len - 1; p >= 0; --p) {
+      // UTF-8 decodes one way: the character at p (maybe cut at the token's end), then the rest.
+      const int32_t n = json_text_char(b + p, len - p);
+      text_from[p] = n > 0 && (p + n > len || text_from[p + n]);
+    }
+    for (int32_t d = 1; d <= len; ++d) v.json_text[path[d]] &= text_from[d - 1];
     v.max_len = std::max(v.max_len, len);
     prev = b;
     prev_len = len;

@@ -45,6 +45,10 @@ struct Vocab {
   // a walk that every one of them leaves unchanged accepts the whole subtree at once.
   std::vector<int32_t> below;
   std::vector<ByteSet> byte_sets;
+  // node -> every token below it is, from the node's own byte on, UTF-8 characters that a JSON
+  // string holds unescaped (U+0020 and up but `"` and `\`), the last maybe cut short: a string
+  // body's loop state (MaskWalk::text_loop) accepts the whole subtree.
+  std::vector<uint8_t> json_text;
   int32_t max_len = 0;
 
   int32_t words() const { return (vocab_size + 31) / 32; }
@@ -53,6 +57,11 @@ struct Vocab {
   // An ordinary token: has bytes and is neither special nor padding.
   bool ordinary(int32_t id) const { return id < n_tokens && !special[id] && length(id) > 0; }
 };
+
+// The length of the character at `b` when it is valid UTF-8 (shortest form, no surrogates) and
+// a JSON string holds it unescaped; 0 otherwise. Only its first `n` bytes are read: a length
+// above `n` means they begin such a character.
+int32_t json_text_char(const uint8_t* b, int32_t n);
 
 Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offsets, int32_t n_tokens,
                    const int32_t* special_ids, int32_t n_special, const int32_t* stop_ids,
