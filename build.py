@@ -25,6 +25,8 @@ BUILD = ROOT / "build"
 CACHE = Path(os.environ.get("TRELLIS_CACHE", Path.home() / ".cache" / "trellis"))
 GRAMMAR_SRC = ROOT / "kernels" / "grammar"
 GRAMMAR_OUT = BUILD / "grammar"
+RUNTIME_SRC = ROOT / "kernels" / "runtime"
+RUNTIME_OUT = BUILD / "runtime"
 # Debian packages: command that must exist -> package that provides it.
 SYSTEM_PACKAGES = {"node": "nodejs", "npm": "npm"}
 # The browser the end-to-end tests drive (Playwright from pip, never its own browser download).
@@ -142,7 +144,7 @@ def ensure_node_packages() -> Path:
     return modules
 
 
-# ---- grammar core ----------------------------------------------------------------------
+# ---- native code: the grammar core and the runtime's pass encoder -------------------------
 
 ZIG_FLAGS = ["-std=c++17", "-O2", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra", "-Werror"]
 
@@ -151,21 +153,23 @@ def zig(*args: str) -> list[str]:
     return [sys.executable, "-m", "ziglang", *args]
 
 
-def sources_digest(*extra: str) -> str:
+def sources_digest(src: Path, *extra: str) -> str:
+    """A hash of the C/C++ sources under `src` and of `extra` (the command)."""
     h = hashlib.sha256("\0".join(extra).encode())
-    for path in sorted(GRAMMAR_SRC.rglob("*")):
-        if path.is_file() and path.suffix in {".cpp", ".h"}:
-            h.update(path.relative_to(GRAMMAR_SRC).as_posix().encode() + path.read_bytes())
+    for path in sorted(src.rglob("*")):
+        if path.is_file() and path.suffix in {".c", ".cpp", ".h"}:
+            h.update(path.relative_to(src).as_posix().encode() + path.read_bytes())
     return h.hexdigest()
 
 
-def build_if_stale(out: Path, cmd: list[str], what: str) -> Path:
+def build_if_stale(out: Path, cmd: list[str], what: str, src: Path = GRAMMAR_SRC) -> Path:
     stamp = out.with_suffix(out.suffix + ".stamp")
-    digest = sources_digest(*map(str, cmd))
+    digest = sources_digest(src, *map(str, cmd))
     if out.exists() and stamp.exists() and stamp.read_text() == digest:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    log(f"building {what} (the first zig C++ build also builds libc++: about 2 minutes)")
+    slow = " (the first zig C++ build also builds libc++: about 2 minutes)" if "c++" in cmd else ""
+    log(f"building {what}{slow}")
     started = time.time()
     env = {**os.environ, "ZIG_GLOBAL_CACHE_DIR": str(CACHE / "zig")}
     run(cmd, env=env)
@@ -206,6 +210,14 @@ def build_grammar() -> None:
     build_grammar_wasm()
 
 
+def build_runtime_native() -> Path:
+    """The desktop runtime's pass encoder (py/trellis/runtime/wgpu_backend.py works without it, slower)."""
+    out = RUNTIME_OUT / "native" / "libtrellis_encode.so"
+    cmd = zig("cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o", str(out),
+              *sorted(str(p) for p in RUNTIME_SRC.glob("*.c")))
+    return build_if_stale(out, cmd, "the runtime's native pass encoder", RUNTIME_SRC)
+
+
 # ---- commands --------------------------------------------------------------------------
 
 
@@ -225,6 +237,7 @@ def cmd_test(args) -> None:
     ensure_browser()
     ensure_vulkan()
     build_grammar()
+    build_runtime_native()
     asan = build_grammar_sanitized()
     started = time.time()
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.pytest_args]
@@ -241,6 +254,8 @@ def cmd_test(args) -> None:
 
 def cmd_bench(args) -> None:
     build_grammar()
+    if args.what != "grammar":  # the others run the desktop runtime
+        build_runtime_native()
     if args.what == "browser":  # Pyodide for the site, Chromium for Playwright
         ensure_node_packages()
         ensure_browser()

@@ -1,9 +1,22 @@
 """The desktop backend: wgpu-py over wgpu-native (Vulkan, Metal, D3D12; lavapipe on CPU-only machines)."""
 
 import os
+from pathlib import Path
 from typing import NamedTuple
 
 from trellis.errors import RuntimeBackendError
+
+# The native pass encoder (kernels/runtime/encode_pass.c, built by build.py); without it, a Python loop.
+_ENCODE_CDEF = """
+typedef void (*set_pipeline_fn)(void *pass, void *pipeline);
+typedef void (*set_group_fn)(void *pass, uint32_t index, void *group, size_t offset_count, const uint32_t *offsets);
+typedef void (*dispatch_fn)(void *pass, uint32_t x, uint32_t y, uint32_t z);
+void trellis_encode_pass(void *pass, size_t n, void *const *pipelines, void *const *groups, const uint32_t *xyz,
+                         set_pipeline_fn set_pipeline, set_group_fn set_group, dispatch_fn dispatch);
+"""
+# Prepared plans kept: a decode step uses two or three plan lists; a kept list keeps its bind groups
+# (and so its buffers) alive, hence a bound rather than every list ever submitted.
+_KEPT_PLANS = 8
 
 
 class _Dispatch(NamedTuple):
@@ -20,6 +33,14 @@ class _Copy(NamedTuple):
     target: object
     target_offset: int
     size: int
+
+
+def encoder_library_path() -> Path:
+    """Where build.py puts the pass encoder, or $TRELLIS_ENCODE_LIB."""
+    env = os.environ.get("TRELLIS_ENCODE_LIB")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "build" / "runtime" / "native" / "libtrellis_encode.so"
 
 
 class WgpuBackend:
@@ -56,6 +77,27 @@ class WgpuBackend:
         self._ffi, self._write = ffi, lib.wgpuQueueWriteBuffer
         self._raw = (lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup,
                      lib.wgpuComputePassEncoderDispatchWorkgroups, ffi.NULL)
+        # Even so, those calls cost ~0.6 µs each through cffi: with the native encoder a pass is one call.
+        # `native_encoder` says which path `submit` takes (False: the Python loop).
+        self._encoder = self._load_encoder()
+        self.native_encoder = self._encoder is not None
+        self._plans = {}  # id(list) -> (list, length, segments), most recently used last
+
+    def _load_encoder(self):
+        """(ffi, encode function, wgpu-native's three pass calls) or None when the library isn't built."""
+        path = encoder_library_path()
+        if not path.exists():
+            if os.environ.get("TRELLIS_ENCODE_LIB"):
+                raise RuntimeBackendError(f"TRELLIS_ENCODE_LIB names {path}, which does not exist")
+            return None
+        import cffi
+
+        ffi = cffi.FFI()
+        ffi.cdef(_ENCODE_CDEF)
+        lib = ffi.dlopen(str(path))
+        calls = (ffi.cast(kind, fn) for kind, fn in zip(("set_pipeline_fn", "set_group_fn", "dispatch_fn"),
+                                                         self._raw))
+        return ffi, lib.trellis_encode_pass, tuple(calls)
 
     def create_buffer(self, label, size, data=None):
         size = max(4, (size + 3) // 4 * 4)
@@ -94,8 +136,57 @@ class WgpuBackend:
     def create_copy(self, source, source_offset, target, target_offset, size):
         return _Copy(source, source_offset, target, target_offset, size)
 
+    def _segments(self, dispatches):
+        """The plan as copies and runs of dispatches, a run as the arrays the native encoder reads.
+        Kept per list object, as the executor reuses its plan lists; the entry holds the list, so
+        its id cannot be reused while kept."""
+        entry = self._plans.pop(id(dispatches), None)
+        if entry is None or entry[0] is not dispatches or entry[1] != len(dispatches):
+            ffi = self._encoder[0]
+            segments, run = [], []
+            for item in [*dispatches, None]:
+                if isinstance(item, _Dispatch):
+                    run.append(item.raw)
+                    continue
+                if run:  # the arrays hold the handles; the list's dispatches keep them alive
+                    segments.append((len(run), ffi.new("void *[]", [r[0] for r in run]),
+                                     ffi.new("void *[]", [r[1] for r in run]),
+                                     ffi.new("uint32_t[]", [v for r in run for v in r[2:]])))
+                    run = []
+                if item is not None:
+                    segments.append(item)
+            entry = (dispatches, len(dispatches), segments)
+            while len(self._plans) >= _KEPT_PLANS:
+                del self._plans[next(iter(self._plans))]
+        self._plans[id(dispatches)] = entry
+        return entry[2]
+
     def submit(self, dispatches, read=None):
         encoder = self.device.create_command_encoder()
+        if self.native_encoder and dispatches:
+            self._encode_native(encoder, dispatches)
+        else:
+            self._encode_python(encoder, dispatches)
+        pending = None
+        if read is not None:
+            buffer, size = read
+            staging = self._staging_buffer(size)
+            encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, size)
+            pending = (staging, size)
+        self._queue.submit([encoder.finish()])
+        return pending
+
+    def _encode_native(self, encoder, dispatches):
+        _, encode, calls = self._encoder
+        for segment in self._segments(dispatches):
+            if isinstance(segment, _Copy):
+                encoder.copy_buffer_to_buffer(*segment)
+                continue
+            compute = encoder.begin_compute_pass()
+            encode(compute._internal, *segment, *calls)
+            compute.end()
+
+    def _encode_python(self, encoder, dispatches):
         compute = handle = None
         set_pipeline, set_group, dispatch, null = self._raw
         for item in dispatches:
@@ -114,14 +205,6 @@ class WgpuBackend:
             dispatch(handle, x, y, z)
         if compute is not None:
             compute.end()
-        pending = None
-        if read is not None:
-            buffer, size = read
-            staging = self._staging_buffer(size)
-            encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, size)
-            pending = (staging, size)
-        self._queue.submit([encoder.finish()])
-        return pending
 
     def read_back(self, pending):
         staging, size = pending
