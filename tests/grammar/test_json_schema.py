@@ -25,7 +25,7 @@ from tests.grammar import json_schema_suite as suite
 from trellis.errors import UnsupportedSchemaError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary, ir
 from trellis.grammar.json_schema import ANNOTATIONS, json_schema_to_grammar
-from trellis.grammar.json_schema import _dfa, _numbers, _text
+from trellis.grammar.json_schema import _dfa, _numbers, _refs, _text
 
 
 @pytest.fixture(scope="module")
@@ -393,6 +393,128 @@ def test_enum_and_const_use_json_equality(compiler):
         assert not matches(compiler, schema, text), text
 
 
+# ---- dynamic references ($dynamicRef, 2020-12) ------------------------------------------------
+
+
+def generic_list(item_type=None):
+    """The specification's generic list: `list` uses `#T` dynamically; a caller binds T."""
+    schema = {"$id": "https://example.com/caller", "$ref": "list",
+              "$defs": {"list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#T"},
+                                 "$defs": {"T": {"$dynamicAnchor": "T", "type": "boolean"}}}}}
+    if item_type is not None:
+        schema["$defs"]["T"] = {"$dynamicAnchor": "T", "type": item_type}
+    return schema
+
+
+def test_dynamic_ref_binds_the_outermost_anchor(compiler):
+    ints = generic_list("integer")
+    assert matches(compiler, ints, "[1, 2]") and matches(compiler, ints, "[]")
+    assert not matches(compiler, ints, "[1, true]")
+    default = generic_list()  # nobody outside binds T: the list's own anchor
+    assert matches(compiler, default, "[true, false]")
+    assert not matches(compiler, default, "[1]")
+
+
+def test_dynamic_ref_strict_tree(compiler):
+    """The specification's strict tree: extending a recursive schema reaches every level."""
+    tree = {"$id": "tree", "$dynamicAnchor": "node", "type": "object",
+            "properties": {"data": True, "children": {"type": "array", "items": {"$dynamicRef": "#node"}}}}
+    strict = {"$id": "https://example.com/strict-tree", "$dynamicAnchor": "node", "$ref": "tree",
+              "unevaluatedProperties": False, "$defs": {"tree": tree}}
+    loose = {"$id": "https://example.com/loose-tree", "$ref": "tree", "$defs": {"tree": tree}}
+    deep_typo = '{"children": [{"data": 1, "children": [{"daat": 2}]}]}'
+    assert matches(compiler, strict, '{"children": [{"data": 1, "children": [{"data": 2}]}]}')
+    assert not matches(compiler, strict, '{"children": [{"daat": 1}]}')
+    assert not matches(compiler, strict, deep_typo)
+    assert matches(compiler, loose, deep_typo)
+
+
+def test_dynamic_scope_is_left_after_a_branch(compiler):
+    """A binding made on the way to one property does not reach a sibling property."""
+    schema = {"$id": "https://example.com/two", "type": "object",
+              "properties": {"a": {"$ref": "nums"}, "b": {"$ref": "list"}},
+              "$defs": {"nums": {"$id": "nums", "$ref": "list",
+                                 "$defs": {"T": {"$dynamicAnchor": "T", "type": "integer"}}},
+                        "list": generic_list()["$defs"]["list"]}}
+    assert matches(compiler, schema, '{"a": [1], "b": [true]}')
+    assert not matches(compiler, schema, '{"a": [true]}')
+    assert not matches(compiler, schema, '{"b": [1]}')
+
+
+@pytest.mark.parametrize("ref, target", [
+    ("#/$defs/T", {"$dynamicAnchor": "T", "type": "boolean"}),  # a JSON pointer, no anchor name
+    ("#T", {"$anchor": "T", "type": "boolean"}),  # $anchor, not $dynamicAnchor
+    ("#T", {"$anchor": "T", "$dynamicAnchor": "U", "type": "boolean"}),  # another dynamic name
+])
+def test_dynamic_ref_without_a_matching_dynamic_anchor_is_a_ref(compiler, ref, target):
+    schema = generic_list("integer")
+    schema["$defs"]["list"]["items"] = {"$dynamicRef": ref}
+    schema["$defs"]["list"]["$defs"]["T"] = target
+    assert matches(compiler, schema, "[true]")
+    assert not matches(compiler, schema, "[1]")
+
+
+def test_plain_ref_to_a_dynamic_anchor_is_static(compiler):
+    # (jsonschema's resolver follows such a $ref dynamically; the specification does not)
+    schema = generic_list("integer")
+    schema["$defs"]["list"]["items"] = {"$ref": "#T"}
+    assert matches(compiler, schema, "[true]")
+    assert not matches(compiler, schema, "[1]")
+
+
+DYNAMIC_SCHEMAS = [
+    generic_list("string"),
+    {"$id": "https://example.com/root", "$dynamicAnchor": "meta", "$ref": "base",  # a recursive extension
+     "properties": {"x": {"type": "integer"}},
+     "$defs": {"base": {"$id": "base", "$dynamicAnchor": "meta", "type": "object",
+                        "properties": {"kids": {"type": "array", "items": {"$dynamicRef": "#meta"}},
+                                       "one": {"$dynamicRef": "#meta"}}}}},
+    {"$id": "https://example.com/enum", "$ref": "list",  # the exact validator (enum) meets $dynamicRef
+     "$defs": {"T": {"$dynamicAnchor": "T", "enum": [1, "a", None, [1], [2, "a"]]},
+               "list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#T"},
+                        "$defs": {"T": {"$dynamicAnchor": "T", "type": ["array", "integer"],
+                                        "items": {"$dynamicRef": "#T"}}}}}},
+    {"$id": "https://example.com/not", "$ref": "list",  # under a type-only not
+     "$defs": {"T": {"$dynamicAnchor": "T", "type": "string"},
+               "list": {"$id": "list", "type": "array", "items": {"not": {"$dynamicRef": "#T"}},
+                        "$defs": {"T": {"$dynamicAnchor": "T", "type": "integer"}}}}},
+]
+DYNAMIC_VALUES = st.recursive(st.one_of(st.none(), st.integers(-2, 2), st.sampled_from(["a", ""])),
+                              lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(
+                                  st.sampled_from(["x", "kids", "one", "y"]), inner, max_size=3)), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(index=st.integers(0, len(DYNAMIC_SCHEMAS) - 1), value=DYNAMIC_VALUES)
+def test_dynamic_refs_match_jsonschema(compiler, index, value):
+    schema = DYNAMIC_SCHEMAS[index]
+    expected = jsonschema.Draft202012Validator(schema).is_valid(value)
+    assert matches(compiler, schema, json.dumps(value), property_order="any") == expected, (schema, value)
+
+
+@pytest.mark.parametrize("schema, draft", [
+    # a $dynamicRef in a rebuilt subschema (a negation's piece): its dynamic scope is not known
+    ({"$id": "https://example.com/r", "not": {"not": {"$ref": "list"}, "minItems": 2},
+      "$defs": {"list": generic_list()["$defs"]["list"]}}, None),
+    ({"$id": "https://example.com/r", "not": {"$ref": "wrap", "minItems": 2},  # a piece from another resource
+      "$defs": {"T": {"$dynamicAnchor": "T", "type": "integer"}, "list": generic_list()["$defs"]["list"],
+                "w": {"$id": "wrap", "not": {"items": {"$dynamicRef": "list#T"}}}}}, None),
+    ({"items": {"$dynamicRef": "#/$defs/a"}, "$defs": {"a": {}}}, "draft7"),
+])
+def test_dynamic_ref_refusals(schema, draft):
+    with pytest.raises(UnsupportedSchemaError) as e:
+        json_schema_to_grammar(schema, draft=draft)
+    assert e.value.keyword == "$dynamicRef"
+
+
+def test_documents_without_dynamic_anchors_stay_static():
+    """No specialization by dynamic scope unless a $dynamicRef can be dynamic (compile time)."""
+    assert _refs.Resolver({"items": {"$ref": "#/$defs/a"}, "$defs": {"a": {}}}, draft7=False).root.dyn is None
+    no_anchor = {"items": {"$dynamicRef": "#/$defs/a"}, "$defs": {"a": {"$dynamicAnchor": "a"}}}
+    assert _refs.Resolver(no_anchor, draft7=False).root.dyn is None
+    assert _refs.Resolver(generic_list("integer"), draft7=False).root.dyn == (("T", "https://example.com/caller"),)
+
+
 # ---- API, options, refusals ------------------------------------------------------------------
 
 
@@ -429,7 +551,8 @@ def test_compile_json_schema_method(compiler):
 @pytest.mark.parametrize("schema, keyword, pointer", [
     ({"properties": {"a": {"$ref": "http://example.com/other.json"}}}, "$ref", "/properties/a"),
     ({"items": {"uniqueItems": True}}, "uniqueItems", "/items"),
-    ({"$defs": {"d": {"$dynamicRef": "#x"}}, "$ref": "#/$defs/d"}, "$dynamicRef", "/$defs/d"),
+    ({"$defs": {"d": {"$recursiveRef": "#"}}, "$ref": "#/$defs/d"}, "$recursiveRef", "/$defs/d"),
+    ({"items": {"$dynamicRef": "http://example.com/other.json#T"}}, "$dynamicRef", "/items"),
     ({"pattern": "(?=a)"}, "pattern", ""),
     ({"not": {"uniqueItems": True}}, "uniqueItems", "/not"),
     ({"$schema": "http://example.com/custom-meta"}, "$schema", ""),
@@ -486,6 +609,107 @@ def test_negations_match_jsonschema(compiler, index, value):
     schema = NEGATION_SCHEMAS[index]
     expected = jsonschema.Draft202012Validator(schema).is_valid(value)
     assert matches(compiler, schema, json.dumps(value), property_order="any") == expected, (schema, value)
+
+
+def cross_resource(ids=("https://x.test/root", "other"), defs="$defs", key="o", root_min=True):
+    """A negation whose pieces come from another schema resource, through $ref: there, "#/$defs/x" is
+    that resource's own x (a string of 2+ characters), not the root's (an integer >= 3)."""
+    inner = {"$id": ids[1], "not": {"$ref": f"#/{defs}/x"}, defs: {"x": {"type": "string", "minLength": 2}}}
+    outer = {"allOf": [{"$ref": ids[1]}], "minimum": 5} if root_min else {"$ref": ids[1]}
+    return {"$id": ids[0], "not": outer, defs: {key: inner, "x": {"type": "integer", "minimum": 3}}}
+
+
+def dyn_list(item_type, items):
+    schema = generic_list(item_type)
+    schema["$defs"]["list"]["items"] = items
+    return schema
+
+
+R = "https://x.test/root"
+CROSS_RESOURCE_NEGATIONS = [
+    ({"$id": R, "not": {"$ref": "other", "minimum": 5},  # the original report: 7 was accepted, "ab" rejected
+      "$defs": {"o": {"$id": "other", "not": {"$ref": "#/$defs/x"},
+                      "$defs": {"x": {"type": "string", "minLength": 2}}},
+                "x": {"type": "integer", "minimum": 3}}}, None),
+    (cross_resource(), None),
+    (cross_resource(("urn:example:root", "urn:example:other")), None),
+    (cross_resource(key="a b%/#é"), None),  # a pointer that needs escaping in a URI
+    (cross_resource(defs="definitions"), "draft7"),
+    # $anchor: "#s" is other's anchor s, not the root's
+    ({"$id": R, "not": {"$ref": "other#neg", "maxLength": 3},
+      "$defs": {"o": {"$id": "other", "$defs": {"n": {"$anchor": "neg", "not": {"$ref": "#s"}},
+                                                "s": {"$anchor": "s", "type": "integer", "minimum": 2}}},
+                "s": {"$anchor": "s", "type": "string"}}}, None),
+    # nested resources: c.json in b.json is a/c.json
+    ({"$id": R, "not": {"$ref": "a/b.json"},
+      "$defs": {"a": {"$id": "a/", "$defs": {"b": {"$id": "b.json", "not": {"$ref": "c.json", "type": "array"}},
+                                              "c": {"$id": "c.json", "items": {"type": "integer"}}}},
+                "c": {"$id": "c.json", "items": {"type": "string"}}}}, None),
+    # an $id inside a piece at the negation's own base
+    ({"$id": R, "not": {"not": {"properties": {"a": {"$id": "inner", "$ref": "#/$defs/x",
+                                                     "$defs": {"x": {"type": "string"}}}}}},
+      "$defs": {"x": {"type": "integer"}}}, None),
+    # if / then / else negated, its `if` in another resource
+    ({"$id": R, "not": {"$ref": "cond"},
+      "$defs": {"c": {"$id": "cond", "if": {"$ref": "#/$defs/i"}, "then": {"minimum": 3}, "else": {"type": "array"},
+                      "$defs": {"i": {"type": "integer"}}},
+                "i": {"type": "string"}}}, None),
+    # a general `if` that is a $ref to another resource (¬if is built)
+    ({"$id": R, "if": {"$ref": "other"}, "then": {"type": "string"}, "else": {"type": ["number", "null"]},
+      "$defs": {"o": {"$id": "other", "not": {"$ref": "#/$defs/x", "maximum": 0}, "$defs": {"x": {"type": "number"}}},
+                "x": {"type": "null"}}}, None),
+    # oneOf: a branch in another resource (negated for exclusivity), a negated overlapping oneOf there
+    ({"$id": R, "oneOf": [{"$ref": "other"}, {"type": "integer"}],
+      "$defs": {"o": {"$id": "other", "not": {"$ref": "#/$defs/x"}, "$defs": {"x": {"type": "string"}}},
+                "x": {"type": "integer"}}}, None),
+    ({"$id": R, "not": {"$ref": "one"},
+      "$defs": {"o": {"$id": "one", "oneOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}],
+                      "$defs": {"a": {"type": "integer"}, "b": {"minimum": 2}}},
+                "a": {"type": "string"}, "b": {"type": "null"}}}, None),
+    ({"$id": R, "not": {"properties": {"a": {"$ref": "other"}}, "required": ["a"]},
+      "$defs": {"o": {"$id": "other", "not": {"$ref": "#/$defs/x"}, "$defs": {"x": {"type": "string"}}},
+                "x": {"type": "integer"}}}, None),
+    # negated $dynamicRef, where the negated node's dynamic scope is known: bound by the caller or not
+    (dyn_list("integer", {"not": {"$dynamicRef": "#T", "minimum": 1}}), None),
+    (dyn_list(None, {"not": {"$dynamicRef": "#T", "minimum": 1}}), None),
+    (dyn_list("integer", {"oneOf": [{"$dynamicRef": "#T"}, {"minimum": 0}]}), None),
+    (dyn_list("integer", {"if": {"$dynamicRef": "#T", "maximum": 2}, "then": {"minimum": 0}, "else": False}), None),
+]
+NEG_ATOMS = st.one_of(st.none(), st.booleans(), st.integers(-2, 7), st.sampled_from([1.5, -0.5, "", "a", "ab", "abcd"]))
+NEG_VALUES = st.recursive(NEG_ATOMS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)), max_leaves=6)
+NEG_FIXED = [None, True, 0, 1, 2, 3, 5, 7, -1, 1.5, "", "a", "ab", "abcd", [], [1], ["a"], [1, "a"], [True], [None],
+             {}, {"a": 1}, {"a": "ab"}, {"a": None}, {"b": 1}]
+
+
+def _validator(schema, draft):
+    return (jsonschema.Draft7Validator if draft else jsonschema.Draft202012Validator)(schema)
+
+
+@pytest.mark.parametrize("index", range(len(CROSS_RESOURCE_NEGATIONS)))
+def test_negation_pieces_keep_their_resource(compiler, index):
+    schema, draft = CROSS_RESOURCE_NEGATIONS[index]
+    compiled = compiler.compile_ir(json_schema_to_grammar(schema, draft=draft, property_order="any"))
+    validator = _validator(schema, draft)
+    for value in NEG_FIXED:
+        matcher = GrammarMatcher(compiled)
+        got = matcher.accept_string(json.dumps(value)) and matcher.can_terminate()
+        assert got == validator.is_valid(value), (schema, value)
+
+
+def test_negation_through_a_ref_to_another_resource(compiler):
+    schema = CROSS_RESOURCE_NEGATIONS[0][0]
+    assert matches(compiler, schema, '"ab"') and matches(compiler, schema, "4")
+    assert not matches(compiler, schema, "7") and not matches(compiler, schema, '"a"')
+
+
+@settings(max_examples=400, deadline=None)
+@given(index=st.integers(0, len(CROSS_RESOURCE_NEGATIONS) - 1), value=NEG_VALUES)
+def test_cross_resource_negations_match_jsonschema(compiler, index, value):
+    schema, draft = CROSS_RESOURCE_NEGATIONS[index]
+    expected = _validator(schema, draft).is_valid(value)
+    got = matches(compiler, schema, json.dumps(value), draft=draft, property_order="any")
+    assert got == expected, (schema, value)
 
 
 # ---- the last pass: dead parts, unused and equal rules ----------------------------------------

@@ -14,7 +14,7 @@ negation, used by `not`, general `if`, overlapping `oneOf`, `dependentSchemas`,
 `maxContains`), _dfa.py (intersections of string languages), _numbers.py (digit-level
 ranges and multiples), _text.py (JSON string encoding, `pattern`, `format`), _validate.py
 (an exact validator for finite candidate sets such as `enum`), _refs.py (`$ref`, `$id`,
-`$anchor`).
+`$anchor`; `$dynamicRef` / `$dynamicAnchor` by specializing rules per dynamic scope).
 
 Output conventions (restrictions of what is generated, never wrong acceptances):
 - strings use the canonical JSON spelling (`json.dumps(..., ensure_ascii=False)`);
@@ -34,8 +34,9 @@ Output conventions (restrictions of what is generated, never wrong acceptances):
 - formats: leap seconds, A-labels (punycode) and "--" in places 3-4 of a host label are
   left out; quoted local parts and address literals of e-mail are included.
 
-Refused (UnsupportedSchemaError with keyword and pointer): remote `$ref`, `$dynamicRef`,
-`$recursiveRef`, unknown `$schema` meta-schemas, Unicode property escapes and lookaround in
+Refused (UnsupportedSchemaError with keyword and pointer): remote `$ref` and `$dynamicRef`,
+2019-09's `$recursiveRef`, a `$dynamicRef` inside a subschema that a negation rebuilds (its
+dynamic scope is not known there), `$dynamicRef` with draft-07 semantics, unknown `$schema` meta-schemas, Unicode property escapes and lookaround in
 patterns, `uniqueItems` unless the items come from a finite set of at most 8 values,
 negations of `uniqueItems` / `propertyNames` / `oneOf` / `contains` with counts, formats
 idn-email, idn-hostname and regex, draft-04 boolean exclusive bounds, schemas that admit no

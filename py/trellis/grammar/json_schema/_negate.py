@@ -11,11 +11,19 @@ Some negations need keywords JSON Schema does not have; they are internal and st
 "$trellis:" (notConst, notPattern, notFormat, notMultipleOf). Keywords whose negation is not
 expressible (uniqueItems, propertyNames, additionalProperties, if, oneOf, ...) raise
 UnsupportedSchemaError naming the keyword.
+
+The negation is a schema placed at the negated node's base, but the pieces of it that are
+subschemas as they are (of `not`, `if`, `oneOf`) may come from other schema resources, through
+`$ref`. A piece is inlined only where that cannot change what its `$ref`s resolve to; else the
+negation refers to it by an absolute URI, so it keeps its own base.
 """
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from ...errors import UnsupportedSchemaError
+from ._refs import DEFAULT_BASE
 
 NOT_CONST, NOT_PATTERN, NOT_FORMAT, NOT_MULTIPLE = ("$trellis:notConst", "$trellis:notPattern",
                                                     "$trellis:notFormat", "$trellis:notMultipleOf")
@@ -31,12 +39,32 @@ def _refuse(keyword: str, pointer: str, why: str = "its negation is not supporte
     return UnsupportedSchemaError(f"{keyword}: {why}", keyword, pointer)
 
 
+def _mentions(schema) -> tuple[bool, bool]:
+    """Whether a $ref or $dynamicRef, and whether an $id, occur anywhere in schema (data included)."""
+    refs = ids = False
+    todo = [schema]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            refs = refs or "$ref" in v or "$dynamicRef" in v
+            ids = ids or "$id" in v
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            todo.extend(v)
+    return refs, ids
+
+
 class Negator:
     def __init__(self, converter):
         self.conv = converter
+        self.host = DEFAULT_BASE  # the base of the negated node, where the negation is placed
 
-    def negate(self, node, depth: int = 0):
-        """The negation of node's schema, as a schema value (dict or bool)."""
+    def negate(self, node):
+        """The negation of node's schema, as a schema value (dict or bool) to be placed at node's base."""
+        self.host = node.base
+        return self.neg(node)
+
+    def neg(self, node, depth: int = 0):
         s = node.schema
         if s is True:
             return False
@@ -46,7 +74,7 @@ class Negator:
             raise _refuse("not", node.pointer, "negation nested too deeply (recursive schema)")
         conv = self.conv
         if "$ref" in s and conv.draft7:
-            return self.negate(conv.resolver.resolve(node, s["$ref"]), depth + 1)
+            return self.neg(conv.resolver.follow(node, "$ref"), depth + 1)
         parts = []
         p = node.pointer
         for key, v in s.items():
@@ -62,12 +90,38 @@ class Negator:
     def sub(self, node, key, *more):
         return self.conv.child(node, key, *more)
 
+    def piece(self, node, key, *more):
+        """node's subschema at key, as it is, for the negation: inlined where its meaning does not
+        depend on its base (no $ref in it), or its base is the negation's and no $id in it changes it;
+        else referred to by an absolute URI that resolves to exactly it."""
+        child = self.sub(node, key, *more)
+        if isinstance(child.schema, bool):
+            return child.schema
+        refs, ids = _mentions(child.schema)
+        if not refs or (child.base == self.host and not ids):
+            return child.schema
+        resolver = self.conv.resolver
+        # relative to its own resource (the subschema with its $id), else to the document root
+        for uri in (child.base, DEFAULT_BASE):
+            res = resolver.resources.get(uri)
+            if res is None or not (child.pointer + "/").startswith(res.pointer + "/"):
+                continue
+            ref = uri + "#" + quote(child.pointer[len(res.pointer):], safe="/?:@!$&'()*+,;=")
+            try:
+                target = resolver.resolve(child, ref)
+            except UnsupportedSchemaError:
+                continue
+            if target.schema is child.schema and target.base == child.base and target.pointer == child.pointer:
+                return {"$ref": ref}
+        raise _refuse(key, node.pointer, "its negation reuses a subschema that cannot be referred to")
+
     def keyword(self, node, key, v, depth):
         p = node.pointer
         s = node.schema
         conv = self.conv
-        if key == "$ref":
-            return self.negate(conv.resolver.resolve(node, v), depth + 1)
+        if key in ("$ref", "$dynamicRef"):
+            # in node's dynamic scope; a $dynamicRef in a rebuilt subschema (scope unknown) is refused
+            return self.neg(conv.resolver.follow(node, key), depth + 1)
         if key == "type":
             types = v if isinstance(v, list) else [v]
             if "number" in types:
@@ -132,16 +186,16 @@ class Negator:
             pats = s.get("patternProperties", {})
             alts = []
             for k in props:
-                neg = self.negate(self.sub(node, "properties", k), depth + 1)
+                neg = self.neg(self.sub(node, "properties", k), depth + 1)
                 if neg is not False:
                     alts.append({"type": "object", "required": [k], "properties": {k: neg}})
             for pat in pats:
-                neg = self.negate(self.sub(node, "patternProperties", pat), depth + 1)
+                neg = self.neg(self.sub(node, "patternProperties", pat), depth + 1)
                 if neg is not False:
                     alts.append({"type": "object", WITNESS: {"exclude": [], "match": pat, "notMatch": [],
                                                               "schema": neg}})
             if "additionalProperties" in s:
-                neg = self.negate(self.sub(node, "additionalProperties"), depth + 1)
+                neg = self.neg(self.sub(node, "additionalProperties"), depth + 1)
                 if neg is not False:
                     alts.append({"type": "object", WITNESS: {"exclude": list(props), "match": None,
                                                               "notMatch": list(pats), "schema": neg}})
@@ -152,7 +206,7 @@ class Negator:
             mn = s.get("minContains", 1)
             if "maxContains" in s or mn != 1:
                 raise _refuse("maxContains" if "maxContains" in s else "minContains", p)
-            return {"type": "array", "items": self.negate(self.sub(node, "contains"), depth + 1)}
+            return {"type": "array", "items": self.neg(self.sub(node, "contains"), depth + 1)}
         if key in ("minContains", "maxContains"):
             return None  # with contains
         if key == "uniqueItems":
@@ -160,17 +214,18 @@ class Negator:
                 return None
             raise _refuse(key, p)
         if key == "allOf":
-            alts = [self.negate(self.sub(node, "allOf", i), depth + 1) for i in range(len(v))]
+            alts = [self.neg(self.sub(node, "allOf", i), depth + 1) for i in range(len(v))]
             return {"anyOf": alts}
         if key == "anyOf":
-            return {"allOf": [self.negate(self.sub(node, "anyOf", i), depth + 1) for i in range(len(v))]}
+            return {"allOf": [self.neg(self.sub(node, "anyOf", i), depth + 1) for i in range(len(v))]}
         if key == "oneOf" and isinstance(v, list) and 0 < len(v) <= 8:
             # not exactly one: none, or some two
-            alts = [{"allOf": [self.negate(self.sub(node, "oneOf", i), depth + 1) for i in range(len(v))]}]
-            alts += [{"allOf": [v[i], v[j]]} for i in range(len(v)) for j in range(i + 1, len(v))]
+            alts = [{"allOf": [self.neg(self.sub(node, "oneOf", i), depth + 1) for i in range(len(v))]}]
+            alts += [{"allOf": [self.piece(node, "oneOf", i), self.piece(node, "oneOf", j)]}
+                     for i in range(len(v)) for j in range(i + 1, len(v))]
             return {"anyOf": alts}
         if key == "not":
-            return v  # the subschema itself (its $refs resolve against the same base)
+            return self.piece(node, "not")
         if key in ("then", "else"):
             if "if" in s:
                 return None
@@ -181,10 +236,10 @@ class Negator:
             # ¬(if→then ∧ ¬if→else) = (if ∧ ¬then) ∨ (¬if ∧ ¬else)
             alts = []
             if "then" in s:
-                alts.append({"allOf": [v, self.negate(self.sub(node, "then"), depth + 1)]})
+                alts.append({"allOf": [self.piece(node, "if"), self.neg(self.sub(node, "then"), depth + 1)]})
             if "else" in s:
-                alts.append({"allOf": [self.negate(self.sub(node, "if"), depth + 1),
-                                       self.negate(self.sub(node, "else"), depth + 1)]})
+                alts.append({"allOf": [self.neg(self.sub(node, "if"), depth + 1),
+                                       self.neg(self.sub(node, "else"), depth + 1)]})
             return {"anyOf": alts} if len(alts) > 1 else alts[0]
         if key in ("unevaluatedItems", "unevaluatedProperties") and v is True:
             return None
@@ -200,13 +255,13 @@ class Negator:
         if key == "prefixItems" or isinstance(v, list):
             alts = []
             for i in range(len(v)):
-                neg = self.negate(self.sub(node, key, i), depth + 1)
+                neg = self.neg(self.sub(node, key, i), depth + 1)
                 if neg is not False:
                     key_out = "items" if self.conv.draft7 else "prefixItems"
                     alts.append({"type": "array", "minItems": i + 1, key_out: [True] * i + [neg]})
             return {"anyOf": alts} if len(alts) > 1 else (alts[0] if alts else None)
         # items as a schema: after prefixItems (2020-12) or for every item
-        neg = self.negate(self.sub(node, "items"), depth + 1)
+        neg = self.neg(self.sub(node, "items"), depth + 1)
         if neg is False:
             return None
         if "prefixItems" in s and not self.conv.draft7:

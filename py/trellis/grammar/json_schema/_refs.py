@@ -1,8 +1,15 @@
-"""`$ref` resolution inside one schema document: `$id` bases, `$anchor`, JSON pointers.
+"""`$ref` and `$dynamicRef` resolution inside one schema document: `$id` bases, `$anchor`,
+`$dynamicAnchor`, JSON pointers.
 
 Every subschema is a `Node`: the schema value, its base URI and its JSON pointer from the
 document root (for error messages and as the identity used to name grammar rules).
 Remote references (to documents that are not embedded via `$id`) raise.
+
+`$dynamicRef` (2020-12): a Node also carries `dyn`, the part of its dynamic scope that matters:
+for each anchor name some bookended `$dynamicRef` uses, the outermost schema resource entered
+on the way to the node that declares it with `$dynamicAnchor`. Nodes, and so the grammar rules
+made from them, are specialized by it; the outermost binding of a name never changes, so `dyn`
+only grows, and specialization ends. A document without such names keeps `dyn` None.
 """
 
 from __future__ import annotations
@@ -29,16 +36,18 @@ class Node:
     schema: object  # dict or bool
     base: str
     pointer: str  # JSON pointer from the document root, "" for the root
+    dyn: tuple | None = None  # sorted (anchor name, resource URI) bindings, see the module docstring
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.base, self.pointer)
+    def key(self) -> tuple:
+        return (self.base, self.pointer) if self.dyn is None else (self.base, self.pointer, self.dyn)
 
     def __hash__(self):
-        return hash((self.base, self.pointer))
+        return hash(self.key)
 
     def __eq__(self, other):
-        return isinstance(other, Node) and self.base == other.base and self.pointer == other.pointer
+        return (isinstance(other, Node) and self.base == other.base and self.pointer == other.pointer
+                and self.dyn == other.dyn)
 
 
 def join(base: str, ref: str) -> str:
@@ -53,6 +62,17 @@ def join(base: str, ref: str) -> str:
     return urljoin(base, ref)
 
 
+def plain_name(ref: str) -> str | None:
+    """The anchor name of a reference's fragment (not a JSON pointer), or None."""
+    fragment = unquote(urldefrag(ref)[1])
+    return fragment if fragment and not fragment.startswith("/") else None
+
+
+# In `dyn`: the way to the node went through a negation (a schema rebuilt from pieces), so its
+# dynamic scope is not known exactly. "" is no anchor name.
+UNKNOWN_SCOPE = ("", "")
+
+
 def escape_pointer(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
@@ -63,6 +83,8 @@ class Resolver:
         self.resources: dict[str, Node] = {}  # base URI (no fragment) -> resource root node
         self.anchors: dict[str, Node] = {}  # "uri#name" -> node
         self.by_pointer: dict[str, Node] = {}  # document pointer -> node
+        self.dynamic_anchors: dict[tuple[str, str], Node] = {}  # (resource URI, name) -> node
+        self.dynamic_names: set[str] = set()  # the anchor names of the $dynamicRefs
         base = DEFAULT_BASE
         if isinstance(root, dict) and isinstance(root.get("$id"), str):
             base = urldefrag(join(DEFAULT_BASE, root["$id"]))[0] or DEFAULT_BASE
@@ -73,6 +95,7 @@ class Resolver:
         self.root = Node(root, base, "")
         self._walk(root, DEFAULT_BASE, "")
         self.resources.setdefault(id_base, self.root)  # refs written against the ignored $id still work
+        self._scope_init()
 
     def _walk(self, schema, base: str, pointer: str) -> None:
         if not isinstance(schema, dict):
@@ -96,6 +119,12 @@ class Resolver:
         for key in ("$anchor", "$dynamicAnchor"):
             if isinstance(schema.get(key), str):
                 self.anchors.setdefault(base + "#" + schema[key], node)
+        if isinstance(schema.get("$dynamicAnchor"), str):
+            self.dynamic_anchors.setdefault((base, schema["$dynamicAnchor"]), node)
+        if isinstance(schema.get("$dynamicRef"), str):
+            name = plain_name(schema["$dynamicRef"])
+            if name is not None:
+                self.dynamic_names.add(name)
         for key, value in schema.items():
             sub = pointer + "/" + escape_pointer(key)
             if key in SCHEMA_MAP_KEYWORDS and isinstance(value, dict):
@@ -110,7 +139,7 @@ class Resolver:
 
     def resolve(self, node: Node, ref, keyword: str = "$ref") -> Node:
         if not isinstance(ref, str):
-            raise UnsupportedSchemaError("$ref must be a string", keyword, node.pointer)
+            raise UnsupportedSchemaError(f"{keyword} must be a string", keyword, node.pointer)
         target = join(node.base, ref)
         uri, fragment = urldefrag(target)
         if uri not in self.resources:
@@ -145,3 +174,72 @@ class Resolver:
         if isinstance(value, dict) and isinstance(value.get("$id"), str):
             base = urldefrag(join(base, value["$id"]))[0]
         return Node(value, base, pointer)
+
+    # ---- dynamic scope ($dynamicRef) --------------------------------------------------------
+
+    def _scope_init(self) -> None:
+        # Only names that a $dynamicRef uses and a $dynamicAnchor declares can make it dynamic.
+        live = self.dynamic_names & {name for _, name in self.dynamic_anchors}
+        self._declares: dict[str, tuple[str, ...]] = {}  # resource URI -> live names it declares
+        for uri, name in sorted(self.dynamic_anchors):
+            if name in live:
+                self._declares[uri] = self._declares.get(uri, ()) + (name,)
+        self._extended: dict = {}
+        if live:
+            self.root = self.enter(self.root, ())
+
+    def enter(self, node: Node, dyn: tuple | None) -> Node:
+        """node reached with the dynamic scope `dyn`: its resource joins the scope."""
+        if dyn is None:
+            return node
+        names = self._declares.get(node.base)
+        if names:
+            key = (dyn, node.base)
+            grown = self._extended.get(key)
+            if grown is None:
+                bound = {name for name, _ in dyn}
+                new = tuple((name, node.base) for name in names if name not in bound)
+                grown = self._extended[key] = tuple(sorted(dyn + new)) if new else dyn
+            dyn = grown
+        return Node(node.schema, node.base, node.pointer, dyn)
+
+    def child(self, node: Node, pointer: str, value) -> Node:
+        """The subschema `value` at `pointer` below node (the walked node when there is one)."""
+        known = self.by_pointer.get(pointer)
+        if known is None:
+            known = Node(value, node.base, pointer)
+        if node.dyn is None:
+            return known
+        return Node(known.schema, known.base, pointer, node.dyn) if known.base == node.base else \
+            self.enter(known, node.dyn)
+
+    def follow(self, node: Node, keyword: str) -> Node:
+        """The target of node's `$ref` or `$dynamicRef`, in node's dynamic scope."""
+        ref = node.schema[keyword]
+        if keyword == "$dynamicRef" and self.draft7:
+            raise UnsupportedSchemaError("$dynamicRef (2020-12) is not supported with draft-07 semantics", keyword,
+                                         node.pointer)
+        target = self.resolve(node, ref, keyword)
+        if keyword == "$dynamicRef":
+            target = self._dynamic_target(node, ref, target)
+        return self.enter(target, node.dyn)
+
+    def _dynamic_target(self, node: Node, ref: str, target: Node) -> Node:
+        name = plain_name(ref)
+        if name is None or not isinstance(target.schema, dict) or target.schema.get("$dynamicAnchor") != name:
+            return target  # not bookended by a matching $dynamicAnchor: like $ref
+        walked = self.by_pointer.get(node.pointer)
+        if node.dyn is None or UNKNOWN_SCOPE in node.dyn or walked is None or walked.schema is not node.schema:
+            raise UnsupportedSchemaError("$dynamicRef where its dynamic scope is not known (inside a negated or "
+                                         "rebuilt subschema) is not supported", "$dynamicRef", node.pointer)
+        for bound, uri in node.dyn:
+            if bound == name:
+                return self.dynamic_anchors[(uri, name)]
+        return target
+
+    @staticmethod
+    def unknown_scope(dyn: tuple | None) -> tuple | None:
+        """`dyn` for a schema rebuilt from pieces of others (a negation)."""
+        if dyn is None or UNKNOWN_SCOPE in dyn:
+            return dyn
+        return tuple(sorted(dyn + (UNKNOWN_SCOPE,)))

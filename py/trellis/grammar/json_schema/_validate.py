@@ -15,7 +15,7 @@ from . import _text
 from ._numbers import is_multiple, to_decimal
 from ._refs import Node, Resolver, escape_pointer
 
-REFUSED = {"$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties"}
+REFUSED = {"$recursiveRef", "unevaluatedItems", "unevaluatedProperties"}
 
 
 def json_type(v) -> str:
@@ -112,18 +112,18 @@ class Validator:
             value = s[key]
             for m in more:
                 value = value[m]
-            base = node.base
-            return Node(value, base, ptr) if not self.resolver.by_pointer.get(ptr) else self.resolver.by_pointer[ptr]
+            return self.resolver.child(node, ptr, value)
 
         for key in s:
             if key in REFUSED and not (key.startswith("unevaluated") and s[key] is True):
                 raise UnsupportedSchemaError(f"{key} is not supported", key, p)
         if "$ref" in s:
-            target = self.resolver.resolve(node, s["$ref"])
-            if not self.valid(v, target, depth + 1):
+            if not self.valid(v, self.resolver.follow(node, "$ref"), depth + 1):
                 return False
             if self.resolver.draft7:
                 return True
+        if "$dynamicRef" in s and not self.valid(v, self.resolver.follow(node, "$dynamicRef"), depth + 1):
+            return False
         t = s.get("type")
         if t is not None:
             types = t if isinstance(t, list) else [t]

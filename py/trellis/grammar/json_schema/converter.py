@@ -7,7 +7,8 @@ schema itself, its `allOf` members, `$ref` targets, the `then` branch that appli
 plus the set of JSON value kinds ("atoms") still possible: null, boolean, int, frac (a
 number that is not an integer), string, array, object. Each distinct context becomes one
 grammar rule (named after the pointer of its first subschema), so `$ref` recursion becomes
-rule recursion. A context is compiled by:
+rule recursion (a subschema is also told apart by its dynamic scope when a `$dynamicRef` can
+depend on it, see _refs.py). A context is compiled by:
 
 1. intersecting the atoms with every `type` and every type-only `not`;
 2. splitting on type-only `if` (per atom, `then` or `else` joins the context);
@@ -61,8 +62,9 @@ ANNOTATIONS = frozenset({
     "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor", "$dynamicAnchor",
     "$recursiveAnchor", "$defs", "definitions", "$vocabulary",
 })
-# Never enforced: always refused when present (an `unevaluated*: true` is a no-op and allowed).
-REFUSED_KEYWORDS = frozenset({"$dynamicRef", "$recursiveRef"})
+# Never enforced: always refused when present (2019-09's $recursiveRef; $dynamicRef is its 2020-12 form).
+REFUSED_KEYWORDS = frozenset({"$recursiveRef"})
+REF_KEYWORDS = ("$ref", "$dynamicRef")
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
 
@@ -163,22 +165,24 @@ class Converter:
     def synth(self, node: Node, tag: str, value) -> Node:
         """A synthetic subschema (e.g. a negation) with a stable identity."""
         ptr = f"{node.pointer}/~{tag}"
-        known = self.synthetic.get((node.base, ptr))
+        known = self.synthetic.get((node.base, ptr, node.dyn))
         if known is None:
-            known = self.synthetic[(node.base, ptr)] = Node(value, node.base, ptr)
+            known = self.synthetic[(node.base, ptr, node.dyn)] = Node(value, node.base, ptr, node.dyn)
         return known
 
     def negation(self, node: Node) -> Node:
         ptr = f"{node.pointer}/~not"
-        known = self.synthetic.get((node.base, ptr))
+        known = self.synthetic.get((node.base, ptr, node.dyn))
         if known is None:
-            known = self.synthetic[(node.base, ptr)] = Node(self.negator.negate(node), node.base, ptr)
+            # a negation is rebuilt from pieces: a $dynamicRef in it cannot know its dynamic scope
+            dyn = self.resolver.unknown_scope(node.dyn)
+            known = self.synthetic[(node.base, ptr, node.dyn)] = Node(self.negator.negate(node), node.base, ptr, dyn)
         return known
 
     # ---- contexts -------------------------------------------------------------------------
 
     def expand(self, nodes) -> list[Node] | None:
-        """Flatten allOf and $ref; None when some subschema is `false`."""
+        """Flatten allOf, $ref and $dynamicRef; None when some subschema is `false`."""
         out: list[Node] = []
         seen: set = set()
         todo = list(nodes)
@@ -195,11 +199,13 @@ class Converter:
             if not isinstance(s, dict):
                 raise UnsupportedSchemaError("a schema must be an object or a boolean", None, node.pointer)
             if "$ref" in s:
-                target = self.resolver.resolve(node, s["$ref"])
+                target = self.resolver.follow(node, "$ref")
                 if self.draft7:  # draft-07: siblings of $ref are ignored
                     todo.insert(0, target)
                     continue
                 todo.append(target)
+            if "$dynamicRef" in s:
+                todo.append(self.resolver.follow(node, "$dynamicRef"))
             for key in s:
                 if key in REFUSED_KEYWORDS and not (key.startswith("unevaluated") and s[key] is True):
                     raise UnsupportedSchemaError(f"{key} is not supported", key, node.pointer)
@@ -211,12 +217,12 @@ class Converter:
     def child(self, node: Node, key: str, *more) -> Node:
         ptr = node.pointer + "/" + escape_pointer(key) + "".join("/" + escape_pointer(str(m)) for m in more)
         known = self.resolver.by_pointer.get(ptr)
-        if known is not None:
+        if known is not None and node.dyn is None:
             return known
         value = node.schema[key]
         for m in more:
             value = value[m]
-        return Node(value, node.base, ptr)
+        return self.resolver.child(node, ptr, value)
 
     def value(self, nodes, atoms=ATOMS, done=frozenset()) -> ir.Expr:
         expanded = self.expand(nodes)
@@ -255,7 +261,7 @@ class Converter:
         for n in expanded:
             s = n.schema
             for key in s:
-                if key in ANNOTATIONS or key in ("type", "allOf", "$ref", "not", "anyOf", "oneOf"):
+                if key in ANNOTATIONS or key in ("type", "allOf", *REF_KEYWORDS, "not", "anyOf", "oneOf"):
                     continue
                 if key in ("then", "else") and "if" not in s:
                     continue
@@ -278,7 +284,7 @@ class Converter:
                         atoms &= {a for a in ATOMS if sum(a in x for x in sets) == 1}
         return atoms
 
-    KNOWN = frozenset({"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
+    KNOWN = frozenset({"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", *REF_KEYWORDS,
                        *NUMBER_KEYWORDS, *STRING_KEYWORDS, "items", "prefixItems", "additionalItems", "contains",
                        "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "properties",
                        "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties",
@@ -1079,7 +1085,7 @@ class Converter:
 
     def in_place(self, x: Node) -> set:
         """Keys of the subschemas applied to the same instance as x (allOf, anyOf, oneOf, if,
-        then, else, dependentSchemas, $ref, transitively): their annotations count as x's."""
+        then, else, dependentSchemas, $ref, $dynamicRef, transitively): their annotations count as x's."""
         known = self._in_place.get(x.key)
         if known is not None:
             return known
@@ -1099,8 +1105,7 @@ class Converter:
                     subs.append(self.child(n, key))
             for k in s.get("dependentSchemas", {}) if isinstance(s.get("dependentSchemas"), dict) else ():
                 subs.append(self.child(n, "dependentSchemas", k))
-            if "$ref" in s:
-                subs.append(self.resolver.resolve(n, s["$ref"]))
+            subs += [self.resolver.follow(n, key) for key in REF_KEYWORDS if key in s]
             for sub in subs:
                 if sub.key not in seen:
                     seen.add(sub.key)
@@ -1140,7 +1145,7 @@ class Converter:
         if "additionalProperties" in s:
             return self.child(n, "additionalProperties")
         if self.opt.strict:
-            return Node(False, n.base, n.pointer + "/additionalProperties")
+            return Node(False, n.base, n.pointer + "/additionalProperties", n.dyn)
         return None
 
     def additional_member(self, nodes, known: list[str], patterns, name_nodes, uneval=(), value_extra=(),
@@ -1160,7 +1165,7 @@ class Converter:
             for n in expanded:
                 atoms &= self.type_atoms(n)
                 for key in n.schema:
-                    if key in self.KNOWN and key not in ("type", "$ref", "allOf", *STRING_KEYWORDS, "enum",
+                    if key in self.KNOWN and key not in ("type", *REF_KEYWORDS, "allOf", *STRING_KEYWORDS, "enum",
                                                           "const", *NUMBER_KEYWORDS, "items", "prefixItems",
                                                           "minItems", "maxItems", "properties", "required",
                                                           "minProperties", "maxProperties",
