@@ -207,6 +207,27 @@ def test_multiple_of_matches_exact_decimal_arithmetic(compiler, m, texts, lo):
             assert "e" in text.lower() or text.startswith("-0"), (schema, text)
 
 
+def test_combined_multiples_make_long_rule_chains(compiler):
+    # Residue automata of several multipleOf make rule chains longer than Python's recursion
+    # limit: the front-end's passes over them must not recurse along the chain.
+    schema = {"type": "integer", "allOf": [{"minimum": 1}, {"anyOf": [{"multipleOf": 5}, {"multipleOf": 10}]},
+                                           {"anyOf": [{"not": {"multipleOf": 5}}, {"multipleOf": 7}]},
+                                           {"anyOf": [{"not": {"multipleOf": 7}}, {"multipleOf": 11}]}]}
+    compiled = compiler.compile_ir(json_schema_to_grammar(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [0, 5, 35, 385, 770, 1155, 3850, -385, 24, 77]:
+        matcher = GrammarMatcher(compiled)
+        assert (matcher.accept_string(str(value)) and matcher.can_terminate()) == validator.is_valid(value), value
+
+
+def test_multiple_of_is_exact_beyond_decimal_precision(compiler):
+    assert not _numbers.is_multiple(Decimal("1e308"), Decimal("0.123456789"))
+    assert _numbers.is_multiple(Decimal("1e308"), Decimal("0.5"))
+    assert _numbers.is_multiple(Decimal("123456789e300"), Decimal("0.123456789"))
+    schema = {"allOf": [{"enum": [1e308]}, {"not": {"multipleOf": 0.123456789, "type": "integer"}}]}
+    assert matches(compiler, schema, json.dumps(1e308))
+
+
 def test_integer_range_digit_automata_exhaustive():
     for lo, hi in [(0, 0), (0, 9), (7, 123), (-15, 15), (-1000, -999), (99, 1001), (5, None), (None, -3)]:
         expr = _numbers.integer_range(lo, hi)

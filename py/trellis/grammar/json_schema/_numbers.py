@@ -9,7 +9,8 @@ JSON Schema 2020-12.
 
 from __future__ import annotations
 
-from decimal import Decimal, localcontext
+from decimal import Decimal
+from fractions import Fraction
 
 from ...errors import UnsupportedSchemaError
 from .. import ir
@@ -270,6 +271,5 @@ def multiple_dfa(m: Decimal, pointer: str) -> _dfa.Dfa:
 
 
 def is_multiple(value: Decimal, m: Decimal) -> bool:
-    with localcontext() as ctx:
-        ctx.prec = 100
-        return (value % m) == 0
+    """Exact for any size (1e308 / 0.123456789 has more digits than a decimal context holds)."""
+    return (Fraction(value) / Fraction(m)).denominator == 1

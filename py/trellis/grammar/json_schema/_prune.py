@@ -88,10 +88,10 @@ def _reachable(rules: dict[str, ir.Expr], root: str) -> list[str]:
 def _productive(rules: dict[str, ir.Expr], names: list[str]) -> set[str]:
     """The least fixpoint: the rules whose bodies match something given the productive rules.
 
-    Rules that match something on their own are productive at once. The others are decided
-    depth first (a reference to an undecided rule decides that rule first; one on the current
-    path counts as dead for now), in sweeps until one adds nothing: without recursion through
-    rules that are dead for lack of a base case, one sweep decides everything."""
+    Rules that match something on their own are productive at once. Each other rule is judged
+    with the rules known productive so far, and judged again whenever a rule it refers to turns
+    productive (a worklist, not a recursion: chains of rules run thousands long, as in the digit
+    automata of multipleOf)."""
     productive: set[str] = set()
     pending = []
     for name in names:
@@ -100,33 +100,27 @@ def _productive(rules: dict[str, ir.Expr], names: list[str]) -> set[str]:
             productive.add(name)
         elif flags & LIVE:
             pending.append(name)
-    while pending:
-        sweep = _Sweep(rules, productive)
-        rest = [name for name in pending if not sweep.rule(name)]
-        if len(rest) == len(pending):
-            break
-        pending = rest
+    users: dict[str, list[str]] = {}  # rule -> the pending rules that refer to it
+    for name in pending:
+        for ref in facts(rules[name])[0]:
+            users.setdefault(ref, []).append(name)
+    judge = _Judge(productive)
+    todo = pending[::-1]
+    while todo:
+        name = todo.pop()
+        if name not in productive and judge.live(rules[name]):
+            productive.add(name)
+            todo.extend(user for user in users.get(name, ()) if user not in productive)
     return productive
 
 
-class _Sweep:
-    """One depth-first pass of `_productive`; what it finds dead may turn live in the next."""
+class _Judge:
+    """Whether an expression matches something, given the productive rules (a set that only grows,
+    so what is found live stays live)."""
 
-    def __init__(self, rules: dict[str, ir.Expr], productive: set[str]):
-        self.rules, self.productive = rules, productive
-        self.tried: set[str] = set()  # decided dead in this sweep, or on the current path
-        self.memo: dict[int, bool] = {}
-
-    def rule(self, name: str) -> bool:
-        if name in self.productive:
-            return True
-        if name in self.tried or name not in self.rules:
-            return False
-        self.tried.add(name)
-        if self.live(self.rules[name]):
-            self.productive.add(name)
-            return True
-        return False
+    def __init__(self, productive: set[str]):
+        self.productive = productive
+        self.live_ids: set[int] = set()
 
     def live(self, e: ir.Expr) -> bool:
         refs, flags = e._facts or facts(e)
@@ -134,21 +128,19 @@ class _Sweep:
             return True
         if not flags & LIVE:
             return False
-        if refs <= self.productive:
+        if refs <= self.productive or id(e) in self.live_ids:
             return True
-        known = self.memo.get(id(e))
-        if known is not None:
-            return known
         t = type(e)
         if t is ir.Ref:
-            out = self.rule(e.name)
-        elif t is ir.Seq:
+            return False  # not productive yet
+        if t is ir.Seq:
             out = all(self.live(x) for x in e.items)
         elif t is ir.Alt:
             out = any(self.live(x) for x in e.items)
         else:  # Repeat with min > 0 (else it would live alone)
             out = self.live(e.item)
-        self.memo[id(e)] = out
+        if out:
+            self.live_ids.add(id(e))
         return out
 
 
