@@ -228,6 +228,25 @@ def test_multiple_of_is_exact_beyond_decimal_precision(compiler):
     assert matches(compiler, schema, json.dumps(1e308))
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "pattern": "^[A-Za-z0-9:_\\-]+$", "maxLength": 255},  # a class repeated: counted
+    {"type": "string", "pattern": "^[a-z]{2,90}$", "minLength": 70, "maxLength": 80},
+    {"type": "string", "pattern": "^[^\\s\"]*$", "minLength": 3, "maxLength": 100},  # any width
+    {"type": "string", "pattern": "^([a-z/-]|[a-z-][a-z/-]*[a-z-])$", "maxLength": 255},  # ASCII: counted bytes
+    {"type": "string", "pattern": "^(ab|é)+$", "minLength": 3, "maxLength": 40},
+])
+def test_long_lengths_with_a_pattern(compiler, schema):
+    compiled = compiler.compile_ir(json_schema_to_grammar(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(0)
+    for n in [0, 1, 2, 3, 4, 39, 40, 41, 69, 70, 80, 81, 99, 100, 101, 254, 255, 256]:
+        for _ in range(8):
+            text = "".join(rng.choice(["a", "b", "é", "Z", "0", "-", "/", " ", "ab"]) for _ in range(n))
+            matcher = GrammarMatcher(compiled)
+            got = matcher.accept_string(json.dumps(text, ensure_ascii=False)) and matcher.can_terminate()
+            assert got == validator.is_valid(text), (schema, text)
+
+
 def test_integer_range_digit_automata_exhaustive():
     for lo, hi in [(0, 0), (0, 9), (7, 123), (-15, 15), (-1000, -999), (99, 1001), (5, None), (None, -3)]:
         expr = _numbers.integer_range(lo, hi)

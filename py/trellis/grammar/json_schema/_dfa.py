@@ -38,6 +38,10 @@ class Dfa:
                 return False
         return self.accept[s]
 
+    def ascii_only(self) -> bool:
+        """Every string it accepts is ASCII (no transition on a byte above 0x7F)."""
+        return all(hi < 0x80 for row in self.trans for _, hi, _ in row)
+
     def is_empty(self) -> bool:
         return not any(self.accept[s] for s in _reachable(self))
 

@@ -273,6 +273,13 @@ def length_dfa(lo: int, hi: int | None) -> _dfa.Dfa:
     return _dfa.from_ir(length_expr(lo, hi), "maxLength")
 
 
+@lru_cache(maxsize=64)
+def ascii_length_dfa(lo: int, hi: int | None) -> _dfa.Dfa:
+    """Strings of lo..hi ASCII characters: the length of a constraint that admits only ASCII,
+    a state per count (counting code points of any width takes ~16)."""
+    return _dfa.from_ir(ir.repeat(ir.ByteSet(((0, 0x7F),)), lo, hi), "maxLength")
+
+
 @lru_cache(maxsize=1)
 def any_string_dfa() -> _dfa.Dfa:
     """All decoded strings (valid UTF-8)."""

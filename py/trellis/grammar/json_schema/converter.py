@@ -114,6 +114,7 @@ class Converter:
         self._refs: dict[str, ir.Ref] = {}
         self._in_place: dict = {}
         self.key_cache: dict = {}
+        self.char_blocks: dict = {}  # one JSON string character's expression -> its 16-block rule
         self.contexts = 0
         self.negator = Negator(self)
 
@@ -632,15 +633,17 @@ class Converter:
 
     # ---- strings --------------------------------------------------------------------------------
 
-    def char_count(self, lo: int, hi: int | None) -> ir.Expr:
-        """lo..hi JSON string characters. Long counts go through a shared 16-character block
-        rule, so the core's automaton grows with hi/16 calls instead of hi copies of a char."""
-        char = _text.JSON_CHAR
+    def char_count(self, lo: int, hi: int | None, char: ir.Expr = _text.JSON_CHAR) -> ir.Expr:
+        """lo..hi JSON string characters (each one `char`). Long counts go through a shared
+        16-character block rule, so the core's automaton grows with hi/16 calls instead of hi
+        copies of a char."""
         if (hi is None or hi <= 64) and lo <= 64:
             return ir.repeat(char, lo, hi)
-        if "chars16" not in self.rules:
-            self.rules["chars16"] = ir.repeat(char, 16, 16)
-        block = self.ref("chars16")
+        name = self.char_blocks.get(char)
+        if name is None:
+            name = self.char_blocks[char] = "chars16" if char is _text.JSON_CHAR else self.fresh("chars16")
+            self.rules[name] = ir.repeat(char, 16, 16)
+        block = self.ref(name)
 
         def exactly(n):
             return ir.seq(ir.repeat(block, n // 16, n // 16), ir.repeat(char, n % 16, n % 16))
@@ -690,8 +693,9 @@ class Converter:
             if hi is not None and hi > 500:
                 raise UnsupportedSchemaError("maxLength above 500 together with a pattern or format is not supported",
                                              "maxLength", pointer)
+            ascii = any(want and c.ascii_only() for c, want in comps[1:])
             try:
-                comps.append((_text.length_dfa(lo, hi), True))
+                comps.append(((_text.ascii_length_dfa if ascii else _text.length_dfa)(lo, hi), True))
             except UnsupportedSchemaError as e:
                 raise UnsupportedSchemaError(e.message, "maxLength", pointer) from None
         return _dfa.product([c for c, _ in comps], [w for _, w in comps], "pattern", pointer)
@@ -727,8 +731,23 @@ class Converter:
             rlo, rhi = _text.regex_min_max_length(expr)
             if rlo >= lo and (hi is None or (rhi is not None and rhi <= hi)):
                 return ir.seq(quote, _text.json_escape(expr), quote)
+            if type(expr) is ir.Repeat and _text.regex_min_max_length(expr.item) == (1, 1):
+                # One character class repeated (`^[a-z0-9-]+$`): the length bounds are count bounds,
+                # counted by the core, where a product automaton would need a state per count.
+                return ir.seq(quote, self.counted_class(expr, lo, hi, nodes[0].pointer), quote)
         d = self.string_dfa(lo, hi, exprs, nodes[0].pointer)
         return ir.seq(quote, self.dfa_rules(d, "str", _text.json_escape), quote)
+
+    def counted_class(self, expr: ir.Repeat, lo: int, hi: int | None, pointer: str) -> ir.Expr:
+        lo = max(lo, expr.min)
+        hi = expr.max if hi is None else hi if expr.max is None else min(hi, expr.max)
+        if hi is not None and hi < lo:
+            return ir.NOTHING
+        if lo > MAX_STRING_LENGTH:
+            raise UnsupportedSchemaError(f"minLength above {MAX_STRING_LENGTH} is not supported", "minLength", pointer)
+        if hi is not None and hi > MAX_STRING_LENGTH:
+            hi = MAX_STRING_LENGTH  # a restriction, as for a string without a pattern
+        return self.char_count(lo, hi, _text.json_escape(expr.item))
 
     # ---- arrays ---------------------------------------------------------------------------------
 
