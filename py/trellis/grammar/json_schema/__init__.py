@@ -29,8 +29,8 @@ Output conventions (restrictions of what is generated, never wrong acceptances):
   witness keys need the any-order form);
 - numbers with bounds other than a sign, or with multipleOf, are written without an
   exponent; integers may end in `.0`; "-0" is not produced;
-- a maxLength above 1024 (without pattern/format) generates at most 1024 characters
-  (the core unrolls counts);
+- a maxLength above 100,000 (without pattern/format, or with a pattern that repeats one
+  character class) generates at most 100,000 characters;
 - formats: leap seconds, A-labels (punycode) and "--" in places 3-4 of a host label are
   left out; quoted local parts and address literals of e-mail are included.
 
