@@ -99,6 +99,12 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
   return {};
 }
 
+namespace {
+
+uint64_t site_key(int32_t state, int32_t ret) { return (uint64_t(uint32_t(state)) << 32) | uint32_t(ret); }
+
+}  // namespace
+
 bool Grammar::by_site(int32_t state) {
   if (by_site_.empty()) by_site_.assign(automaton.n_states(), -1);
   int8_t& known = by_site_[state];
@@ -120,7 +126,7 @@ const TokenCache& Grammar::cache_for(int32_t state, int32_t ret) {
     }
     return *slot;
   }
-  std::unique_ptr<TokenCache>& slot = site_cache_[(uint64_t(uint32_t(state)) << 32) | uint32_t(ret)];
+  std::unique_ptr<TokenCache>& slot = site_cache_[site_key(state, ret)];
   if (!slot) {
     slot = std::make_unique<TokenCache>();
     site_after_.assign(1, ret);
@@ -144,7 +150,7 @@ int32_t Grammar::warm(int32_t max_caches) {
     if (!site || a.rule_of[s] == a.root) build(s, -1, cache[s] != nullptr);
     if (site)
       for (int32_t ret : contexts[a.rule_of[s]])
-        build(s, ret, site_cache_.count((uint64_t(uint32_t(s)) << 32) | uint32_t(ret)) > 0);
+        build(s, ret, site_cache_.count(site_key(s, ret)) > 0);
   }
   return built;
 }

@@ -267,17 +267,12 @@ def length_expr(lo: int, hi: int | None) -> ir.Expr:
 
 
 @lru_cache(maxsize=64)
-def length_dfa(lo: int, hi: int | None) -> _dfa.Dfa:
+def length_dfa(lo: int, hi: int | None, ascii: bool = False) -> _dfa.Dfa:
     """Decoded strings of lo..hi code points (shared: every string constraint with these
-    bounds intersects the same automaton)."""
-    return _dfa.from_ir(length_expr(lo, hi), "maxLength")
-
-
-@lru_cache(maxsize=64)
-def ascii_length_dfa(lo: int, hi: int | None) -> _dfa.Dfa:
-    """Strings of lo..hi ASCII characters: the length of a constraint that admits only ASCII,
-    a state per count (counting code points of any width takes ~16)."""
-    return _dfa.from_ir(ir.repeat(ir.ByteSet(((0, 0x7F),)), lo, hi), "maxLength")
+    bounds intersects the same automaton). With `ascii`, of ASCII characters only: for a
+    constraint that admits nothing else, a state per count (code points of any width take ~16)."""
+    expr = ir.repeat(ir.ByteSet(((0, 0x7F),)), lo, hi) if ascii else length_expr(lo, hi)
+    return _dfa.from_ir(expr, "maxLength")
 
 
 @lru_cache(maxsize=1)

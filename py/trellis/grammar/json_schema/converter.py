@@ -695,7 +695,7 @@ class Converter:
                                              "maxLength", pointer)
             ascii = any(want and c.ascii_only() for c, want in comps[1:])
             try:
-                comps.append(((_text.ascii_length_dfa if ascii else _text.length_dfa)(lo, hi), True))
+                comps.append((_text.length_dfa(lo, hi, ascii), True))
             except UnsupportedSchemaError as e:
                 raise UnsupportedSchemaError(e.message, "maxLength", pointer) from None
         return _dfa.product([c for c, _ in comps], [w for _, w in comps], "pattern", pointer)
@@ -720,12 +720,7 @@ class Converter:
         if hi is not None and hi < lo:
             return ir.NOTHING
         if not exprs:
-            if lo > MAX_STRING_LENGTH:
-                raise UnsupportedSchemaError(f"minLength above {MAX_STRING_LENGTH} is not supported", "minLength",
-                                             nodes[0].pointer)
-            if hi is not None and hi > MAX_STRING_LENGTH:
-                hi = MAX_STRING_LENGTH  # a restriction
-            return ir.seq(quote, self.char_count(lo, hi), quote)
+            return ir.seq(quote, self.capped_count(lo, hi, nodes[0].pointer if nodes else ""), quote)
         if len(exprs) == 1 and not exprs[0][0].startswith("not"):
             expr = self.string_part(*exprs[0])
             rlo, rhi = _text.regex_min_max_length(expr)
@@ -743,11 +738,15 @@ class Converter:
         hi = expr.max if hi is None else hi if expr.max is None else min(hi, expr.max)
         if hi is not None and hi < lo:
             return ir.NOTHING
+        return self.capped_count(lo, hi, pointer, _text.json_escape(expr.item))
+
+    def capped_count(self, lo: int, hi: int | None, pointer: str, char: ir.Expr = _text.JSON_CHAR) -> ir.Expr:
+        """char_count within MAX_STRING_LENGTH: a longer minimum is refused, a longer maximum cut."""
         if lo > MAX_STRING_LENGTH:
             raise UnsupportedSchemaError(f"minLength above {MAX_STRING_LENGTH} is not supported", "minLength", pointer)
         if hi is not None and hi > MAX_STRING_LENGTH:
-            hi = MAX_STRING_LENGTH  # a restriction, as for a string without a pattern
-        return self.char_count(lo, hi, _text.json_escape(expr.item))
+            hi = MAX_STRING_LENGTH  # a restriction
+        return self.char_count(lo, hi, char)
 
     # ---- arrays ---------------------------------------------------------------------------------
 
