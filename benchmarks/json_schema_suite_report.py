@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     status = collections.Counter(r.status for r in results)
     invalid = sum(len(r.invalid_accepted) for r in results)
     tests = sum(len(g["tests"]) for _, _, _, g in suite.load_groups())
-    keywords = collections.Counter(r.keyword or "(unsatisfiable / size)" for r in results if r.status == "refused")
+    keywords = collections.Counter(r.keyword or "(size)" for r in results if r.status == "refused")
     times = sorted(r.seconds for r in results)
 
     lines = [

@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
+import unicodedata
 from decimal import Decimal
 
 import jsonschema
@@ -99,13 +101,13 @@ def test_suite_groups_are_refused_or_pass(suite_results):
 
 def test_suite_mostly_compiles(suite_results):
     passed = sum(r.status == "passed" for r in suite_results)
-    assert passed / len(suite_results) >= 0.77, passed
+    assert passed / len(suite_results) >= 0.82, passed
 
 
 def test_suite_refusals_name_a_keyword(suite_results):
     for r in suite_results:
         if r.status == "refused" and r.keyword is None:
-            assert "no JSON value is valid" in r.message or "more than" in r.message, r.message
+            assert "more than" in r.message, r.message
 
 
 def test_suite_sample_accept_string_agrees(compiler):
@@ -155,12 +157,7 @@ def test_number_ranges_match_jsonschema(lo, hi, exclusive, integer, texts):
         schema["exclusiveMinimum" if exclusive[0] else "minimum"] = float(lo) if isinstance(lo, Decimal) else lo
     if hi is not None:
         schema["exclusiveMaximum" if exclusive[1] else "maximum"] = float(hi) if isinstance(hi, Decimal) else hi
-    try:
-        grammar = json_schema_to_grammar(schema)
-    except UnsupportedSchemaError as e:  # an empty interval
-        assert "no JSON value" in str(e)
-        assert not any(jsonschema.Draft202012Validator(schema).is_valid(json.loads(t)) for t in texts)
-        return
+    grammar = json_schema_to_grammar(schema)  # an empty interval is the empty language
     # the number rule has no references: check it with a DFA, independent of the core
     for text in texts:
         value = json.loads(text)
@@ -272,11 +269,10 @@ def test_encode_string_is_the_canonical_spelling(text):
 def test_string_lengths_and_escapes(text, lo, hi):
     schema = {"type": "string", "minLength": lo, **({} if hi is None else {"maxLength": hi})}
     encoded = json.dumps(text, ensure_ascii=False)
-    if hi is not None and hi < lo:
-        with pytest.raises(UnsupportedSchemaError):
-            json_schema_to_grammar(schema)
-        return
     grammar = json_schema_to_grammar(schema)
+    if hi is not None and hi < lo:  # no string is valid: the empty language
+        assert grammar.rules[grammar.root] == ir.NOTHING
+        return
     if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
         return
     assert _accepts_ir(grammar, encoded) == jsonschema.Draft202012Validator(schema).is_valid(text)
@@ -294,6 +290,73 @@ def test_pattern_is_a_search_like_pythons(pattern, text):
         expected = re.search(pattern.replace("\\d", "[0-9]") + "(?!\n)", text) is not None  # ECMA $: end only
         expected = expected and re.search(pattern[:-1] + "\\Z", text) is not None
     assert _accepts_ir(json_schema_to_grammar(schema), json.dumps(text, ensure_ascii=False)) == expected
+
+
+def _letters(text):
+    return all(unicodedata.category(c).startswith("L") for c in text)
+
+
+PROPERTY_SCHEMAS = [  # (schema, instance -> valid) with \\p classes of hundreds of ranges
+    ({"type": "string", "pattern": "^\\p{Letter}+$"}, lambda v: len(v) > 0 and _letters(v)),
+    ({"type": "string", "pattern": "\\p{Letter}cole"},
+     lambda v: any(_letters(v[i]) and v[i + 1:i + 5] == "cole" for i in range(len(v)))),
+    ({"type": "string", "pattern": "^\\p{L}+$", "maxLength": 4}, lambda v: 0 < len(v) <= 4 and _letters(v)),
+    ({"type": "string", "pattern": "^[\\p{L}\\p{Nd} ]*$", "minLength": 2, "maxLength": 6},
+     lambda v: 2 <= len(v) <= 6 and all(c == " " or unicodedata.category(c)[0] == "L" or unicodedata.category(c) == "Nd"
+                                        for c in v)),
+    ({"type": "string", "pattern": "\\P{L}\\p{Lu}", "maxLength": 5},
+     lambda v: len(v) <= 5 and any(not _letters(v[i]) and unicodedata.category(v[i + 1]) == "Lu"
+                                   for i in range(len(v) - 1))),
+    ({"type": "string", "pattern": "^\\p{L}", "format": "ipv4"}, lambda v: False),
+]
+PROPERTY_TEXTS = ["", "a", "Hello", "π", "123", "école", "l'école", "L'ÉCOLE", "xcole", "৪২", "中文 42",
+                  "a b", "ab cd ef", "\U0001d400\U0001d401", "1A", "é", "-%#", "aaaaa", "1.2.3.4", "\"q\\",
+                  "\u0378cole"]
+
+
+@pytest.mark.parametrize("index", range(len(PROPERTY_SCHEMAS)))
+def test_property_escape_patterns(compiler, index):
+    schema, valid = PROPERTY_SCHEMAS[index]
+    compiled = compiler.compile_ir(json_schema_to_grammar(schema))
+    for text in PROPERTY_TEXTS:
+        matcher = GrammarMatcher(compiled)
+        got = matcher.accept_string(json.dumps(text, ensure_ascii=False)) and matcher.can_terminate()
+        assert got == valid(text), (schema, text)
+
+
+def test_property_escape_pattern_properties(compiler):
+    digits = {"type": "object", "patternProperties": {"^\\p{digit}+$": True}, "additionalProperties": False}
+    letters = {"type": "object", "patternProperties": {"\\p{Letter}cole": {"type": "number"}},
+               "additionalProperties": False}
+    names = {"type": "object", "propertyNames": {"pattern": "^\\p{Lu}\\p{Ll}*$", "maxLength": 3}}
+    for schema, good, bad in [
+        (digits, ['{"42": 1}', '{"৪২": null}', "{}"], ['{"-%#": 1}', '{"4a": 1}', '{"": 1}']),
+        (letters, ['{"l\'école": 1}', '{"xcole": 2, "écoles": 3}'], ['{"L\'ÉCOLE": 1}', '{"école": "x"}']),
+        (names, ['{"Ab": 1}', '{"Πα": 1, "Z": 2}'], ['{"ab": 1}', '{"Abcd": 1}', '{"A1": 1}']),
+    ]:
+        for text in good:
+            assert matches(compiler, schema, text), (schema, text)
+        for text in bad:
+            assert not matches(compiler, schema, text), (schema, text)
+
+
+@pytest.mark.parametrize("pattern", ["^a+$", "x.y", "(foo|ba[rz])", "[^a-c]", "^(ab|é)+$", "\\p{L}cole",
+                                     "^[\\p{N}_]{2,3}$", "\\P{Lu}|^\\p{Zs}"])
+def test_compact_automata_accept_the_same_strings(pattern):
+    expr = _text.pattern_expr(pattern, "")
+    plain, compact = _dfa.from_ir(expr), _dfa.from_ir(expr, compact=True)
+    assert len(compact.trans) <= len(plain.trans) and len(_dfa.minimize(compact).trans) == len(compact.trans)
+    rng = random.Random(pattern)
+    alphabet = ["a", "b", "c", "x", "y", "f", "o", "r", "z", "é", "É", "1", "_", "৪", " ", "\u3000", "l", "e",
+                "\U0001d400", "\u0378", "\n"]
+    for _ in range(300):
+        data = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))).encode()
+        assert plain.matches(data) == compact.matches(data), (pattern, data)
+
+
+def test_only_property_patterns_get_compact_automata():
+    assert _text._has_property_escape("a\\p{L}") and _text._has_property_escape("[\\P{Nd}]")
+    assert not _text._has_property_escape("\\\\p{L}") and not _text._has_property_escape("p{L}\\d")
 
 
 FORMAT_CASES = {
@@ -578,8 +641,9 @@ def test_strict_closes_objects(compiler):
 def test_schema_as_text_and_booleans(compiler):
     assert matches(compiler, '{"type": "integer"}', "12")
     assert matches(compiler, True, '{"x": [null]}')
-    with pytest.raises(UnsupportedSchemaError):
-        json_schema_to_grammar(False)
+    empty = compiler.compile_json_schema(False)
+    assert empty.is_empty and not GrammarMatcher(empty).accept_string("null")
+    assert not compiler.compile_json_schema(True).is_empty
 
 
 def test_compile_json_schema_method(compiler):
@@ -588,9 +652,39 @@ def test_compile_json_schema_method(compiler):
     assert matcher.accept_string("true") and matcher.can_terminate()
 
 
+UNIQUE_SCHEMAS = [
+    # contains used to drop uniqueItems silently: [1, 1] was accepted
+    {"items": {"enum": [1, 2, 3]}, "contains": {"const": 1}, "uniqueItems": True},
+    {"items": {"enum": [1, 2, 3, "a"]}, "contains": {"type": "integer"}, "minContains": 2, "maxContains": 2,
+     "uniqueItems": True},
+    {"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "items": False, "uniqueItems": True},
+    {"prefixItems": [{"enum": [1, 2]}, {"const": 1}], "items": {"enum": [3, 1.0, None]}, "uniqueItems": True,
+     "maxItems": 4},
+    {"prefixItems": [{"enum": [1, 2]}], "items": {"enum": [2, 3]}, "uniqueItems": True, "minItems": 2,
+     "contains": {"const": 3}, "maxContains": 1},
+    {"items": {"type": ["boolean", "null"]}, "uniqueItems": True, "contains": {"const": None}, "maxContains": 0,
+     "minContains": 0},
+]
+
+
+@pytest.mark.parametrize("schema", UNIQUE_SCHEMAS)
+def test_unique_items_over_positions_and_contains_match_jsonschema(compiler, schema):
+    """Every array of up to 4 items from a pool (equal values in several spellings) is judged as
+    jsonschema judges it; only "1.0" (a spelling of 1 that is not generated) may be refused."""
+    compiled = compiler.compile_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for k in range(5):
+        for items in itertools.product([1, 2, 3, 1.0, "a", True, False, None], repeat=k):
+            text = json.dumps(list(items))
+            m = GrammarMatcher(compiled)
+            got, expected = m.accept_string(text) and m.can_terminate(), validator.is_valid(list(items))
+            assert got == expected or (expected and "1.0" in text), (schema, text)
+
+
 @pytest.mark.parametrize("schema, keyword, pointer", [
     ({"properties": {"a": {"$ref": "http://example.com/other.json"}}}, "$ref", "/properties/a"),
     ({"items": {"uniqueItems": True}}, "uniqueItems", "/items"),
+    ({"contains": {"const": 1}, "uniqueItems": True}, "uniqueItems", ""),
     ({"$defs": {"d": {"$recursiveRef": "#"}}, "$ref": "#/$defs/d"}, "$recursiveRef", "/$defs/d"),
     ({"items": {"$dynamicRef": "http://example.com/other.json#T"}}, "$dynamicRef", "/items"),
     ({"pattern": "(?=a)"}, "pattern", ""),

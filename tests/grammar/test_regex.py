@@ -1,6 +1,8 @@
 """Regex front-end: ECMA-262 subset, checked through the reference against Python's `re`."""
 
 import re
+import sys
+import unicodedata
 import warnings
 
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from tests.grammar.reference import Reference
 from trellis.errors import GrammarError
 from trellis.grammar import ir
+from trellis.grammar import regex as regex_module
 from trellis.grammar.regex import parse_regex
 
 
@@ -213,7 +216,12 @@ def test_prefixes():
     ("a{3,2}", 2, "out of order"), ("[b-a]", 2, "out of order"), ("[\\d-z]", 2, "class escape"),
     ("[a-\\w]", 2, "class escape"), ("[abc", 1, "unterminated"),
     ("(?i)a", 1, "flags"), ("(?i:a)", 1, "flags"), ("(?#c)", 1, "flags"),
-    ("\\p{L}", 1, "property"), ("a\\b", 2, "word boundary"), ("\\B", 1, "word boundary"),
+    ("a\\p{Script=Greek}", 2, "'Script=Greek'"), ("[x\\P{scx=Latn}]", 3, "'scx=Latn'"),
+    ("\\p{Alphabetic}", 1, "'Alphabetic' is not supported"), ("\\p{Emoji}", 1, "'Emoji'"),
+    ("\\p{letter}", 1, "'letter'"), ("\\p{White_Space}", 1, "'White_Space'"), ("\\p{gc}", 1, "'gc'"),
+    ("\\p{Script=Lu}", 1, "'Script=Lu'"), ("\\p{}", 1, "property"), ("\\pL", 1, "{name}"),
+    ("a\\P{L", 2, "{name}"), ("[a-\\p{L}]", 2, "class escape"),
+    ("a\\b", 2, "word boundary"), ("\\B", 1, "word boundary"),
     ("\\q", 1, "unknown escape"), ("\\é", 1, "unknown escape"), ("ab\\", 3, "backslash"),
     ("\\x4", 1, "hex digits"), ("\\u12", 1, "hex digits"), ("\\u{110000}", 1, "\\u{"),
     ("\\u{}", 1, "\\u{"), ("\\uD800", 1, "surrogate"), ("\\uDE00\\uD83D", 1, "surrogate"),
@@ -227,3 +235,109 @@ def test_errors_have_columns(pattern, column, words):
     err = info.value
     assert (err.line, err.column) == (1, column), err
     assert words in err.message, err
+
+
+# ---- Unicode property escapes ---------------------------------------------------------------
+# General_Category values and their aliases as Unicode's PropertyValueAliases.txt lists them.
+GC_ALIASES = {
+    "C": ["Other"], "Cc": ["Control", "cntrl"], "Cf": ["Format"], "Cn": ["Unassigned"], "Co": ["Private_Use"],
+    "Cs": ["Surrogate"], "L": ["Letter"], "LC": ["Cased_Letter"], "Ll": ["Lowercase_Letter"],
+    "Lm": ["Modifier_Letter"], "Lo": ["Other_Letter"], "Lt": ["Titlecase_Letter"], "Lu": ["Uppercase_Letter"],
+    "M": ["Mark", "Combining_Mark"], "Mc": ["Spacing_Mark"], "Me": ["Enclosing_Mark"], "Mn": ["Nonspacing_Mark"],
+    "N": ["Number"], "Nd": ["Decimal_Number", "digit"], "Nl": ["Letter_Number"], "No": ["Other_Number"],
+    "P": ["Punctuation", "punct"], "Pc": ["Connector_Punctuation"], "Pd": ["Dash_Punctuation"],
+    "Pe": ["Close_Punctuation"], "Pf": ["Final_Punctuation"], "Pi": ["Initial_Punctuation"],
+    "Po": ["Other_Punctuation"], "Ps": ["Open_Punctuation"], "S": ["Symbol"], "Sc": ["Currency_Symbol"],
+    "Sk": ["Modifier_Symbol"], "Sm": ["Math_Symbol"], "So": ["Other_Symbol"], "Z": ["Separator"],
+    "Zl": ["Line_Separator"], "Zp": ["Paragraph_Separator"], "Zs": ["Space_Separator"],
+}
+# ASCII, Latin-1, Bengali and Arabic-Indic digits, CJK, Hangul, astral letters and symbols, marks,
+# private use, unassigned (BMP, plane 5, the last code point), noncharacters, format characters.
+SAMPLES = ("\x00\x1f 09AZaz_!$^(-\x7f\xa0\xaa\xad\xb2\xbd\xd7\xe9\u01c5\u02b0\u0300\u0345\u0378\u0488"
+           "\u0663\u0903\u09ea\u2028\u2029\u2160\u24b6\u3000\u4e2d\uac00\ue000\ufdd0\ufeff\ufffe"
+           "\U0001d400\U0001f600\U00030000\U00050000\U000e0001\U000e0100\U000ffffd\U0010ffff")
+
+
+def _members(short):
+    if short == "LC":
+        return {"Lu", "Ll", "Lt"}
+    return {c for c in GC_ALIASES if len(c) == 2 and c.startswith(short)}
+
+
+def _gc_spellings(short):
+    names = [short, *GC_ALIASES[short]]
+    return names + [f"gc={names[-1]}", f"General_Category={short}"]
+
+
+def test_property_names_cover_every_general_category_alias():
+    for short in GC_ALIASES:
+        for name in _gc_spellings(short):
+            assert regex_module._property_key(name) == ("gc", short), name
+    for name in ["l", "LETTER", "Lu ", "gc=L=L", "sc=Latn", "Script=Latin", "Alphabetic", "IDS", "ID_Start"]:
+        assert regex_module._property_key(name) is None, name
+
+
+def test_general_category_ranges_are_exact():
+    """Every code point, against unicodedata (the scan skips planes 4-13: checked here too)."""
+    expected = list(map(unicodedata.category, map(chr, range(sys.maxunicode + 1))))
+    assert set(expected[0x40000:0xE0000]) == {"Cn"}
+    got = [""] * len(expected)
+    for short in GC_ALIASES:
+        if len(short) == 2:
+            for lo, hi in regex_module._gc_ranges(short):
+                got[lo : hi + 1] = [short] * (hi - lo + 1)
+    assert got == expected
+    for short in ["C", "L", "LC", "M", "N", "P", "S", "Z"]:
+        members = set(_members(short))
+        want = ir.normalize_ranges((c, c) for c, cat in enumerate(expected) if cat in members)
+        assert regex_module._gc_ranges(short) == want, short
+
+
+@pytest.mark.parametrize("short", ["L", "Lu", "Ll", "LC", "Nd", "N", "P", "Ps", "S", "Sm", "Z", "Zs", "M", "Mn",
+                                   "C", "Cn", "Co", "Cf"])
+def test_property_escapes_match_categories(short):
+    members = _members(short) or {short}
+    for name in _gc_spellings(short)[:2]:
+        pos, neg = ref(f"\\p{{{name}}}"), ref(f"\\P{{{name}}}")
+        in_class, negated_class = ref(f"[\\p{{{name}}}]"), ref(f"[^\\p{{{name}}}]")
+        for c in SAMPLES:
+            want = unicodedata.category(c) in members
+            data = c.encode()
+            assert pos.accepts(data) == want == in_class.accepts(data), (name, hex(ord(c)))
+            assert neg.accepts(data) != want != negated_class.accepts(data), (name, hex(ord(c)))
+
+
+def test_property_escapes_in_classes():
+    assert accepts(r"^[\p{L}\d]+$", "aé5中\U0001d400") and not accepts(r"[\p{L}\d]", "\u09ea")
+    assert accepts(r"\p{digit}+", "42\u09ea\u09e8") and not accepts(r"\p{digit}", "-")
+    assert accepts(r"[^\p{Nd}]", "a") and not accepts(r"[^\p{Nd}]", "\u09ea") and not accepts(r"[^\p{Nd}]", "7")
+    assert accepts(r"[^\P{Lu}]", "\U0001d400") and not accepts(r"[^\P{Lu}]", "a")
+    assert accepts(r"[\P{L}x]", "x") and accepts(r"[\P{L}x]", "1") and not accepts(r"[\P{L}x]", "y")
+    assert accepts(r"\p{Letter}cole", "\xe9cole") and not accepts(r"\p{Letter}cole", "\xc9COLE")
+    assert not accepts(r"\p{Cs}", "a") and accepts(r"[^\p{Cs}]", "\U0010ffff") and accepts(r"\P{Cs}", "\ud7ff")
+
+
+def test_binary_properties():
+    cases = {
+        "Any": lambda c: True, "ASCII": lambda c: c < "\x80",
+        "Assigned": lambda c: unicodedata.category(c) != "Cn",
+        "ASCII_Hex_Digit": lambda c: c in "0123456789ABCDEFabcdef", "Lowercase": str.islower,
+        "Uppercase": str.isupper, "XID_Start": lambda c: c != "_" and c.isidentifier(),
+        "XID_Continue": lambda c: ("a" + c).isidentifier(),
+        "Noncharacter_Code_Point": lambda c: 0xFDD0 <= ord(c) <= 0xFDEF or ord(c) & 0xFFFE == 0xFFFE,
+    }
+    for name, test in cases.items():
+        short = regex_module._BINARY[name]
+        for spelling in {name, short}:
+            pos, neg = ref(f"\\p{{{spelling}}}"), ref(f"[\\P{{{spelling}}}]")
+            for c in SAMPLES + "\u2118\u309b\u1885":
+                assert pos.accepts(c.encode()) == test(c) != neg.accepts(c.encode()), (spelling, hex(ord(c)))
+    assert regex_module._binary_ranges("Assigned") == ir.negate_ranges(regex_module._gc_ranges("Cn"), 0x10FFFF)
+
+
+def test_property_classes_are_shared_and_others_unchanged():
+    # one expression per property, whatever the spelling: its parts are shared by all the grammars using it
+    assert parse_regex(r"\p{L}").rules["root"].items[1] is parse_regex(r"\p{gc=Letter}").rules["root"].items[1]
+    # classes without a property escape keep their flat form (and so every existing grammar)
+    flat = ir.char_class([(0x61, 0x7A), (0xE9, 0xEB), (0x1F600, 0x1F600)])
+    assert parse_regex("[a-zé-ë😀]").rules["root"] == flat

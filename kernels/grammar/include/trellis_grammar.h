@@ -48,7 +48,8 @@ TG_API tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* word
 TG_API void tg_grammar_free(tg_grammar* grammar);
 /* Rule index named by the last TG_ERR_GRAMMAR error, or -1. */
 TG_API int32_t tg_last_error_rule(void);
-/* Statistics: 0 rules with automata, 1 DFA states, 2 mask caches computed, 3 cache bytes. */
+/* Statistics: 0 rules with automata, 1 DFA states, 2 mask caches computed, 3 cache bytes,
+ * 4 whether the language is empty (no string matches: every token is refused). */
 TG_API int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which);
 
 /* Builds the token-mask caches of up to max_states states that are still cold (all when

@@ -576,7 +576,9 @@ Status prune_dead(Automaton* a, ByteRuns* r) {
         if (live[p->second]) make_live(p->first);
     }
   }
-  if (!productive[a->root]) return Status::error(Code::grammar, "the grammar matches no string", a->root);
+  // An empty language is a grammar too (JSON Schema `false`): its matcher refuses every token.
+  // Whoever generates from it must refuse first; the front-ends know the words for it.
+  a->empty = !productive[a->root];
   for (ByteEdge& run : r->runs)
     if (!live[run.to]) run.to = -1;
   std::vector<Call> kept;

@@ -35,6 +35,7 @@ struct UninitializedAllocator : std::allocator<T> {
 
 struct Automaton {
   int32_t root = -1;                 // root rule
+  bool empty = false;                // the root matches no string: every parser state is dead
   std::vector<int32_t> start;        // rule -> start state, -1 when the rule has no automaton
   std::vector<int32_t> rule_of;      // state -> rule
   std::vector<uint8_t> final;        // state -> the rule may complete here

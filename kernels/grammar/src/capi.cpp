@@ -85,6 +85,7 @@ int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which) {
     case 1: return g.automaton.n_states();
     case 2: return g.caches_built;
     case 3: return g.cache_bytes;
+    case 4: return g.automaton.empty;
     default: return -1;
   }
 }

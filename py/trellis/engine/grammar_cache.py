@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from trellis.grammar.matcher import CompiledGrammar, GrammarMatcher
-from trellis.grammar.response_format import cache_key, grammar_of_normalized, normalize_response_format
+from trellis.grammar.response_format import cache_key, grammar_of_normalized, normalize_response_format, refuse_empty
 
 
 @dataclass
@@ -48,6 +48,7 @@ class GrammarCache:
             self.misses += 1
             grammar = self.compiler.compile_ir(grammar_of_normalized(normalized, field=field),
                                                source=f"{normalized['kind']}:{key[:12]}")
+            refuse_empty(grammar, normalized, field)
             entry = Entry(grammar, GrammarMatcher(grammar))
         self._entries[key] = entry  # most recently used last
         if not hit:  # a hit's size was measured when its last request ended

@@ -105,6 +105,12 @@ class CompiledGrammar:
         number built; 0 means the grammar is fully warm."""
         return self.compiler.core.warm(self._handle, max_states)
 
+    @property
+    def is_empty(self) -> bool:
+        """No string matches (e.g. JSON Schema `false`): every matcher refuses every token, so a
+        generator must refuse the request instead (see response_format.refuse_empty)."""
+        return bool(self.compiler.core.stat(self._handle, 4))
+
     def stats(self) -> dict:
         core = self.compiler.core
         keys = ("rules", "states", "mask_caches", "mask_cache_bytes")

@@ -221,6 +221,18 @@ def grammar_of_normalized(normalized, any_whitespace: bool = True, field: str = 
         schema_to_grammar=lambda s: convert(s, any_whitespace=any_whitespace, strict=False))
 
 
+def refuse_empty(compiled, normalized: dict, field: str = "response_format") -> None:
+    """A request whose constraint matches no string cannot be answered: InvalidRequestError.
+    (The compiled grammar itself is exact: its matchers refuse every token.)"""
+    if not compiled.is_empty:
+        return
+    kind = normalized["kind"]
+    what = {"json_schema": "no JSON value is valid against this schema",
+            "regex": "the regular expression matches no string", "grammar": "the grammar matches no string",
+            "structural_tag": "the structural tag matches no string"}[kind]
+    raise InvalidRequestError(f"{what}, so no output can satisfy it", field)
+
+
 CACHE_SIZE = 64
 
 
@@ -240,6 +252,7 @@ def compile_response_format(compiler, response_format, *, any_whitespace: bool =
     if compiled is None:
         grammar = grammar_of_normalized(normalized, any_whitespace, field, schema_to_grammar)
         compiled = compiler.compile_ir(grammar, source=f"response_format:{key[:12]}")
+    refuse_empty(compiled, normalized, field)
     memo[key] = compiled  # most recently used last
     while len(memo) > CACHE_SIZE:
         memo.pop(next(iter(memo)))

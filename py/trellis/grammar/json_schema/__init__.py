@@ -36,11 +36,16 @@ Output conventions (restrictions of what is generated, never wrong acceptances):
 
 Refused (UnsupportedSchemaError with keyword and pointer): remote `$ref` and `$dynamicRef`,
 2019-09's `$recursiveRef`, a `$dynamicRef` inside a subschema that a negation rebuilds (its
-dynamic scope is not known there), `$dynamicRef` with draft-07 semantics, unknown `$schema` meta-schemas, Unicode property escapes and lookaround in
-patterns, `uniqueItems` unless the items come from a finite set of at most 8 values,
+dynamic scope is not known there), `$dynamicRef` with draft-07 semantics, unknown `$schema`
+meta-schemas, lookaround and Unicode properties other than General_Category and a few binary
+ones (regex.py) in patterns, `uniqueItems` unless every item comes from a finite set (at most 8
+values in all, which also count `contains` exactly),
 negations of `uniqueItems` / `propertyNames` / `oneOf` / `contains` with counts, formats
-idn-email, idn-hostname and regex, draft-04 boolean exclusive bounds, schemas that admit no
-value (keyword None), and grammars beyond the size limits.
+idn-email, idn-hostname and regex, draft-04 boolean exclusive bounds, and grammars beyond the
+size limits (keyword None).
+
+A schema that admits no value (`false`, contradictory bounds, ...) compiles to the empty
+language: its matchers refuse every token, and a request for it fails (InvalidRequestError).
 """
 
 from __future__ import annotations

@@ -54,43 +54,59 @@ def _too_big(what: str, keyword: str, pointer: str):
 
 
 class _Nfa:
-    def __init__(self):
+    def __init__(self, share_ends: bool = False):
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int, int]]] = []
+        # The alternatives of an Alt end in its one end state rather than each in its own: after
+        # any of the hundreds of sequences of a `\\p{L}` class the automaton is in one state.
+        self.share_ends = share_ends
 
     def new(self) -> int:
         self.eps.append([])
         self.edges.append([])
         return len(self.eps) - 1
 
-    def build(self, expr: ir.Expr, start: int, budget: list[int]) -> int:
+    def build(self, expr: ir.Expr, start: int, budget: list[int], end: int | None = None) -> int:
+        """Add expr from `start`; returns its end state: `end` when given (shared ends only)."""
         budget[0] -= 1
         if budget[0] < 0:
             raise OverflowError
-        if isinstance(expr, ir.Bytes):
+        if isinstance(expr, ir.Bytes) and expr.data:
             cur = start
-            for b in expr.data:
-                nxt = self.new()
+            for k, b in enumerate(expr.data):
+                nxt = end if end is not None and k == len(expr.data) - 1 else self.new()
                 self.edges[cur].append((b, b, nxt))
                 cur = nxt
             return cur
         if isinstance(expr, ir.ByteSet):
-            end = self.new()
+            target = self.new() if end is None else end
             for lo, hi in expr.ranges:
-                self.edges[start].append((lo, hi, end))
-            return end
-        if isinstance(expr, ir.Seq):
+                self.edges[start].append((lo, hi, target))
+            return target
+        if isinstance(expr, ir.Seq) and expr.items:
             cur = start
-            for item in expr.items:
-                cur = self.build(item, cur, budget)
+            for k, item in enumerate(expr.items):
+                cur = self.build(item, cur, budget, end if k == len(expr.items) - 1 else None)
             return cur
         if isinstance(expr, ir.Alt):
-            end = self.new()
+            target = self.new() if end is None else end
             for item in expr.items:
                 s = self.new()
                 self.eps[start].append(s)
-                self.eps[self.build(item, s, budget)].append(end)
-            return end
+                if self.share_ends:
+                    self.build(item, s, budget, target)
+                else:
+                    self.eps[self.build(item, s, budget)].append(target)
+            return target
+        cur = self.build_other(expr, start, budget)
+        if end is None:
+            return cur
+        self.eps[cur].append(end)
+        return end
+
+    def build_other(self, expr: ir.Expr, start: int, budget: list[int]) -> int:
+        if isinstance(expr, (ir.Bytes, ir.Seq)):  # empty
+            return start
         if isinstance(expr, ir.Repeat):
             cur = start
             for _ in range(expr.min):
@@ -144,14 +160,17 @@ def _partition(edges):
     return out
 
 
-def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "") -> Dfa:
-    nfa = _Nfa()
+def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact: bool = False) -> Dfa:
+    """The subset construction. `compact` (for expressions with huge character classes): shared
+    Alt ends (see _Nfa) and memoized closures, then minimized; other callers keep their automata."""
+    nfa = _Nfa(share_ends=compact)
     start = nfa.new()
     try:
         end = nfa.build(expr, start, [200_000])
     except OverflowError:
         raise _too_big("this string constraint", keyword, pointer) from None
     first = nfa.closure([start])
+    closure = _memoized(nfa.closure) if compact else nfa.closure
     index = {first: 0}
     order = [first]
     trans: list[list[tuple[int, int, int]]] = []
@@ -163,7 +182,7 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "") -> Dfa:
         accept.append(end in cur)
         row = []
         for lo, hi, targets in _partition([e for s in cur for e in nfa.edges[s]]):
-            nxt = nfa.closure(targets)
+            nxt = closure(targets)
             if nxt not in index:
                 if len(order) >= MAX_STATES:
                     raise _too_big("this string constraint", keyword, pointer)
@@ -171,6 +190,49 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "") -> Dfa:
                 order.append(nxt)
             row.append((lo, hi, index[nxt]))
         trans.append(_merge(row))
+    return minimize(Dfa(trans, accept)) if compact else Dfa(trans, accept)
+
+
+def _memoized(closure):
+    memo: dict[frozenset, frozenset] = {}
+
+    def cached(targets) -> frozenset:
+        key = frozenset(targets)
+        known = memo.get(key)
+        if known is None:
+            known = memo[key] = closure(key)
+        return known
+
+    return cached
+
+
+def minimize(d: Dfa) -> Dfa:
+    """The equivalent DFA with the fewest states (Moore's refinement), numbered breadth-first."""
+    block = [int(a) for a in d.accept]
+    count = len(set(block))
+    while True:  # split blocks by where their bytes lead until nothing splits
+        keys: dict[tuple, int] = {}
+        block = [keys.setdefault((block[s], tuple(_merge([(lo, hi, block[t]) for lo, hi, t in row]))), len(keys))
+                 for s, row in enumerate(d.trans)]
+        if len(keys) == count:
+            break
+        count = len(keys)
+    first = {}
+    for s, b in enumerate(block):
+        first.setdefault(b, s)
+    number = {block[0]: 0}
+    order = [block[0]]
+    trans, accept = [], []
+    for b in order:  # grows while it is walked
+        row = []
+        for lo, hi, t in d.trans[first[b]]:
+            j = number.get(block[t])
+            if j is None:
+                j = number[block[t]] = len(order)
+                order.append(block[t])
+            row.append((lo, hi, j))
+        trans.append(_merge(row))
+        accept.append(d.accept[first[b]])
     return Dfa(trans, accept)
 
 

@@ -250,7 +250,17 @@ def pattern_expr(pattern, pointer: str, keyword: str = "pattern") -> ir.Expr:
 
 @lru_cache(maxsize=512)
 def _pattern_dfa_cached(pattern: str) -> _dfa.Dfa:
-    return _dfa.from_ir(_pattern_expr_cached(pattern))
+    # \\p{..} classes have hundreds of sequences: built compact (any other pattern keeps its automaton)
+    return _dfa.from_ir(_pattern_expr_cached(pattern), compact=_has_property_escape(pattern))
+
+
+def _has_property_escape(p: str) -> bool:
+    i = p.find("\\")
+    while i >= 0:
+        if p[i + 1 : i + 2] in ("p", "P"):
+            return True
+        i = p.find("\\", i + 2)
+    return False
 
 
 def pattern_dfa(pattern, pointer: str, keyword: str = "pattern") -> _dfa.Dfa:

@@ -124,8 +124,8 @@ class Converter:
         root = self.value([self.resolver.root])
         self.rules["root"] = root
         rules = prune(self.rules, "root")
-        if rules is None:
-            raise UnsupportedSchemaError("no JSON value is valid against this schema", None, "")
+        if rules is None:  # no JSON value is valid: the empty language, enforced as such
+            return ir.Grammar({"root": ir.NOTHING}, "root")
         return ir.Grammar(rules, "root")
 
     def fresh(self, hint: str) -> str:
@@ -819,55 +819,85 @@ class Converter:
 
         rest_nodes = [rest for _, prefix, rest in prefixes if rest is not None] + [u for u, _ in uneval]
         contains = [(n, mn, mx) for n, mn, mx in contains if not (mn == 0 and mx is None)]
+        if unique:  # before contains: array_unique counts the contained values itself
+            positions = [position_nodes(i) for i in range(width)] + [rest_nodes]
+            return self.array_unique(positions, contains, lo, hi, unique_at)
         if contains:
             return self.array_contains(nodes, contains, width, rest_nodes, lo, hi)
-        if unique:
-            if width or contains:
-                raise UnsupportedSchemaError("uniqueItems is only supported for items from a small finite set",
-                                             "uniqueItems", unique_at.pointer)
-            return self.array_unique(rest_nodes, lo, hi, unique_at)
         elems = [self.value(position_nodes(i)) for i in range(width)]
         rest = self.value(rest_nodes)
         return self.array_shape(elems, rest, lo, hi)
 
-    def array_unique(self, rest_nodes, lo, hi, at: Node) -> ir.Expr:
-        """uniqueItems over a finite set of item values: track which values were used."""
-        expanded = self.expand(rest_nodes)
-        values = None
-        if expanded is not None:
-            values = self.finite_values(expanded)
-            if values is None:
-                atoms = self.static_atoms(expanded)
-                if atoms <= {"null", "boolean"} and all(self.type_only(n) is not None for n in expanded):
-                    values = [v for v, a in ((None, "null"), (True, "boolean"), (False, "boolean")) if a in atoms]
-            if values is not None:
-                values = [v for v in values if all(self.validator.valid(v, n) for n in expanded)]
-        else:
-            values = []
-        if values is None or len(values) > 8:
+    def array_unique(self, positions, contains, lo, hi, at: Node) -> ir.Expr:
+        """uniqueItems when every item comes from a small finite set of values: the grammar's state
+        is (position, values used so far). `positions` lists the nodes of each prefix position, then
+        those of every later item. Distinct values make contains a count over the used set."""
+        index: dict = {}  # canonical value -> its number
+        values: dict = {}  # number -> the value
+        choices = []  # per position: the numbers of the values allowed there
+        for nodes in positions:
+            choices.append([])
+            for v in self.unique_candidates(nodes, at):
+                i = index.setdefault(canon(v), len(index))
+                values.setdefault(i, v)
+                choices[-1].append(i)
+        if len(index) > 8:
             raise UnsupportedSchemaError("uniqueItems is only supported for items from a small finite set",
                                          "uniqueItems", at.pointer)
-        exprs = [self.const_expr(v) for v in values]
+        counted = []  # (numbers of the values the contains subschema accepts, min, max)
+        for n, mn, mx in contains:
+            for key, v in (("minContains", mn), ("maxContains", mx)):
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
+                                      or v != int(v)):
+                    raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+            cnode = self.child(n, "contains")
+            counted.append(({i for i, v in values.items() if self.validator.valid(v, cnode)}, mn, mx))
+        exprs = {i: self.const_expr(v) for i, v in values.items()}
+        last = len(positions) - 1
         names: dict = {}
         close = ir.literal("]")
 
-        def state(used: frozenset) -> ir.Expr:
-            if used in names:
-                return self.ref(names[used])
+        def fits(used: frozenset, closing: bool) -> bool:
+            for hits, mn, mx in counted:
+                k = len(used & hits)
+                if (mx is not None and k > mx) or (closing and k < mn):
+                    return False
+            return True
+
+        def state(pos: int, used: frozenset) -> ir.Expr:
+            if (pos, used) in names:
+                return self.ref(names[pos, used])
             name = self.fresh("uniq")
-            names[used] = name
+            names[pos, used] = name
             opts = []
-            if len(used) >= lo:
+            if len(used) >= lo and fits(used, True):
                 opts.append(ir.seq(self.ws, close) if used else close)
             if hi is None or len(used) < hi:
                 sep = self.sep if used else ir.EMPTY
-                opts += [ir.seq(sep, e, state(used | {i})) for i, e in enumerate(exprs) if i not in used]
+                opts += [ir.seq(sep, exprs[i], state(min(pos + 1, last), used | {i}))
+                         for i in choices[pos] if i not in used and fits(used | {i}, False)]
             self.rules[name] = ir.alt(*opts)
             return self.ref(name)
 
-        out = ir.seq(ir.literal("["), self.ws, state(frozenset()))
+        out = ir.seq(ir.literal("["), self.ws, state(0, frozenset()))
         del state  # a recursive closure is a reference cycle: broken now, not left to the collector
         return out
+
+    def unique_candidates(self, nodes, at: Node) -> list:
+        """The values an item with `nodes` may take, when they are few and known; else refused."""
+        expanded = self.expand(nodes)
+        if expanded is None:
+            return []
+        values = self.finite_values(expanded)
+        if values is None:
+            atoms = self.static_atoms(expanded)
+            if atoms <= {"null", "boolean"} and all(self.type_only(n) is not None for n in expanded):
+                values = [v for v, a in ((None, "null"), (True, "boolean"), (False, "boolean")) if a in atoms]
+        values = None if values is None else [v for v in values if all(self.validator.valid(v, n) for n in expanded)]
+        if values is None or len(values) > 8:
+            raise UnsupportedSchemaError("uniqueItems is only supported for items from a small finite set",
+                                         "uniqueItems", at.pointer)
+        return values
 
     def array_shape(self, elems, rest, lo, hi) -> ir.Expr:
         n = len(elems)
