@@ -13,10 +13,13 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[3] / "build" / "models" / "
 
 
 class Artifacts:
-    def __init__(self, read_file, verify: bool = True, id: str | None = None):
+    def __init__(self, read_file, verify: bool = True, id: str | None = None, read_shard=None):
         """`read_file(name) -> bytes` reads a file of the model folder; `verify` checks shard sha256;
-        `id` names the model in requests and responses (the folder's name; default: the GGUF's name)."""
+        `id` names the model in requests and responses (the folder's name; default: the GGUF's name);
+        `read_shard(name)` reads a weight shard as anything with len() and zero-copy slicing (default:
+        a memoryview of `read_file`'s bytes)."""
         self._read, self.verify = read_file, verify
+        self._read_shard = read_shard or (lambda name: memoryview(read_file(name)))
         try:
             self.manifest = json.loads(read_file("manifest.json"))
         except (OSError, ValueError) as e:
@@ -41,24 +44,29 @@ class Artifacts:
         return json.loads(self.read_text(self.manifest["tokenizer"]["file"]))
 
     def weight_arrays(self):
-        """(name, bytes) of every weight array, reading each shard once, in offset order."""
+        """(name, parts) of every weight array in offset order: `parts` are slices of the shards
+        (an array may straddle a shard boundary), taken without copying: the browser's shards stay
+        JS arrays that go to the GPU as they are. Each shard is read (and verified) once."""
         weights = self.manifest["weights"]
         pending = sorted(weights["arrays"].items(), key=lambda kv: kv[1]["offset"])
-        buffered, shard_start = bytearray(), 0  # bytes of the shards from offset shard_start on
         shards = iter(weights["shards"])
+        loaded = []  # (start offset, data) of the shards the next arrays may still need
+        end_of_loaded = 0
         for name, info in pending:
-            end = info["offset"] + info["bytes"]
-            while shard_start + len(buffered) < end:
-                shard = next(shards, None)
-                if shard is None:
-                    raise ModelError(f"weight array {name!r} runs past the last shard")
-                data = self._read(shard["file"])
-                if len(data) != shard["bytes"] or (
-                        self.verify and hashlib.sha256(data).hexdigest() != shard["sha256"]):
-                    raise ModelError(f"weight shard {shard['file']} is corrupt (size or sha256 differs): rebuild")
-                buffered += data
-            start = info["offset"] - shard_start
-            yield name, bytes(buffered[start:start + info["bytes"]])
-            # Drop what no later array needs (arrays come in offset order).
-            del buffered[:end - shard_start]
-            shard_start = end
+            start, end = info["offset"], info["offset"] + info["bytes"]
+            while end_of_loaded < end:
+                loaded.append((end_of_loaded, self._shard(next(shards, None), name)))
+                end_of_loaded += len(loaded[-1][1])
+            while len(loaded) > 1 and loaded[0][0] + len(loaded[0][1]) <= start:
+                loaded.pop(0)  # arrays come in offset order: no later one needs it
+            yield name, [data[max(start - at, 0):min(end - at, len(data))]
+                         for at, data in loaded if at < end and at + len(data) > start]
+
+    def _shard(self, shard, array: str):
+        if shard is None:
+            raise ModelError(f"weight array {array!r} runs past the last shard")
+        data = self._read_shard(shard["file"])
+        if len(data) != shard["bytes"] or (
+                self.verify and hashlib.sha256(data).hexdigest() != shard["sha256"]):
+            raise ModelError(f"weight shard {shard['file']} is corrupt (size or sha256 differs): rebuild")
+        return data

@@ -29,9 +29,14 @@ class Executor:
         self.buffers = {name: backend.create_buffer(name, spec["bytes"] + spec.get("per_context", 0) * self.context)
                         for name, spec in m["buffers"].items()}
         self.weight_bytes = 0
-        for name, data in artifacts.weight_arrays():
-            self.buffers[name] = backend.create_buffer(name, len(data), data)
-            self.weight_bytes += len(data)
+        for name, parts in artifacts.weight_arrays():
+            size = sum(len(part) for part in parts)
+            buffer = self.buffers[name] = backend.create_buffer(name, size)
+            at = 0
+            for part in parts:
+                backend.write_buffer(buffer, at, part)
+                at += len(part)
+            self.weight_bytes += size
         self._kernels, self._pipelines = m["kernels"], {}
         self._plans = {name: self._prepare(plan["dispatches"], artifacts.read_text)
                        for name, plan in m["plans"].items() if name != "prefill"}

@@ -59,10 +59,10 @@ class WebGPUBackend:
         try:
             import js
             from pyodide.code import run_js
-            from pyodide.ffi import to_js
+            from pyodide.ffi import JsProxy, to_js
         except ImportError as e:
             raise RuntimeBackendError("the WebGPU backend runs only under Pyodide (use WgpuBackend)") from e
-        self._js, self._to_js = js, to_js
+        self._js, self._to_js, self._JsProxy = js, to_js, JsProxy
         self._pipelines = pipelines
         self.device, self._queue = device, device.queue
         self._helper = run_js(_HELPER_JS)
@@ -103,7 +103,8 @@ class WebGPUBackend:
         return buffer
 
     def write_buffer(self, buffer, offset, data):
-        self._queue.writeBuffer(buffer, offset, self._to_js(data))  # to_js(bytes): a Uint8Array copy
+        """`data`: bytes-like (copied into a Uint8Array) or already a JS typed array (weights)."""
+        self._queue.writeBuffer(buffer, offset, data if isinstance(data, self._JsProxy) else self._to_js(data))
 
     def kernel_ready(self, label) -> bool:
         """Whether `label` needs no compiling here: the worker compiled it (or failed to) or compiles nothing."""
