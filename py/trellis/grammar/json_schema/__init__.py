@@ -29,6 +29,9 @@ Output conventions (restrictions of what is generated, never wrong acceptances):
   witness keys need the any-order form);
 - numbers with bounds other than a sign, or with multipleOf, are written without an
   exponent; integers may end in `.0`; "-0" is not produced;
+- minProperties counts the known keys and at most one additional key: a grammar cannot tell
+  repeated additional keys apart (a duplicate would count twice), so more additional keys are
+  allowed but do not help reach the minimum;
 - a maxLength above 100,000 (without pattern/format, or with a pattern that repeats one
   character class) generates at most 100,000 characters;
 - formats: leap seconds, A-labels (punycode) and "--" in places 3-4 of a host label are
