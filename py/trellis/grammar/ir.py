@@ -324,6 +324,8 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
 
                         raise GrammarError(f"undefined rule {key!r}")
                     extend((REF, at))
+                elif t is ByteSet and not key:  # no byte at all: the empty choice
+                    extend((ALT, 0))
                 else:
                     extend((BYTES if t is Bytes else BYTESET, len(key)))
                     extend(key if t is Bytes else [v for r in key for v in r])

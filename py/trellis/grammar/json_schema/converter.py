@@ -26,8 +26,8 @@ depend on it, see _refs.py). A context is compiled by:
 Cost: time to first mask includes this conversion, so it is kept linear in the grammar's
 size: walks over expressions are memoized by object identity (expressions are DAGs),
 string automata are cached and their products skip hopeless states (_dfa.product), the
-last pass (_prune) reads facts cached on the nodes and leaves a grammar without dead parts
-as it is, and the cyclic garbage collector is paused during the conversion (see to_grammar).
+last pass (_prune) reads the references cached on the nodes (dead parts are the core's to
+cut: it prunes them anyway), and the cyclic garbage collector is paused during the conversion (see to_grammar).
 References are one object per rule name (`ref`) and literals are shared (ir.literal), so
 that the passes after the conversion meet fewer distinct nodes.
 
@@ -123,10 +123,8 @@ class Converter:
     def grammar(self) -> ir.Grammar:
         root = self.value([self.resolver.root])
         self.rules["root"] = root
-        rules = prune(self.rules, "root")
-        if rules is None:  # no JSON value is valid: the empty language, enforced as such
-            return ir.Grammar({"root": ir.NOTHING}, "root")
-        return ir.Grammar(rules, "root")
+        # When no JSON value is valid, this is the empty language: the core says so (is_empty).
+        return ir.Grammar(prune(self.rules, "root"), "root")
 
     def fresh(self, hint: str) -> str:
         n = next(self.counter)
