@@ -99,8 +99,8 @@ async function fetchShards(base, manifest, files) {
     const hit = cache && await cache.match(key);
     if (hit) {
       data = new Uint8Array(await hit.arrayBuffer());
-      // Only verified shards are put in the cache, under their sha256: hashing them again would cost
-      // a core for about a second of a software adapter's start-up, so a hit checks the size.
+      // Only verified shards are put in the cache, under their sha256: a hit checks the size rather
+      // than hash the weights again on CPUs that start-up shares with Pyodide and the shader compiles.
       if (data.length !== shard.bytes) {
         data = null;  // a damaged entry: fetch again
         await cache.delete(key);

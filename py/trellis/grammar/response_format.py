@@ -252,7 +252,7 @@ def compile_response_format(compiler, response_format, *, any_whitespace: bool =
     if compiled is None:
         grammar = grammar_of_normalized(normalized, any_whitespace, field, schema_to_grammar)
         compiled = compiler.compile_ir(grammar, source=f"response_format:{key[:12]}")
-    refuse_empty(compiled, normalized, field)
+        refuse_empty(compiled, normalized, field)  # so the memo never holds an empty one
     memo[key] = compiled  # most recently used last
     while len(memo) > CACHE_SIZE:
         memo.pop(next(iter(memo)))

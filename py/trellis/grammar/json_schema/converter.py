@@ -27,7 +27,8 @@ Cost: time to first mask includes this conversion, so it is kept linear in the g
 size: walks over expressions are memoized by object identity (expressions are DAGs),
 string automata are cached and their products skip hopeless states (_dfa.product), the
 last pass (_prune) reads the references cached on the nodes (dead parts are the core's to
-cut: it prunes them anyway), and the cyclic garbage collector is paused during the conversion (see to_grammar).
+cut: it prunes them anyway), and the cyclic garbage collector is paused during the
+conversion (see to_grammar).
 References are one object per rule name (`ref`) and literals are shared (ir.literal), so
 that the passes after the conversion meet fewer distinct nodes.
 
@@ -830,27 +831,25 @@ class Converter:
         """uniqueItems when every item comes from a small finite set of values: the grammar's state
         is (position, values used so far). `positions` lists the nodes of each prefix position, then
         those of every later item. Distinct values make contains a count over the used set."""
-        index: dict = {}  # canonical value -> its number
-        values: dict = {}  # number -> the value
+        index: dict = {}  # canonical value -> its number in `values`
+        values: list = []
         choices = []  # per position: the numbers of the values allowed there
         for nodes in positions:
             choices.append([])
             for v in self.unique_candidates(nodes, at):
-                i = index.setdefault(canon(v), len(index))
-                values.setdefault(i, v)
+                i = index.setdefault(canon(v), len(values))
+                if i == len(values):
+                    values.append(v)
                 choices[-1].append(i)
-        if len(index) > 8:
+        if len(values) > 8:
             raise UnsupportedSchemaError("uniqueItems is only supported for items from a small finite set",
                                          "uniqueItems", at.pointer)
         counted = []  # (numbers of the values the contains subschema accepts, min, max)
         for n, mn, mx in contains:
-            for key, v in (("minContains", mn), ("maxContains", mx)):
-                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
-                                      or v != int(v)):
-                    raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
             cnode = self.child(n, "contains")
-            counted.append(({i for i, v in values.items() if self.validator.valid(v, cnode)}, mn, mx))
-        exprs = {i: self.const_expr(v) for i, v in values.items()}
+            counted.append(({i for i, v in enumerate(values) if self.validator.valid(v, cnode)},
+                            *self.contains_bounds(n, mn, mx)))
+        exprs = [self.const_expr(v) for v in values]
         last = len(positions) - 1
         names: dict = {}
         close = ir.literal("]")
@@ -880,6 +879,16 @@ class Converter:
         out = ir.seq(ir.literal("["), self.ws, state(0, frozenset()))
         del state  # a recursive closure is a reference cycle: broken now, not left to the collector
         return out
+
+    @staticmethod
+    def contains_bounds(n: Node, mn, mx) -> tuple:
+        """minContains and maxContains as integers (a float with no fraction counts); else refused."""
+        mn = int(mn) if isinstance(mn, float) and mn.is_integer() else mn
+        mx = int(mx) if isinstance(mx, float) and mx.is_integer() else mx
+        for key, v in (("minContains", mn), ("maxContains", mx)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+        return mn, mx
 
     def unique_candidates(self, nodes, at: Node) -> list:
         """The values an item with `nodes` may take, when they are few and known; else refused."""
@@ -936,11 +945,7 @@ class Converter:
             raise UnsupportedSchemaError("contains together with prefixItems is not supported", "contains",
                                          at.pointer)
         n, mn, mx = contains[0]
-        mn = int(mn) if isinstance(mn, float) and mn.is_integer() else mn
-        mx = int(mx) if isinstance(mx, float) and mx.is_integer() else mx
-        for key, v in (("minContains", mn), ("maxContains", mx)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+        mn, mx = self.contains_bounds(n, mn, mx)
         cnode = self.child(n, "contains")
         hit = self.value(rest_nodes + [cnode])
         if mx is not None:
