@@ -156,10 +156,11 @@ export interface EngineInfo {
   weights: { totalBytes: number; fetchedBytes: number; cachedBytes: number };
   /** Milliseconds from the start: Python ready, weights loaded, the kernels the engine needs compiled
    * (`kernelsMs`), every kernel compiled (`allKernelsMs`, null until then: prefill runs token by token
-   * meanwhile); the engine build's own time; total. */
+   * meanwhile); the engine build's own time; total. `pythonRestored`: Python started from the memory
+   * snapshot that an earlier load kept in the Cache API (else a cold start, which keeps one). */
   timings: {
-    pythonMs: number; packageMs: number; weightsMs: number; kernelsMs: number; allKernelsMs: number | null;
-    engineMs: number; totalMs: number;
+    pythonMs: number; packageMs: number; pythonRestored: boolean; weightsMs: number; kernelsMs: number;
+    allKernelsMs: number | null; engineMs: number; totalMs: number;
   };
 }
 

@@ -16,6 +16,7 @@ import { loadGrammarCore } from './grammar.js';
 
 const SITE = new URL('./', import.meta.url);
 const SHARD_CACHE = 'trellis-shards-v1';
+const PYTHON_CACHE = 'trellis-python-v1';
 const started = performance.now();
 let worker = null;  // trellis_worker's functions (PyProxies, taken once), once the engine is built
 let queue = Promise.resolve();  // requests run one at a time: the engine holds one KV cache
@@ -172,15 +173,48 @@ async function requestDevice() {
   return { device, info };
 }
 
+// Python's start-up, kept as a Pyodide memory snapshot in the Cache API: a cold start runs the
+// interpreter's initialisation and imports trellis (seconds on a slow CPU); a restore copies the
+// snapshot into the wasm memory (a tenth of that). The key is trellis.zip's sha256, so a rebuilt
+// package starts cold again; a snapshot that Pyodide refuses (another build) is dropped. The files
+// unpacked from trellis.zip live in JS memory, outside the snapshot, so they are unpacked each time
+// (modules not imported yet load from them).
 async function startPython() {
-  const { loadPyodide } = await import(new URL('pyodide/pyodide.mjs', SITE).href);
-  const pyodide = await loadPyodide({ indexURL: new URL('pyodide/', SITE).href });
   const t = performance.now();
-  const archive = await (await fetchOk(new URL('trellis.zip', SITE), { cache: 'no-store' })).arrayBuffer();
+  const [{ loadPyodide }, archive] = await Promise.all([
+    import(new URL('pyodide/pyodide.mjs', SITE).href),
+    fetchOk(new URL('trellis.zip', SITE), { cache: 'no-store' }).then((r) => r.arrayBuffer()),
+  ]);
+  const indexURL = new URL('pyodide/', SITE).href;
+  const cache = 'caches' in self ? await caches.open(PYTHON_CACHE) : null;
+  const key = new Request(new URL(`python-snapshot?trellis=${await sha256Hex(archive)}`, SITE).href);
+  const hit = cache && await cache.match(key);
+  let pyodide = null;
+  if (hit) {
+    try {
+      pyodide = await loadPyodide({ indexURL, _loadSnapshot: new Uint8Array(await hit.arrayBuffer()) });
+    } catch (e) {
+      await cache.delete(key);
+    }
+  }
+  const restored = pyodide !== null;
+  pyodide = pyodide || await loadPyodide({ indexURL, _makeSnapshot: cache !== null });
+  const pythonMs = performance.now() - t;
   pyodide.unpackArchive(archive, 'zip', { extractDir: '/trellis' });
-  pyodide.runPython("import sys; sys.path.insert(0, '/trellis')");
+  let snapshot = null;
+  if (!restored) {
+    pyodide.runPython("import sys; sys.path.insert(0, '/trellis'); import trellis_worker");
+    // Before Python holds any JS object (the snapshot cannot carry those).
+    if (cache) snapshot = pyodide.makeMemorySnapshot();
+  }
+  // Kept after the engine is ready: writing tens of MiB would compete with the start-up.
+  const keep = async () => {
+    if (!snapshot) return;
+    for (const old of await cache.keys()) await cache.delete(old);
+    await cache.put(key, new Response(snapshot, { headers: { 'content-type': 'application/octet-stream' } }));
+  };
   const module = pyodide.pyimport('trellis_worker');
-  return { pyodide, module, packageMs: performance.now() - t };
+  return { pyodide, module, restored, keep, packageMs: performance.now() - t - pythonMs };
 }
 
 // The model's id: the folder segment of its URL (`/models/<id>/`), as the desktop names a model by
@@ -207,7 +241,7 @@ async function init({ modelUrl, context }) {
   const needed = kernels.then((k) => k.needed);
   const [pythonMs, , , weightsMs, kernelsMs] = await Promise.all(
     [timed(python), timed(gpu), timed(grammar), timed(shards), timed(needed)]);
-  const { module, packageMs } = await python;
+  const { module, packageMs, restored, keep } = await python;
   const { device, info } = await gpu;
   const { files } = await program;
   progress('building the engine (GPU buffers, tokenizer, vocabulary)', { stage: 'engine' });
@@ -219,12 +253,13 @@ async function init({ modelUrl, context }) {
   worker = { request: module.request, interrupt: module.interrupt, reset_chat: module.reset_chat, stats: module.stats,
     validate: module.validate };
   // allKernelsMs: when the prefill plan's kernels are in too (null until then).
-  const timings = { pythonMs, packageMs, weightsMs, kernelsMs, allKernelsMs: null, engineMs: performance.now() - t1,
-    totalMs: performance.now() - t0 };
+  const timings = { pythonMs, packageMs, pythonRestored: restored, weightsMs, kernelsMs, allKernelsMs: null,
+    engineMs: performance.now() - t1, totalMs: performance.now() - t0 };
   (await kernels).compileRest().then(() => {
     timings.allKernelsMs = performance.now() - t0;
     post({ type: 'kernels', allKernelsMs: timings.allKernelsMs });
   });
+  keep().catch(() => {});  // without a snapshot the next start is cold: nothing else depends on it
   progress('ready', { stage: 'ready' });
   post({ type: 'ready', info: { ...answer.value, weights: await shards, timings } });
 }

@@ -52,6 +52,7 @@ def test_page_loads_and_reports_progress(page):
     page.wait_for_function("engine.info.timings.allKernelsMs !== null")
     timings = page.evaluate("engine.info.timings")
     assert 0 < timings["kernelsMs"] <= timings["totalMs"] <= timings["allKernelsMs"]
+    assert timings["pythonRestored"] is False  # a fresh profile starts Python cold (and keeps a snapshot)
     assert not page.errors
 
 
@@ -236,19 +237,38 @@ def test_validate_checks_text_with_the_engines_grammar(page):
     assert page.evaluate("async () => (await engine.runtimeStats()).grammar_cache") == before
 
 
+SNAPSHOTS = "caches.open('trellis-python-v1').then((c) => c.keys()).then((keys) => keys.map((k) => k.url))"
+
+
 def test_reload_reads_weights_from_the_cache(page, site_server):
     before = site_server.shard_fetches()
     assert before >= 1
+    page.wait_for_function(f"{SNAPSHOTS}.then((urls) => urls.length === 1)")  # kept after the first load
     page.reload()
     load = start_engine(page)
     assert site_server.shard_fetches() == before  # no shard fetched a second time
     weights = load["info"]["weights"]
     assert weights["cachedBytes"] == weights["totalBytes"] and weights["fetchedBytes"] == 0
+    assert load["info"]["timings"]["pythonRestored"] is True  # Python from the kept memory snapshot
     r = value(page, max_tokens=48, seed=3, response_format={"type": "json_object", "schema": SCHEMA},
               complete_on_length=True)
     jsonschema.validate(json.loads(r["choices"][0]["message"]["content"]), SCHEMA)
     print(f"\nready after reload in {load['readyMs'] / 1000:.1f} s (cold: {page.load['readyMs'] / 1000:.1f} s); "
           f"timings {load['info']['timings']}")
+
+
+def test_a_damaged_python_snapshot_is_replaced_by_a_cold_start(page):
+    (url,) = page.evaluate(SNAPSHOTS)
+    page.evaluate("async (url) => (await caches.open('trellis-python-v1')).put(url, new Response('not a snapshot'))",
+                  url)
+    page.reload()
+    load = start_engine(page)
+    assert load["info"]["timings"]["pythonRestored"] is False
+    assert value(page, max_tokens=4, ignore_eos=True)["choices"][0]["finish_reason"] == "length"
+    page.wait_for_function(f"{SNAPSHOTS}.then((urls) => urls.length === 1)")
+    size = page.evaluate("async (url) => (await (await caches.open('trellis-python-v1')).match(url)).blob()"
+                         ".then((b) => b.size)", url)
+    assert size > 1 << 20  # a snapshot again, in place of the damaged one
 
 
 def test_nothing_left_the_machine(browser_context):
