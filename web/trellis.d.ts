@@ -156,8 +156,9 @@ export interface EngineInfo {
   weights: { totalBytes: number; fetchedBytes: number; cachedBytes: number };
   /** Milliseconds from the start: Python ready, weights loaded, the kernels the engine needs compiled
    * (`kernelsMs`), every kernel compiled (`allKernelsMs`, null until then: prefill runs token by token
-   * meanwhile); the engine build's own time; total. `pythonRestored`: Python started from the memory
-   * snapshot that an earlier load kept in the Cache API (else a cold start, which keeps one). */
+   * meanwhile); the engine build (`engineMs`: it starts once Python and the weights are in, and its
+   * plans wait for the kernels); total. `pythonRestored`: Python started from the memory snapshot that
+   * an earlier load kept in the Cache API (else a cold start, which keeps one). */
   timings: {
     pythonMs: number; packageMs: number; pythonRestored: boolean; weightsMs: number; kernelsMs: number;
     allKernelsMs: number | null; engineMs: number; totalMs: number;

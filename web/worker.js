@@ -204,8 +204,13 @@ async function startPython() {
   let snapshot = null;
   if (!restored) {
     pyodide.runPython("import sys; sys.path.insert(0, '/trellis'); import trellis_worker");
-    // Before Python holds any JS object (the snapshot cannot carry those).
-    if (cache) snapshot = pyodide.makeMemorySnapshot();
+    // Before Python holds any JS object (the snapshot cannot carry those). A snapshot that cannot be
+    // made only costs the next load its restore.
+    try {
+      if (cache) snapshot = pyodide.makeMemorySnapshot();
+    } catch (e) {
+      console.warn(`trellis: no Python snapshot kept (${e.message})`);
+    }
   }
   // Kept after the engine is ready: writing tens of MiB would compete with the start-up.
   const keep = async () => {
@@ -239,15 +244,19 @@ async function init({ modelUrl, context }) {
   const kernels = Promise.all([gpu, program]).then(([{ device }, { manifest, files }]) =>
     compileKernels(device, manifest, files, pipelines));
   const needed = kernels.then((k) => k.needed);
-  const [pythonMs, , , weightsMs, kernelsMs] = await Promise.all(
-    [timed(python), timed(gpu), timed(grammar), timed(shards), timed(needed)]);
+  const kernelsDone = timed(needed);
+  kernelsDone.catch(() => {});  // (its failure fails the device or the program too, reported below)
+  // The engine is built once Python and the weights are in, while the kernels may still compile:
+  // only its plans wait for them.
+  const [pythonMs, , , weightsMs] = await Promise.all([timed(python), timed(gpu), timed(grammar), timed(shards)]);
   const { module, packageMs, restored, keep } = await python;
   const { device, info } = await gpu;
   const { files } = await program;
   progress('building the engine (GPU buffers, tokenizer, vocabulary)', { stage: 'engine' });
   const t1 = performance.now();
-  const answer = JSON.parse(await module.build(files, device, pipelines, JSON.stringify(info), context || 0,
-    modelIdOf(base)));
+  const answer = JSON.parse(await module.build(files, device, pipelines, needed, JSON.stringify(info),
+    context || 0, modelIdOf(base)));
+  const kernelsMs = await kernelsDone;
   files.clear();
   if (answer.error) throw answer.error;
   worker = { request: module.request, interrupt: module.interrupt, reset_chat: module.reset_chat, stats: module.stats,

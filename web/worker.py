@@ -22,9 +22,11 @@ _checkers: OrderedDict = OrderedDict()  # key -> compiled grammar, for formats n
 _MAX_CHECKERS = 8
 
 
-async def build(files, device, pipelines, adapter_info_json: str, context: int, model_id: str = "") -> str:
+async def build(files, device, pipelines, kernels, adapter_info_json: str, context: int, model_id: str = "") -> str:
     """`files`: a JS Map of the model folder's files (name -> Uint8Array), sha256 already checked;
-    `pipelines`: a JS Map of the kernels the worker compiled meanwhile (kernel name -> pipeline);
+    `pipelines`: a JS Map of the kernels the worker compiles meanwhile (kernel name -> pipeline);
+    `kernels`: a JS promise, settled once the decode and mask plans' kernels are in `pipelines`: the
+    buffers, weights, tokenizer and grammar compiler are built before it, the plans after;
     `model_id`: the site's name for the model (its `/models/<id>/` folder), as the desktop uses the folder's name.
     Returns JSON: {"value": facts about the engine} or {"error": error record}."""
     global engine
@@ -41,7 +43,9 @@ async def build(files, device, pipelines, adapter_info_json: str, context: int, 
         artifacts = Artifacts(read, verify=False, id=model_id or None,
                               read_shard=lambda name: _JsShard(files.get(name)))
         sizing = {"context": context} if context else {}  # else the engine's default KV cache size
-        built = AsyncEngine(artifacts=artifacts, backend=backend, grammar_core="pyodide", **sizing)
+        built = AsyncEngine(artifacts=artifacts, backend=backend, grammar_core="pyodide", prepare=False, **sizing)
+        await kernels
+        built.executor.prepare()
         await backend.check()  # shader compile errors surface here rather than at the first request
     except Exception as e:
         return json.dumps({"error": error_record(e)})

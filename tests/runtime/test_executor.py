@@ -174,3 +174,17 @@ def test_prefill_runs_token_by_token_until_the_prefill_kernels_are_compiled(tiny
     got = executor.prefill(PROMPT[20:48])  # the same sequence, continued
     assert rel_err(got, reference.forward(PROMPT[20:48])[-1]) <= 1e-3
     assert executor.position == 48
+
+
+def test_plans_built_later_with_prepare(tiny_model, wgpu_backend, reference):
+    from trellis.runtime import Artifacts, Executor
+
+    executor = Executor(Artifacts.from_dir(tiny_model[1]), wgpu_backend, context=64, prepare=False)
+    assert executor.weight_bytes > 0  # the weights are up; the plans are not
+    with pytest.raises(ModelError, match="call prepare"):
+        executor.prefill(PROMPT[:4])
+    executor.prepare()
+    executor.prepare()  # a second call changes nothing
+    reference.reset()
+    assert rel_err(executor.prefill(PROMPT[:20]), reference.forward(PROMPT[:20])[-1]) <= 1e-3
+    assert executor.dispatches_per_token > 0

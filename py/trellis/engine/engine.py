@@ -48,14 +48,16 @@ class Engine:
 
     def __init__(self, model_dir=None, *, backend=None, context: int | None = 2048, grammar_core="native",
                  artifacts: Artifacts | None = None, max_cached_grammars: int = 32,
-                 max_grammar_cache_bytes: int = 256 << 20):
+                 max_grammar_cache_bytes: int = 256 << 20, prepare: bool = True):
+        """`prepare=False` leaves the executor's plans to `executor.prepare()` (the browser builds the
+        rest of the engine while the kernels compile)."""
         artifacts = artifacts or Artifacts.from_dir(model_dir)
         if backend is None:
             from trellis.runtime.wgpu_backend import WgpuBackend
 
             backend = WgpuBackend()
         limit = artifacts.model["context"]
-        self.executor = Executor(artifacts, backend, min(context or limit, limit))
+        self.executor = Executor(artifacts, backend, min(context or limit, limit), prepare=prepare)
         self.tokenizer = Tokenizer(artifacts.tokenizer_data())
         self.model_id = artifacts.id
         self.template = ChatTemplate.from_manifest(artifacts.manifest, self.tokenizer.tokens)

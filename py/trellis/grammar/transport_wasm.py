@@ -147,11 +147,17 @@ class PyodideTransport(_LinearMemory):
     def _copy_out(self, pointer: int, view: memoryview) -> None:
         # One copy, straight from wasm memory into the caller's buffer, through a JS view kept for the
         # last (pointer, size): each call across to JS costs microseconds, and this runs every token.
-        # A view reads 0 bytes long once the memory has grown (its buffer is detached): then it is made again.
+        # Once the memory has grown, the view's buffer is detached and assign_to raises (a JS
+        # TypeError): then the view is made again.
         key, js_view = self._view
-        if key != (pointer, len(view)) or js_view.byteLength != len(view):
-            js_view = self._js.Uint8Array.new(self.exports.memory.buffer, pointer, len(view))
-            self._view = ((pointer, len(view)), js_view)
+        if key == (pointer, len(view)):
+            try:
+                js_view.assign_to(view)
+                return
+            except Exception:
+                pass
+        js_view = self._js.Uint8Array.new(self.exports.memory.buffer, pointer, len(view))
+        self._view = ((pointer, len(view)), js_view)
         js_view.assign_to(view)
 
     def _heap(self):

@@ -17,7 +17,9 @@ TOKENS_BETWEEN_CHECKS = 4
 
 
 class Executor:
-    def __init__(self, artifacts: Artifacts, backend, context: int | None = None):
+    def __init__(self, artifacts: Artifacts, backend, context: int | None = None, prepare: bool = True):
+        """Allocates the buffers and uploads the weights; with `prepare`, also builds the plans (else call
+        `prepare()` before running: the browser uploads weights while its kernels still compile)."""
         m = artifacts.manifest
         self.backend, self.model = backend, artifacts.model
         self.vocab_size = self.model["vocab"]
@@ -37,30 +39,40 @@ class Executor:
                 backend.write_buffer(buffer, at, part)
                 at += len(part)
             self.weight_bytes += size
-        self._kernels, self._pipelines = m["kernels"], {}
-        self._plans = {name: self._prepare(plan["dispatches"], artifacts.read_text)
-                       for name, plan in m["plans"].items() if name != "prefill"}
-        self.dispatches_per_token = len(self._plans["decode"])
+        self._manifest, self._read_text = m, artifacts.read_text
+        self._kernels, self._pipelines, self._plans = m["kernels"], {}, {}
+        self._token_upload = backend.create_buffer("token-upload", 4 * (STEP_WORDS + 1))
+        self._upload, self._prefill_plans = None, {}  # created with the first chunked prefill
+        self.position = 0
+        if prepare:
+            self.prepare()
+
+    def prepare(self) -> None:
+        """Builds the decode and mask plans (their kernels compiled, or taken from the backend)."""
+        if self._plans:
+            return
+        m, read_text = self._manifest, self._read_text
+        plans = {name: self._prepare(plan["dispatches"], read_text)
+                 for name, plan in m["plans"].items() if name != "prefill"}
+        self.dispatches_per_token = len(plans["decode"])
         # Token-by-token prefill needs logits only for the last token: the decode plan without the head
         # (the final norm, then the matmul into `logits`) serves the others.
         decode = m["plans"]["decode"]["dispatches"]
         head = 2 if (decode[-1]["args"].get("y") == "logits"
                      and decode[-2]["args"].get("y") == decode[-1]["args"].get("x")) else 0
-        self._plans["decode_hidden"] = self._plans["decode"][:len(decode) - head]
-        self._token_upload = backend.create_buffer("token-upload", 4 * (STEP_WORDS + 1))
-        copy = backend.create_copy
+        plans["decode_hidden"] = plans["decode"][:len(decode) - head]
+        copy = self.backend.create_copy
         self._token_plans = {name: [copy(self._token_upload, 0, self.buffers["step"], 0, 4 * STEP_WORDS),
                                     copy(self._token_upload, 4 * STEP_WORDS, self.buffers["ids"], 0, 4),
-                                    *self._plans[name]] for name in ("decode", "decode_hidden")}
+                                    *plans[name]] for name in ("decode", "decode_hidden")}
         # The prefill plan's kernels may still be compiling (the browser makes the engine ready without
         # them: on software adapters they take most of the start-up); until they are, prefill runs the
         # decode plan token by token.
         self._prefill_dispatches = m["plans"]["prefill"]["dispatches"]
-        self._prefill_sources = {d["kernel"]: artifacts.read_text(self._kernels[d["kernel"]]["wgsl"])
+        self._prefill_sources = {d["kernel"]: read_text(self._kernels[d["kernel"]]["wgsl"])
                                  for d in self._prefill_dispatches if d["kernel"] not in self._pipelines}
-        self._upload, self._prefill_plans = None, {}  # created with the first chunked prefill
+        self._plans = plans
         self._prefill_ready()
-        self.position = 0
 
     def _prepare(self, dispatches, read_text):
         """The backend's dispatches of a plan, compiling the kernels not compiled yet."""
@@ -212,6 +224,8 @@ class Executor:
         return logits
 
     def _check(self, tokens) -> None:
+        if not self._plans:
+            raise ModelError("the executor's plans are not built yet: call prepare() first")
         if self.position + len(tokens) > self.context:
             raise SequenceLengthError(
                 f"sequence of {self.position + len(tokens)} tokens exceeds the context window of {self.context}"
