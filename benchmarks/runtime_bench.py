@@ -84,12 +84,15 @@ def calibrate(backend) -> dict:
     """Best GFLOP/s (register-only FMAs) and GB/s (the better of two streaming reads) the adapter reaches."""
     device = backend.device
     results = {"gbps": 0.0}
-    for label, code, groups, make in [
-        ("flops", FLOPS_WGSL, 256, lambda: [backend.create_buffer("out", 4 * 256 * 64)]),
-        *[("bytes", wgsl, 256, lambda: [backend.create_buffer("src", 64 << 20),
-                                        backend.create_buffer("out", 4 * 256 * 64)])
-          for wgsl in (BYTES_WGSL, BYTES_CHUNKED_WGSL)],
-    ]:
+
+    def out():
+        return [backend.create_buffer("out", 4 * 256 * 64)]
+
+    def streamed():
+        return [backend.create_buffer("src", 64 << 20), *out()]
+
+    for label, code, groups, make in [("flops", FLOPS_WGSL, 256, out), ("bytes", BYTES_WGSL, 256, streamed),
+                                      ("bytes", BYTES_CHUNKED_WGSL, 256, streamed)]:
         buffers = make()
         pipeline = device.create_compute_pipeline(
             layout="auto", compute={"module": device.create_shader_module(code=code), "entry_point": "main"})
