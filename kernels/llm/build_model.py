@@ -141,6 +141,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         "prefill": {"tokens": chunk, "dispatches": graph.plan(config, formats, chunk, graph.PREFILL_BLOCK, kernels)},
         "decode": {"tokens": 1, "dispatches": graph.plan(config, formats, 1, 1, kernels)},
         "mask": {"tokens": 0, "dispatches": graph.mask_plan(config, kernels)},
+        "argmax": {"tokens": 0, "dispatches": graph.argmax_plan(config, kernels)},
     }
 
     # Kernels: lower only those whose WGSL is missing or was made from other sources.

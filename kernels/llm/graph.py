@@ -1,4 +1,5 @@
-"""The Llama forward pass as kernels, buffers and two dispatch plans (a prefill chunk, a decode step).
+"""The Llama forward pass as kernels, buffers and dispatch plans (a prefill chunk, a decode step; and
+the small plans run after either: the grammar's bitmask, the greedy argmax).
 
 Per layer: rms_norm, qkv_rope (Q/K/V + RoPE + KV append), attention_scores, attention_values,
 matmul accumulate (output projection + residual), rms_norm, gate_up_silu, matmul accumulate
@@ -32,6 +33,7 @@ def buffers(c: LlamaConfig, chunk: int) -> dict:
         "scores": {"bytes": 0, "per_context": 4 * chunk * c.n_heads, "kind": "activation"},
         "logits": {"bytes": 4 * c.vocab, "kind": "output"},
         "bitmask": {"bytes": 4 * ((c.vocab + 31) // 32), "kind": "input"},
+        "argmax": {"bytes": 8 * K.ARGMAX_PARTS, "kind": "activation"},
     }
     for i in range(c.n_layers):
         out[f"k.{i}"] = {"bytes": 0, "per_context": 4 * kv_rows, "kind": "kv"}
@@ -101,6 +103,16 @@ def mask_plan(c: LlamaConfig, kernels: dict) -> list[dict]:
     kernel = K.apply_bitmask(c.vocab)
     kernels.setdefault(kernel.name, kernel)
     return [{"kernel": kernel.name, "args": {"logits": "logits", "mask": "bitmask"}}]
+
+
+def argmax_plan(c: LlamaConfig, kernels: dict) -> list[dict]:
+    """Greedy decoding on the GPU: the logits' argmax (the first of equal maxima) into ids[0], where
+    the next decode step reads its input token."""
+    partial, final = K.argmax_partial(c.vocab), K.argmax_final()
+    kernels.setdefault(partial.name, partial)
+    kernels.setdefault(final.name, final)
+    return [{"kernel": partial.name, "args": {"logits": "logits", "best": "argmax"}},
+            {"kernel": final.name, "args": {"best": "argmax", "ids": "ids"}}]
 
 
 def _divisor(n: int, at_most: int) -> int:

@@ -496,3 +496,61 @@ def apply_bitmask(vocab):
                             logits[bx * WG + tx] = T.float32(MASKED_LOGIT)
 
     return Kernel(f"apply_bitmask_v{vocab}", func, ((vocab + WG - 1) // WG, 1, 1))
+
+
+# Greedy decoding on the GPU: the logits' argmax in two barrier-free passes, so a decode step can
+# feed the next one without the host (the engine reads back one token id, several steps later).
+ARGMAX_PARTS = 64  # contiguous slices of the logits, one invocation each
+
+
+@functools.cache
+def argmax_partial(vocab):
+    """best[2p], best[2p + 1] = the largest logit of slice p (as f32 bits) and its first index (-1: an
+    empty slice). Slices are contiguous and in order, and a later logit wins only when larger, so the
+    final pass finds the first of equal maxima, as the host's `logits.index(max(logits))` does."""
+    span = (vocab + ARGMAX_PARTS - 1) // ARGMAX_PARTS
+
+    @T.prim_func(s_tir=True)
+    def func(logits: T.Buffer((vocab,), F32), best: T.Buffer((2 * ARGMAX_PARTS,), I32)):
+        for tx in T.thread_binding(ARGMAX_PARTS, "threadIdx.x"):
+            with T.sblock("argmax_partial"):
+                top = T.sblock_alloc_buffer((1,), F32, scope="local")
+                at = T.sblock_alloc_buffer((1,), I32, scope="local")
+                if tx * span < vocab:
+                    top[0] = logits[tx * span]
+                    at[0] = tx * span
+                    for i in range(1, span):
+                        if tx * span + i < vocab:
+                            if logits[tx * span + i] > top[0]:
+                                top[0] = logits[tx * span + i]
+                                at[0] = tx * span + i
+                    best[2 * tx] = T.reinterpret(I32, top[0])
+                    best[2 * tx + 1] = at[0]
+                else:
+                    best[2 * tx] = T.reinterpret(I32, T.float32(MASKED_LOGIT))
+                    best[2 * tx + 1] = -1
+
+    return Kernel(f"argmax_partial_v{vocab}", func, (1, 1, 1))
+
+
+@functools.cache
+def argmax_final():
+    """ids[0] = the index of the largest of the slices' maxima (the first of equals): the next
+    decode step's input token, and what the host reads back."""
+
+    @T.prim_func(s_tir=True)
+    def func(best: T.Buffer((2 * ARGMAX_PARTS,), I32), ids: T.Buffer((1,), I32)):
+        for tx in T.thread_binding(1, "threadIdx.x"):
+            with T.sblock("argmax_final"):
+                top = T.sblock_alloc_buffer((1,), F32, scope="local")
+                at = T.sblock_alloc_buffer((1,), I32, scope="local")
+                top[0] = T.reinterpret(F32, best[0])
+                at[0] = best[1]
+                for p in range(1, ARGMAX_PARTS):
+                    if best[2 * p + 1] >= 0:
+                        if T.reinterpret(F32, best[2 * p]) > top[0]:
+                            top[0] = T.reinterpret(F32, best[2 * p])
+                            at[0] = best[2 * p + 1]
+                ids[0] = at[0]
+
+    return Kernel("argmax_final", func, (1, 1, 1))

@@ -1,5 +1,8 @@
 """The WebGPU executor (wgpu-py on lavapipe) against the numpy reference forward pass."""
 
+import random
+import struct
+
 import numpy as np
 import pytest
 
@@ -188,3 +191,41 @@ def test_plans_built_later_with_prepare(tiny_model, wgpu_backend, reference):
     reference.reset()
     assert rel_err(executor.prefill(PROMPT[:20]), reference.forward(PROMPT[:20])[-1]) <= 1e-3
     assert executor.dispatches_per_token > 0
+
+
+def test_argmax_plan_takes_the_first_of_equal_maxima(tiny_executor):
+    """The two argmax kernels against list.index(max(...)), with ties within and across slices."""
+    ex, backend = tiny_executor, tiny_executor.backend
+    vocab = ex.vocab_size
+    tie = [0.0] * vocab
+    tie[vocab - 1] = tie[200] = tie[3] = 5.0
+    rng = random.Random(0)
+    cases = [[0.0] * vocab, [float(i % 7) for i in range(vocab)], [-3.0e38] * (vocab - 1) + [-1.0], tie,
+             *([rng.choice((1.0, 2.0, 2.0000002)) for _ in range(vocab)] for _ in range(5))]
+    for logits in cases:
+        data = struct.pack(f"<{vocab}f", *logits)
+        backend.write_buffer(ex.buffers["logits"], 0, data)
+        got = backend.read_back(backend.submit(ex._plans["argmax"], read=(ex.buffers["ids"], 4)))
+        as_f32 = list(struct.unpack(f"<{vocab}f", data))
+        assert struct.unpack("<i", bytes(got))[0] == as_f32.index(max(as_f32))
+
+
+def test_chained_greedy_steps_match_host_greedy(tiny_executor):
+    """Eight greedy steps queued at once, each fed by the previous one's argmax on the GPU, give the
+    tokens that host-side argmax over the read-back logits gives, step by step."""
+    ex = tiny_executor
+    ex.reset()
+    logits = ex.prefill(PROMPT[:20])
+    first = logits.index(max(logits))
+    pending = [ex.submit_greedy(first)] + [ex.submit_greedy(None) for _ in range(7)]
+    assert ex.position == 28
+    chained = [struct.unpack("<i", bytes(ex.backend.read_back(p)))[0] for p in pending]
+    ex.reset()
+    ex.prefill(PROMPT[:20])
+    token, host = first, []
+    for _ in range(8):
+        logits = ex.decode(token)
+        token = logits.index(max(logits))
+        host.append(token)
+    assert chained == host
+

@@ -17,6 +17,7 @@ they come back.
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass
 
 from trellis.errors import InvalidRequestError, RuntimeBackendError, SequenceLengthError
@@ -29,8 +30,9 @@ from trellis.runtime.executor import Executor
 
 from .faces import AsyncFace, ChatFace, Outcome, TextFace
 from .grammar_cache import GrammarCache
+from .greedy import GreedyPipeline, greedy_on_gpu
 from .request import parse_chat_request, parse_completion_request
-from .sampler import Sampler
+from .sampler import Sampled, Sampler
 from .stop_strings import StopStrings
 from .tools import render_tool_messages, tool_response_format
 
@@ -168,6 +170,9 @@ class Engine:
         stops = StopStrings(config.stop)
         banned = self.stop_ids if config.ignore_eos else ()
         out.logprobs = [] if config.logprobs else None
+        greedy = None  # the GPU picks the tokens after the first (greedy.py)
+        if budget > 1 and greedy_on_gpu(config, constraint, ex):
+            greedy = GreedyPipeline(ex, budget - 1, self._ban_mask(banned) if banned else None)
         decode_started = time.perf_counter()
         step = 0
         while True:
@@ -177,7 +182,10 @@ class Engine:
             if matcher is not None and self._only_stops(mask):  # the structure is complete
                 out.finish_reason = "stop"
                 break
-            sampled = sampler.sample(logits, banned)
+            if greedy is not None and step:
+                sampled = Sampled(await greedy.next())
+            else:
+                sampled = sampler.sample(logits, banned)
             token = sampled.token
             if step == 0:
                 out.ttft_s = time.perf_counter() - started
@@ -214,6 +222,9 @@ class Engine:
                 break
             out.decode_steps += 1
             self._kv_ids.append(token)
+            if greedy is not None:
+                greedy.feed(token) if step == 1 else greedy.advance()
+                continue
             if matcher is None:
                 pending = ex.submit_decode(token, read=True)
             else:  # the next mask is filled while the GPU runs the step
@@ -225,6 +236,10 @@ class Engine:
             w0 = time.perf_counter()
             logits = await ex.collect(pending)
             out.wait_s += time.perf_counter() - w0
+        if greedy is not None:  # steps queued past the end are dropped, their KV entries with them
+            greedy.close()
+            ex.rewind(len(self._kv_ids))
+            out.wait_s += greedy.wait_s
         tail = stops.push(decoder.flush()) + stops.flush()
         if tail:
             out.text += tail
@@ -232,6 +247,13 @@ class Engine:
         out.decode_s = time.perf_counter() - decode_started
         if constraint is not None:
             self.grammars.refresh(constraint.key)
+
+    def _ban_mask(self, banned) -> array:
+        """A bitmask allowing every token but `banned`."""
+        words = array("I", [0xFFFFFFFF]) * ((self.executor.vocab_size + 31) // 32)
+        for t in banned:
+            words[t // 32] &= ~(1 << (t % 32)) & 0xFFFFFFFF
+        return words
 
     def _ready_grammar(self, constraint: _Constraint, config, budget: int, out: Outcome):
         """(matcher, first mask) for the request: compiled or taken from the cache."""

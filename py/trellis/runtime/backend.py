@@ -36,7 +36,10 @@ class Backend(Protocol):
 
     def read_back(self, pending) -> bytes | Awaitable[bytes]:
         """The bytes a `submit` copied out, once the GPU is done (awaitable on asynchronous backends).
-        At most one read is outstanding at a time."""
+        Several reads may be outstanding; they are collected in the order they were submitted."""
+
+    def discard(self, pending) -> None:
+        """Forget a read that will not be collected (optional: without it, its buffer is not reused)."""
 
     def destroy(self) -> None:
         """Release the GPU memory."""

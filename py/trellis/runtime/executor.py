@@ -65,6 +65,7 @@ class Executor:
         self._token_plans = {name: [copy(self._token_upload, 0, self.buffers["step"], 0, 4 * STEP_WORDS),
                                     copy(self._token_upload, 4 * STEP_WORDS, self.buffers["ids"], 0, 4),
                                     *plans[name]] for name in ("decode", "decode_hidden")}
+        self._greedy_plans = {}  # (input from the host, masked) -> plan list
         # The prefill plan's kernels may still be compiling (the browser makes the engine ready without
         # them: on software adapters they take most of the start-up); until they are, prefill runs the
         # decode plan token by token.
@@ -206,9 +207,51 @@ class Executor:
         """Queue the read-back of the last logits (masked on the GPU first with `bitmask`)."""
         dispatches = []
         if bitmask is not None:
-            self.backend.write_buffer(self.buffers["bitmask"], 0, self._mask_bytes(bitmask))
+            self.load_bitmask(bitmask)
             dispatches = self._plans["mask"]
         return self.backend.submit(dispatches, read=(self.buffers["logits"], 4 * self.vocab_size))
+
+    # Greedy decoding on the GPU (models built with the argmax plan): each step's argmax becomes the
+    # next step's input on the GPU, so several steps can be in flight and the host reads back only
+    # token ids, hiding the read-back's latency behind the GPU's work.
+
+    @property
+    def greedy_on_gpu(self) -> bool:
+        """Whether the model has the argmax plan (models built before it decode greedily on the host)."""
+        return "argmax" in self._plans
+
+    def submit_greedy(self, token: int | None, masked: bool = False):
+        """Queue one decode step and the argmax of its logits (masked first with the bitmask last
+        loaded, when `masked`); its input is `token`, or with None the previous greedy step's pick,
+        still on the GPU. Returns a handle for `collect_token`; several may be in flight."""
+        self._check([0 if token is None else token])
+        key = (token is not None, masked)
+        plan = self._greedy_plans.get(key)
+        if plan is None:
+            copies = self._token_plans["decode"][:2 if token is not None else 1]
+            plan = self._greedy_plans[key] = [*copies, *self._plans["decode"], *(self._plans["mask"] if masked else ()),
+                                              *self._plans["argmax"]]
+        words = struct.pack(f"<{STEP_WORDS + 1}i", 1, self.position, 0, 0, 0 if token is None else token)
+        self.backend.write_buffer(self._token_upload, 0, words)
+        self.position += 1
+        return self.backend.submit(plan, read=(self.buffers["ids"], 4))
+
+    def load_bitmask(self, bitmask) -> None:
+        """Upload a token bitmask for the mask plan (`submit_read` does it itself)."""
+        self.backend.write_buffer(self.buffers["bitmask"], 0, self._mask_bytes(bitmask))
+
+    async def collect_token(self, pending) -> int:
+        """The token id a `submit_greedy` picked."""
+        data = self.backend.read_back(pending)
+        if hasattr(data, "__await__"):
+            data = await data
+        return struct.unpack_from("<i", bytes(data))[0]
+
+    def discard(self, pending) -> None:
+        """Give up a read that will not be collected (a speculative step after the generation ended)."""
+        release = getattr(self.backend, "discard", None)
+        if release is not None:
+            release(pending)
 
     async def collect(self, pending) -> array:
         """The logits of a `submit_read`; suspends only on asynchronous (browser) backends."""

@@ -38,9 +38,10 @@ _HELPER_JS = """({
   // (measured: 2.3 ms for 23 trivial dispatches), or when a map request reaches it after the work is
   // done (0.2 ms). So for the first PROBE_MS, map and unmap an idle 4-byte buffer back to back: each
   // round trip makes the GPU process check (23 dispatches: 0.45 ms). Later the plain polling is
-  // close enough, and probing would take CPU from long steps on a software adapter.
-  mapped(device, staging, size) {
-    const PROBE_MS = 20;
+  // close enough, and probing would take CPU from long steps on a software adapter. With `probe`
+  // false (later steps already queued behind this one keep the GPU busy) it only waits.
+  mapped(device, staging, size, probe) {
+    const PROBE_MS = probe ? 20 : 0;
     const mapped = staging.mapAsync(GPUMapMode.READ, 0, size);
     let pending = true;
     const settle = () => { pending = false; };
@@ -105,7 +106,8 @@ class WebGPUBackend:
         self._uniforms = {}  # uniform bytes -> buffer: dispatches of one kernel share theirs
         self._plans = {}  # id(list) -> (list, JS array)
         self._empty = js.Array.new()
-        self._staging, self._staging_size = None, 0
+        self._staging = []  # free read-back buffers; several reads may be in flight
+        self._in_flight = 0  # reads submitted and not yet collected or discarded
         self.allocated_bytes = 0
 
     def _object(self, d: dict):
@@ -173,20 +175,23 @@ class WebGPUBackend:
         buffer, size = read
         staging = self._staging_buffer(size)
         self._helper.encode(self.device, self._plan(dispatches), buffer, size, staging)
+        self._in_flight += 1
         return staging, size
 
     def read_back(self, pending):
         return self._read(*pending)
 
     async def _read(self, staging, size):
-        try:
-            await self._helper.mapped(self.device, staging, size)
+        self._in_flight -= 1
+        try:  # probe only when nothing queued behind this read keeps the GPU busy meanwhile
+            await self._helper.mapped(self.device, staging, size, self._in_flight == 0)
         except Exception as e:  # a JsException: the device was lost or the copy failed validation
             raise RuntimeBackendError(f"reading back from the GPU failed: {self._error_text() or e}") from None
         try:
             data = self._js.Uint8Array.new(staging.getMappedRange(0, size)).to_bytes()
         finally:
             staging.unmap()
+            self._staging.append(staging)
         error = self._error_text()
         if error:
             raise RuntimeBackendError(f"WebGPU reported: {error}")
@@ -199,13 +204,17 @@ class WebGPUBackend:
         self._errors.length = 0
         return text
 
+    def discard(self, pending):
+        """A read that will not be collected: its buffer goes back to the pool, never mapped."""
+        self._in_flight -= 1
+        self._staging.append(pending[0])
+
     def _staging_buffer(self, size):
-        if self._staging is None or self._staging_size < size:
-            if self._staging is not None:
-                self._staging.destroy()
-            self._staging_size = (size + 3) // 4 * 4
-            self._staging = self._buffer("read-back", self._staging_size, self._map_usage)
-        return self._staging
+        """A free read-back buffer of at least `size` bytes (one per read in flight)."""
+        for i, buffer in enumerate(self._staging):
+            if buffer.size >= size:
+                return self._staging.pop(i)
+        return self._buffer("read-back", (size + 3) // 4 * 4, self._map_usage)
 
     async def check(self):
         """Waits for the queued work, then raises what WebGPU reported (e.g. a shader that failed to compile)."""

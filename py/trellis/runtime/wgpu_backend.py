@@ -68,7 +68,7 @@ class WgpuBackend:
         self.limits = dict(self.device.limits)
         self._queue = self.device.queue
         self._storage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-        self._staging = None
+        self._staging = []  # free read-back buffers; several reads may be in flight
         self.allocated_bytes = 0
         # The pass commands and small writes go straight to wgpu-native: wgpu-py's checked wrappers cost
         # ~8 µs a call (729 calls a SmolLM2 step). WebGPU reports a pass's errors at `finish()`, which
@@ -213,6 +213,11 @@ class WgpuBackend:
             return bytes(staging.read_mapped(0, size))
         finally:
             staging.unmap()
+            self._staging.append(staging)
+
+    def discard(self, pending):
+        """A read that will not be collected: its buffer goes back to the pool unmapped."""
+        self._staging.append(pending[0])
 
     def run(self, dispatches, read=None):
         """Submit and, with `read`, wait for the copy (a convenience for synchronous callers)."""
@@ -220,11 +225,13 @@ class WgpuBackend:
         return None if pending is None else self.read_back(pending)
 
     def _staging_buffer(self, size):
-        if self._staging is None or self._staging.size < size:
-            wgpu = self._wgpu
-            self._staging = self.device.create_buffer(
-                size=(size + 3) // 4 * 4, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-        return self._staging
+        """A free read-back buffer of at least `size` bytes (one per read in flight)."""
+        for i, buffer in enumerate(self._staging):
+            if buffer.size >= size:
+                return self._staging.pop(i)
+        wgpu = self._wgpu
+        return self.device.create_buffer(size=(size + 3) // 4 * 4,
+                                         usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
 
     def destroy(self):
         self.device.destroy()
