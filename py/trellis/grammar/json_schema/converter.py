@@ -16,7 +16,8 @@ depend on it, see _refs.py). A context is compiled by:
    against the whole context by the exact validator, becomes the grammar;
 4. distributing `anyOf` and `oneOf` (the latter only when its branches are provably
    disjoint: per atom at most one branch admits the atom, or the overlapping branches are
-   finite sets of distinct values);
+   finite sets of distinct values); an `anyOf` whose annotations an `unevaluated*` keyword
+   reads distributes over the non-empty sets of its branches, every branch that holds counting;
 5. per atom, the keywords of that atom from every subschema together (numbers: exact
    digit-level ranges and multiples; strings: pattern/format/length intersected as DFAs;
    arrays: prefix items, counts, contains; objects: properties in any order with required
@@ -75,6 +76,9 @@ MAX_TRACKED_KEYS = 8  # required/dependent keys tracked as subsets when properti
 MAX_ORDERED_STATES = 6000
 MAX_RULES = 15000
 MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
+# An anyOf under a constraining unevaluatedProperties/Items distributes over the sets of its branches
+# that hold (2^n - 1 of them): at most this many branches.
+MAX_EVALUATED_BRANCHES = 4
 # A string with a larger maxLength is generated with at most this many characters.
 MAX_STRING_LENGTH = 100_000
 
@@ -386,6 +390,18 @@ class Converter:
                         raise UnsupportedSchemaError(f"{comb} must be a non-empty array", comb, n.pointer)
                     branches = [self.child(n, comb, i) for i in range(len(s[comb]))]
                     self.distribute(comb, n, len(branches))
+                    if comb == "anyOf" and len(branches) > 1 and self.feeds_unevaluated(nodes, n):
+                        # The keys (items) every branch that holds evaluates count, so one alternative
+                        # per non-empty set of branches, each holding all of its set: a term that omits
+                        # a branch which also holds is stricter, never wrong, and its own set's term
+                        # accepts what it rejects.
+                        if len(branches) > MAX_EVALUATED_BRANCHES:
+                            raise UnsupportedSchemaError(
+                                f"anyOf with more than {MAX_EVALUATED_BRANCHES} branches under "
+                                "unevaluatedProperties/unevaluatedItems is not supported", comb, n.pointer)
+                        sets = [list(c) for r in range(1, len(branches) + 1)
+                                for c in itertools.combinations(branches, r)]
+                        return ir.alt(*(self.value(nodes + c, frozenset(atoms), done | {marker}) for c in sets))
                     if comb == "oneOf" and not self.disjoint(nodes, branches, atoms):
                         # exactly one: bᵢ ∧ ⋀ⱼ≠ᵢ ¬bⱼ
                         negs = [self.negation(b) for b in branches]
@@ -1163,6 +1179,11 @@ class Converter:
                     todo.append(sub)
         self._in_place[x.key] = seen
         return seen
+
+    def feeds_unevaluated(self, nodes, n: Node) -> bool:
+        """Whether what `n`'s subschemas evaluate matters to a constraining unevaluated* keyword."""
+        return any(n.key in self.in_place(x) for keyword in ("unevaluatedProperties", "unevaluatedItems")
+                   for x, _ in self.unevaluated(nodes, keyword))
 
     def unevaluated(self, nodes, keyword: str):
         """(x, evaluating subschemas in the context) for each x with a constraining `keyword`."""
