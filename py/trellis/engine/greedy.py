@@ -30,13 +30,13 @@ class GreedyPipeline:
     """The steps of one greedy generation: `feed` the first token, then `next()` gives each
     following one; `close()` gives up the steps still in flight."""
 
-    def __init__(self, executor, steps: int, banned_mask=None):
-        """`steps`: the most decode steps the generation may run; `banned_mask`: a bitmask of the
-        tokens allowed (the stop tokens cleared when `ignore_eos` bans them), or None."""
+    def __init__(self, executor, steps: int, allowed=None):
+        """`steps`: the most decode steps the generation may run; `allowed`: a bitmask of the tokens
+        the argmax may pick (all but the stop tokens when `ignore_eos` bans them), or None for all."""
         self.executor, self.limit = executor, steps
-        self.masked = banned_mask is not None
+        self.masked = allowed is not None
         if self.masked:
-            executor.load_bitmask(banned_mask)
+            executor.load_bitmask(allowed)
         self.pending = deque()
         self.queued = 0  # steps submitted
         self.depth = 1  # steps in flight, adapted to the step time once it is measured
@@ -49,7 +49,7 @@ class GreedyPipeline:
         self._top_up()
 
     async def next(self) -> int:
-        """The next token (the oldest step in flight), keeping the pipeline full behind it."""
+        """The next token: the pick of the oldest step in flight (waits for its read-back)."""
         w0 = time.perf_counter()
         token = await self.executor.collect_token(self.pending.popleft())
         now = time.perf_counter()
