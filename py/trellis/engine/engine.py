@@ -172,7 +172,7 @@ class Engine:
         out.logprobs = [] if config.logprobs else None
         greedy = None  # the GPU picks the tokens after the first (greedy.py)
         if budget > 1 and greedy_on_gpu(config, constraint, ex):
-            greedy = GreedyPipeline(ex, budget - 1, self._ban_mask(banned) if banned else None)
+            greedy = GreedyPipeline(ex, budget - 1, self._all_but_stops() if banned else None)
         decode_started = time.perf_counter()
         step = 0
         while True:
@@ -248,11 +248,11 @@ class Engine:
         if constraint is not None:
             self.grammars.refresh(constraint.key)
 
-    def _ban_mask(self, banned) -> array:
-        """A bitmask allowing every token but `banned`."""
+    def _all_but_stops(self) -> array:
+        """A bitmask allowing every token but the stop tokens (`ignore_eos` bans them)."""
         words = array("I", [0xFFFFFFFF]) * ((self.executor.vocab_size + 31) // 32)
-        for t in banned:
-            words[t // 32] &= ~(1 << (t % 32)) & 0xFFFFFFFF
+        for w, bits in self._stop_words.items():
+            words[w] &= ~bits & 0xFFFFFFFF
         return words
 
     def _ready_grammar(self, constraint: _Constraint, config, budget: int, out: Outcome):

@@ -43,3 +43,23 @@ class Backend(Protocol):
 
     def destroy(self) -> None:
         """Release the GPU memory."""
+
+
+class StagingPool:
+    """The free read-back buffers of a backend, with their capacities kept in Python (a browser
+    buffer's size is a call into JS away, and this runs every token). Several reads may be in flight,
+    each holding one; `take` gives the smallest that holds `size` bytes, so a token id's read leaves
+    the logits' large buffer to the logits, or a new one from `create(capacity)`."""
+
+    def __init__(self, create):
+        self._create, self._free = create, []  # [(capacity, buffer)]
+
+    def take(self, size: int) -> tuple:
+        fits = [i for i, (capacity, _) in enumerate(self._free) if capacity >= size]
+        if fits:
+            return self._free.pop(min(fits, key=lambda i: self._free[i][0]))
+        capacity = (size + 3) // 4 * 4
+        return capacity, self._create(capacity)
+
+    def give(self, entry: tuple) -> None:
+        self._free.append(entry)

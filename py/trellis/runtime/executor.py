@@ -165,7 +165,7 @@ class Executor:
         if not self._prefill_ready():
             part = tokens[:TOKENS_BETWEEN_CHECKS]
             for i, token in enumerate(part):
-                self._submit("decode" if i == len(part) - 1 else "decode_hidden", token)
+                self._submit(self._token_plans["decode" if i == len(part) - 1 else "decode_hidden"], token)
             return len(part)
         chunks = (len(tokens) + self.chunk - 1) // self.chunk
         upload = bytearray(self._upload_bytes(chunks))
@@ -201,7 +201,8 @@ class Executor:
         """Queue one decode step, without waiting; with `read`, the read-back of its (unmasked) logits
         too, in the same submission (what `submit_read()` would return)."""
         self._check([token])
-        return self._submit("decode", token, read)
+        return self._submit(self._token_plans["decode"], token,
+                            (self.buffers["logits"], 4 * self.vocab_size) if read else None)
 
     def submit_read(self, bitmask=None):
         """Queue the read-back of the last logits (masked on the GPU first with `bitmask`)."""
@@ -231,10 +232,7 @@ class Executor:
             copies = self._token_plans["decode"][:2 if token is not None else 1]
             plan = self._greedy_plans[key] = [*copies, *self._plans["decode"], *(self._plans["mask"] if masked else ()),
                                               *self._plans["argmax"]]
-        words = struct.pack(f"<{STEP_WORDS + 1}i", 1, self.position, 0, 0, 0 if token is None else token)
-        self.backend.write_buffer(self._token_upload, 0, words)
-        self.position += 1
-        return self.backend.submit(plan, read=(self.buffers["ids"], 4))
+        return self._submit(plan, 0 if token is None else token, (self.buffers["ids"], 4))
 
     def load_bitmask(self, bitmask) -> None:
         """Upload a token bitmask for the mask plan (`submit_read` does it itself)."""
@@ -242,10 +240,7 @@ class Executor:
 
     async def collect_token(self, pending) -> int:
         """The token id a `submit_greedy` picked."""
-        data = self.backend.read_back(pending)
-        if hasattr(data, "__await__"):
-            data = await data
-        return struct.unpack_from("<i", bytes(data))[0]
+        return struct.unpack_from("<i", bytes(await self._read(pending)))[0]
 
     def discard(self, pending) -> None:
         """Give up a read that will not be collected (a speculative step after the generation ended)."""
@@ -255,10 +250,13 @@ class Executor:
 
     async def collect(self, pending) -> array:
         """The logits of a `submit_read`; suspends only on asynchronous (browser) backends."""
+        return self._logits(await self._read(pending))
+
+    async def _read(self, pending):
         data = self.backend.read_back(pending)
         if hasattr(data, "__await__"):
             data = await data
-        return self._logits(data)
+        return data
 
     @staticmethod
     def _logits(data) -> array:
@@ -287,11 +285,11 @@ class Executor:
             raise ValueError(f"bitmask has {len(data) // 4} words; the vocabulary of {self.vocab_size} needs {words}")
         return data
 
-    def _submit(self, plan: str, token: int, read: bool = False):
-        """One token through `plan`: its step words and id go up in one write, which copies at the
-        head of the submission move into the `step` and `ids` buffers (a write costs more than a copy)."""
+    def _submit(self, plan: list, token: int, read=None):
+        """One token through `plan` (a token plan: copies at its head move the step words, and the id
+        unless the GPU placed it, into the `step` and `ids` buffers): the words and id go up in one
+        write, as a write costs more than a copy; `read` as the backend's `submit` takes it."""
         words = struct.pack(f"<{STEP_WORDS + 1}i", 1, self.position, 0, 0, token)
         self.backend.write_buffer(self._token_upload, 0, words)
         self.position += 1
-        return self.backend.submit(self._token_plans[plan],
-                                   read=(self.buffers["logits"], 4 * self.vocab_size) if read else None)
+        return self.backend.submit(plan, read=read)

@@ -7,6 +7,7 @@ plan (a JS array kept per plan list) in one call. Reading back is asynchronous i
 """
 
 from trellis.errors import RuntimeBackendError
+from trellis.runtime.backend import StagingPool
 
 # Encodes a plan in one call; builds one dispatch's bind group (bindings 0..n-1, then the uniform).
 _HELPER_JS = """({
@@ -106,7 +107,7 @@ class WebGPUBackend:
         self._uniforms = {}  # uniform bytes -> buffer: dispatches of one kernel share theirs
         self._plans = {}  # id(list) -> (list, JS array)
         self._empty = js.Array.new()
-        self._staging = []  # free read-back buffers; several reads may be in flight
+        self._staging = StagingPool(lambda capacity: self._buffer("read-back", capacity, self._map_usage))
         self._in_flight = 0  # reads submitted and not yet collected or discarded
         self.allocated_bytes = 0
 
@@ -173,15 +174,16 @@ class WebGPUBackend:
             self._helper.encode(self.device, self._plan(dispatches), None, 0, None)
             return None
         buffer, size = read
-        staging = self._staging_buffer(size)
-        self._helper.encode(self.device, self._plan(dispatches), buffer, size, staging)
+        entry = self._staging.take(size)
+        self._helper.encode(self.device, self._plan(dispatches), buffer, size, entry[1])
         self._in_flight += 1
-        return staging, size
+        return entry, size
 
     def read_back(self, pending):
         return self._read(*pending)
 
-    async def _read(self, staging, size):
+    async def _read(self, entry, size):
+        staging = entry[1]
         self._in_flight -= 1
         try:  # probe only when nothing queued behind this read keeps the GPU busy meanwhile
             await self._helper.mapped(self.device, staging, size, self._in_flight == 0)
@@ -191,7 +193,7 @@ class WebGPUBackend:
             data = self._js.Uint8Array.new(staging.getMappedRange(0, size)).to_bytes()
         finally:
             staging.unmap()
-            self._staging.append(staging)
+            self._staging.give(entry)
         error = self._error_text()
         if error:
             raise RuntimeBackendError(f"WebGPU reported: {error}")
@@ -207,14 +209,7 @@ class WebGPUBackend:
     def discard(self, pending):
         """A read that will not be collected: its buffer goes back to the pool, never mapped."""
         self._in_flight -= 1
-        self._staging.append(pending[0])
-
-    def _staging_buffer(self, size):
-        """A free read-back buffer of at least `size` bytes (one per read in flight)."""
-        for i, buffer in enumerate(self._staging):
-            if buffer.size >= size:
-                return self._staging.pop(i)
-        return self._buffer("read-back", (size + 3) // 4 * 4, self._map_usage)
+        self._staging.give(pending[0])
 
     async def check(self):
         """Waits for the queued work, then raises what WebGPU reported (e.g. a shader that failed to compile)."""

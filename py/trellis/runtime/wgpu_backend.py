@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from trellis.errors import RuntimeBackendError
+from trellis.runtime.backend import StagingPool
 
 # The native pass encoder (kernels/runtime/encode_pass.c, built by build.py); without it, a Python loop.
 _ENCODE_CDEF = """
@@ -68,7 +69,8 @@ class WgpuBackend:
         self.limits = dict(self.device.limits)
         self._queue = self.device.queue
         self._storage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-        self._staging = []  # free read-back buffers; several reads may be in flight
+        self._staging = StagingPool(lambda capacity: self.device.create_buffer(
+            size=capacity, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST))
         self.allocated_bytes = 0
         # The pass commands and small writes go straight to wgpu-native: wgpu-py's checked wrappers cost
         # ~8 µs a call (729 calls a SmolLM2 step). WebGPU reports a pass's errors at `finish()`, which
@@ -170,9 +172,9 @@ class WgpuBackend:
         pending = None
         if read is not None:
             buffer, size = read
-            staging = self._staging_buffer(size)
-            encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, size)
-            pending = (staging, size)
+            entry = self._staging.take(size)
+            encoder.copy_buffer_to_buffer(buffer, 0, entry[1], 0, size)
+            pending = (entry, size)
         self._queue.submit([encoder.finish()])
         return pending
 
@@ -207,31 +209,23 @@ class WgpuBackend:
             compute.end()
 
     def read_back(self, pending):
-        staging, size = pending
+        entry, size = pending
+        staging = entry[1]
         staging.map_sync(self._wgpu.MapMode.READ, 0, size)
         try:
             return bytes(staging.read_mapped(0, size))
         finally:
             staging.unmap()
-            self._staging.append(staging)
+            self._staging.give(entry)
 
     def discard(self, pending):
         """A read that will not be collected: its buffer goes back to the pool unmapped."""
-        self._staging.append(pending[0])
+        self._staging.give(pending[0])
 
     def run(self, dispatches, read=None):
         """Submit and, with `read`, wait for the copy (a convenience for synchronous callers)."""
         pending = self.submit(dispatches, read)
         return None if pending is None else self.read_back(pending)
-
-    def _staging_buffer(self, size):
-        """A free read-back buffer of at least `size` bytes (one per read in flight)."""
-        for i, buffer in enumerate(self._staging):
-            if buffer.size >= size:
-                return self._staging.pop(i)
-        wgpu = self._wgpu
-        return self.device.create_buffer(size=(size + 3) // 4 * 4,
-                                         usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
 
     def destroy(self):
         self.device.destroy()
