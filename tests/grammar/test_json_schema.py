@@ -79,17 +79,12 @@ def test_suite_never_accepts_an_invalid_instance(suite_results):
 def test_suite_groups_are_refused_or_pass(suite_results):
     """Groups that neither pass nor are refused are the documented restrictions only."""
     # format is an annotation by default in 2020-12 (format.json says "only an annotation");
-    # Trellis asserts the formats it knows. Leap seconds, quoted e-mail local parts, A-labels
-    # (punycode) and '-' in a host name's third place are left out of the formats (restrictions);
-    # an integer written 1e308 is not accepted as an integer.
+    # Trellis asserts the formats it knows. Quoted e-mail local parts, A-labels (punycode) and
+    # '-' in a host name's third place are left out of the formats (restrictions); an integer
+    # written 1e308 is not accepted as an integer.
     expected = {"draft2020-12/format.json", "draft2020-12/optional/float-overflow.json",
                 "draft7/optional/float-overflow.json"}
-    expected |= {f"{d}/optional/format/{f}.json" for d in ("draft2020-12", "draft7")
-                 for f in ("date-time", "time", "email", "hostname")}
-    # minProperties counts distinct keys: repeated additional keys cannot be told apart, so only
-    # the first additional property counts
-    expected |= {"draft2020-12/dependentSchemas.json", "draft2020-12/optional/dependencies-compatibility.json",
-                 "draft7/dependencies.json"}
+    expected |= {f"{d}/optional/format/{f}.json" for d in ("draft2020-12", "draft7") for f in ("email", "hostname")}
     unexpected = [(r.file, r.index, r.description, r.valid_rejected)
                   for r in suite_results if r.status == "failed" and r.file not in expected]
     assert not unexpected
@@ -98,7 +93,7 @@ def test_suite_groups_are_refused_or_pass(suite_results):
 
 def test_suite_mostly_compiles(suite_results):
     passed = sum(r.status == "passed" for r in suite_results)
-    assert passed / len(suite_results) >= 0.82, passed
+    assert passed / len(suite_results) >= 0.90, passed
 
 
 def test_suite_refusals_name_a_keyword(suite_results):
@@ -702,8 +697,9 @@ def test_unique_items_over_positions_and_contains_match_jsonschema(compiler, sch
 
 @pytest.mark.parametrize("schema, keyword, pointer", [
     ({"properties": {"a": {"$ref": "http://example.com/other.json"}}}, "$ref", "/properties/a"),
-    ({"items": {"uniqueItems": True}}, "uniqueItems", "/items"),
-    ({"contains": {"const": 1}, "uniqueItems": True}, "uniqueItems", ""),
+    ({"items": {"format": "regex", "pattern": "a"}}, "format", "/items"),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "contentMediaType": "text/html"}, "contentMediaType",
+     ""),
     ({"$defs": {"d": {"$recursiveRef": "#"}}, "$ref": "#/$defs/d"}, "$recursiveRef", "/$defs/d"),
     ({"items": {"$dynamicRef": "http://example.com/other.json#T"}}, "$dynamicRef", "/items"),
     ({"pattern": "(?=a)"}, "pattern", ""),

@@ -27,6 +27,7 @@ std::vector<std::vector<int32_t>> call_graph(const Ir& ir) {
       switch (ir.kind(node)) {
         case SEQ: case ALT: stack.insert(stack.end(), a + 1, a + 1 + a[0]); break;
         case REPEAT: stack.push_back(a[2]); break;
+        case REGION: stack.push_back(a[0]); break;
         case REF: refs[r].push_back(a[0]); break;
         default: break;
       }
@@ -48,7 +49,8 @@ std::vector<int32_t> count_uses(const Ir& ir) {
       case BYTESET: pos += 2 + 2 * a[0]; break;
       case BYTES: case SEQ: case ALT: pos += 2 + a[0]; break;
       case REPEAT: pos += 4; break;
-      default: pos += 2; break;  // REF
+      case CHECK: pos += 3 + a[1]; break;
+      default: pos += 2; break;  // REF, REGION
     }
   }
   // Parents come after their children, so one backward pass pushes counts down the DAG.
@@ -62,6 +64,7 @@ std::vector<int32_t> count_uses(const Ir& ir) {
     switch (ir.kind(pos)) {
       case SEQ: case ALT: for (int32_t i = 0; i < a[0]; ++i) occ[a[1 + i]] += k; break;
       case REPEAT: occ[a[2]] += k; break;
+      case REGION: occ[a[0]] += k; break;
       case REF: uses[a[0]] = static_cast<int32_t>(std::min<int64_t>(uses[a[0]] + k, 1 << 20)); break;
       default: break;
     }
@@ -175,6 +178,7 @@ class InlinePlanner {
         break;
       }
       case REF: size = (*inline_)[a[0]] ? rule_size_[a[0]] : 1; break;
+      case CHECK: case REGION: size = 1; break;  // a call to a rule of its own
     }
     memo_[node] = size;
     *out = size;
@@ -217,10 +221,36 @@ class EdgeLists {
   std::vector<T> items_;
 };
 
+// The rules made for REGION and CHECK nodes (see Automaton), numbered after the IR's.
+struct NodeRules {
+  std::vector<int32_t> rule_of_node;  // IR word offset -> rule, -1 for other nodes
+  std::vector<int32_t> node_of_rule;  // (rule - n_rules) -> IR word offset
+
+  explicit NodeRules(const Ir& ir) : rule_of_node(ir.words.size(), -1) {
+    const int32_t n = static_cast<int32_t>(ir.words.size());
+    for (int32_t pos = 4 + ir.n_rules; pos < n;) {
+      const int32_t* a = ir.args(pos);
+      const int32_t kind = ir.kind(pos);
+      if (kind == CHECK || kind == REGION) {
+        rule_of_node[pos] = ir.n_rules + static_cast<int32_t>(node_of_rule.size());
+        node_of_rule.push_back(pos);
+      }
+      switch (kind) {
+        case BYTESET: pos += 2 + 2 * a[0]; break;
+        case BYTES: case SEQ: case ALT: pos += 2 + a[0]; break;
+        case REPEAT: pos += 4; break;
+        case CHECK: pos += 3 + a[1]; break;
+        default: pos += 2; break;  // REF, REGION
+      }
+    }
+  }
+};
+
 class RuleNfa {
  public:
-  RuleNfa(const Ir& ir, const Limits& limits, const std::vector<uint8_t>& inline_rule, int64_t* budget)
-      : ir_(ir), limits_(limits), inline_(inline_rule), budget_(budget) {}
+  RuleNfa(const Ir& ir, const Limits& limits, const std::vector<uint8_t>& inline_rule, const NodeRules& node_rules,
+          int64_t* budget)
+      : ir_(ir), limits_(limits), inline_(inline_rule), node_rules_(node_rules), budget_(budget) {}
 
   // Replaces the previous rule's automaton with `rule`'s.
   Status build(int32_t rule) {
@@ -229,7 +259,12 @@ class RuleNfa {
     bytes_.clear();
     calls_.clear();
     start = add();
-    accept = expr(ir_.body(rule), start, 0);
+    if (rule < ir_.n_rules) {
+      accept = expr(ir_.body(rule), start, 0);
+    } else {
+      const int32_t node = node_rules_.node_of_rule[rule - ir_.n_rules];
+      accept = ir_.kind(node) == CHECK ? start : expr(ir_.args(node)[0], start, 0);
+    }
     if (!status_.ok()) return status_;
     eps_.group(n_nodes_);
     bytes_.group(n_nodes_);
@@ -311,6 +346,12 @@ class RuleNfa {
         calls_.add(from, {callee, n});
         return n;
       }
+      case CHECK:
+      case REGION: {
+        int32_t n = add();
+        calls_.add(from, {node_rules_.rule_of_node[node], n});
+        return n;
+      }
     }
     return from;
   }
@@ -318,6 +359,7 @@ class RuleNfa {
   const Ir& ir_;
   const Limits& limits_;
   const std::vector<uint8_t>& inline_;
+  const NodeRules& node_rules_;
   int64_t* budget_;
   Status status_;
   int32_t n_nodes_ = 0;
@@ -674,11 +716,26 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   Automaton& a = *out;
   a = Automaton{};
   a.root = ir.root;
-  a.start.assign(ir.n_rules, -1);
+  const NodeRules node_rules(ir);
+  const int32_t n_rules = ir.n_rules + static_cast<int32_t>(node_rules.node_of_rule.size());
+  inline_rule.resize(n_rules, 0);
+  a.start.assign(n_rules, -1);
+  a.check_of.assign(n_rules, -1);
+  a.region.assign(n_rules, 0);
+  for (int32_t r = ir.n_rules; r < n_rules; ++r) {
+    const int32_t node = node_rules.node_of_rule[r - ir.n_rules];
+    const int32_t* args = ir.args(node);
+    if (ir.kind(node) == REGION) {
+      a.region[r] = 1;
+      continue;
+    }
+    a.check_of[r] = static_cast<int32_t>(a.checks.size());
+    a.checks.push_back({args[0], std::vector<int32_t>(args + 2, args + 2 + args[1])});
+  }
   int64_t budget = limits.max_nfa_nodes;
   std::vector<int32_t> todo{ir.root}, called;
   ByteRuns runs;
-  RuleNfa nfa(ir, limits, inline_rule, &budget);
+  RuleNfa nfa(ir, limits, inline_rule, node_rules, &budget);
   Determinizer det(limits, &a, &runs);
   while (!todo.empty()) {
     int32_t rule = todo.back();

@@ -33,6 +33,13 @@ struct UninitializedAllocator : std::allocator<T> {
   void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...); }
 };
 
+struct CheckSpec {
+  int32_t kind;
+  std::vector<int32_t> params;
+};
+
+// Rules are the IR's, then one per REGION node (its body: calling it marks where the region's
+// text starts) and one per CHECK node (matches the empty string when its predicate holds).
 struct Automaton {
   int32_t root = -1;                 // root rule
   bool empty = false;                // the root matches no string: every parser state is dead
@@ -48,6 +55,9 @@ struct Automaton {
   std::vector<uint8_t> tail;
   // state -> bytes leave it, and it neither calls nor completes: stepping into it needs no closure.
   std::vector<uint8_t> plain;
+  std::vector<int32_t> check_of;     // rule -> index into checks, -1 when the rule is no check
+  std::vector<uint8_t> region;       // rule -> a region: its callers mark where its text starts
+  std::vector<CheckSpec> checks;
 
   int32_t n_states() const { return static_cast<int32_t>(rule_of.size()); }
   bool has_bytes(int32_t s) const { return row[s] >= 0; }

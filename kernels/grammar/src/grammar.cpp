@@ -160,9 +160,39 @@ int32_t Grammar::warm(int32_t max_caches) {
 void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool exact, TokenCache* out) {
   TokenCache& c = *out;
   const Vocab& v = *vocab;
+  if (positions_.empty()) positions_.assign((v.order.size() + 63) / 64 + 1, 0);
+  uint64_t* pos = positions_.data();
+  int64_t marked = 0;  // may count a position twice: it only picks the cheaper translation
+  int32_t lo = INT32_MAX, hi = 0;
+  if (walk_trie(state, after, exact, CheckMode::pass, &marked, &lo, &hi, &c.uncertain)) {
+    // Checks decide on text the cache cannot know. With all of them passing, the walk found
+    // every token that may be valid; with all failing, those valid whatever the checks say,
+    // the accepted ones. The others are left to the real stack, like the uncertain ones.
+    std::vector<uint64_t> maybe(pos, pos + positions_.size());
+    for (int32_t p : c.uncertain) maybe[p >> 6] |= uint64_t(1) << (p & 63);
+    std::fill(pos, pos + positions_.size(), 0);
+    c.uncertain.clear();
+    std::vector<int32_t> ignored;
+    marked = 0, lo = INT32_MAX, hi = 0;
+    walk_trie(state, after, exact, CheckMode::fail, &marked, &lo, &hi, &ignored);
+    for (size_t k = 0; k < maybe.size(); ++k)
+      for (uint64_t w = maybe[k] & ~pos[k]; w; w &= w - 1)
+        c.uncertain.push_back(static_cast<int32_t>(k * 64 + __builtin_ctzll(w)));
+  }
+  if (marked > 0) {
+    accepted_by_id(v, pos, lo, hi, marked, &c.accepted);
+    std::fill(pos + lo, pos + hi, 0);
+  }
+  ++caches_built;
+  cache_bytes += int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4;
+}
+
+bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool exact, CheckMode mode,
+                        int64_t* marked_out, int32_t* lo_out, int32_t* hi_out, std::vector<int32_t>* unsure) {
+  const Vocab& v = *vocab;
   if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
   MaskWalk& walk = *walk_;
-  walk.begin(state, after);
+  walk.begin(state, after, mode);
   // Per depth along the current trie path: the configuration after its first d bytes, or, while
   // the path stays in plain states, that lone frame (plain[d] >= 0; configs[d] interned on demand).
   constexpr int32_t kUnset = -2;
@@ -173,10 +203,9 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
   // Accepted tokens are marked by trie position, where a subtree is a range (a few word writes),
   // and translated to ids once at the end (accepted_by_id). The buffer is kept all clear between
   // walks: only the words touched, [lo, hi), are cleared again.
-  if (positions_.empty()) positions_.assign((v.order.size() + 63) / 64 + 1, 0);
   uint64_t* pos = positions_.data();
-  int64_t marked = 0;  // may count a position twice: it only picks the cheaper translation
-  int32_t lo = INT32_MAX, hi = 0;
+  int64_t& marked = *marked_out;
+  int32_t &lo = *lo_out, &hi = *hi_out;
   const auto accept = [&](int32_t begin, int32_t end) {
     if (begin >= end) return;
     marked += end - begin;
@@ -188,7 +217,7 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
   };
   const auto accept_subtree = [&](int32_t i) { accept(v.trie[i].tok_begin, v.trie[i].tok_end); };
   const auto uncertain = [&](int32_t begin, int32_t end) {
-    for (int32_t p = begin; p < end; ++p) c.uncertain.push_back(p);
+    for (int32_t p = begin; p < end; ++p) unsure->push_back(p);
   };
   const int32_t n_nodes = static_cast<int32_t>(v.trie.size());
   for (int32_t i = 1; i < n_nodes;) {
@@ -250,12 +279,7 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
     }
     ++i;
   }
-  if (marked > 0) {
-    accepted_by_id(v, pos, lo, hi, marked, &c.accepted);
-    std::fill(pos + lo, pos + hi, 0);
-  }
-  ++caches_built;
-  cache_bytes += int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4;
+  return walk.met_check();
 }
 
 void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words) {
@@ -265,6 +289,7 @@ void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, ui
   levels_[0].can_end = false;
   const uint8_t* prev = nullptr;
   int32_t valid = 0;  // levels_[0..valid] hold the states along `prev`
+  const size_t base = text_->size();
   for (int32_t pos : positions) {
     const int32_t id = v.order[pos], len = v.length(id);
     const uint8_t* b = v.bytes(id);
@@ -273,12 +298,16 @@ void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, ui
     bool alive = true;
     for (; d < len; ++d) {
       if (levels_[d].dead()) { alive = false; break; }
+      text_->resize(base + d + 1);
+      (*text_)[base + d] = b[d];
+      stepper_.set_text(text_->data(), static_cast<int64_t>(base + d + 1));
       stepper_.step(pool_, levels_[d], b[d], &levels_[d + 1]);
     }
     valid = d;
     prev = b;
     if (alive && (!levels_[len].dead() || levels_[len].can_end)) words[id >> 5] |= 1u << (id & 31);
   }
+  text_->resize(base);
 }
 
 }  // namespace tg

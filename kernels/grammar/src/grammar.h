@@ -60,6 +60,10 @@ struct Grammar {
  private:
   Shortest shortest_;
   void build_cache(int32_t state, const std::vector<int32_t>* after, bool exact, TokenCache* out);
+  // One walk of build_cache with checks decided by `mode`: marks accepted trie positions in
+  // positions_ (words [*lo, *hi)), appends uncertain ones; returns whether it met a check.
+  bool walk_trie(int32_t state, const std::vector<int32_t>* after, bool exact, CheckMode mode, int64_t* marked,
+                 int32_t* lo, int32_t* hi, std::vector<int32_t>* uncertain);
   std::unique_ptr<MaskWalk> walk_;  // reused by every cache_for: its tables keep their memory
   std::unordered_map<uint64_t, std::unique_ptr<TokenCache>> site_cache_;  // (state, ret) -> cache
   std::vector<int8_t> by_site_;  // per state: -1 not known yet
@@ -73,13 +77,16 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
 // reused between consecutive tokens that share a prefix.
 class TokenWalker {
  public:
-  TokenWalker(const Grammar& g, FramePool& pool) : g_(g), pool_(pool), stepper_(g.automaton) {}
+  // `text`: the bytes accepted so far, which checks read; tokens are appended while walked.
+  TokenWalker(const Grammar& g, FramePool& pool, std::vector<uint8_t>* text)
+      : g_(g), pool_(pool), text_(text), stepper_(g.automaton) {}
   // Sets the bit of every token among `positions` (in Vocab::order) valid from `frame`.
   void check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words);
 
  private:
   const Grammar& g_;
   FramePool& pool_;
+  std::vector<uint8_t>* text_;
   Stepper stepper_;
   std::vector<StateSet> levels_;
 };

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "checks.h"
+
 namespace tg {
 
 namespace {
@@ -60,6 +62,15 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
         break;
       case REF:
         if (avail < 1 || a[0] < 0 || a[0] >= words[2]) return bad(pos, "rule reference out of range");
+        size = 2;
+        break;
+      case CHECK:
+        if (avail < 2 || a[1] < 0 || avail < 2 + int64_t(a[1])) return bad(pos, "truncated check");
+        if (!check_valid(a[0], a + 2, a[1])) return bad(pos, "unknown check or bad parameters");
+        size = 3 + int64_t(a[1]);
+        break;
+      case REGION:
+        if (avail < 1 || !child_ok(a[0], pos)) return bad(pos, "child offset is not an earlier node");
         size = 2;
         break;
       default:

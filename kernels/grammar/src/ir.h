@@ -7,7 +7,9 @@
 
 namespace tg {
 
-enum Kind : int32_t { BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6 };
+// CHECK is a zero-width assertion decided by a predicate (checks.h) on the text of the nearest
+// enclosing REGION, from the region's first byte to the check.
+enum Kind : int32_t { BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6, CHECK = 7, REGION = 8 };
 
 struct Ir {
   std::vector<int32_t> words;

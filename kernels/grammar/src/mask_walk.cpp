@@ -39,8 +39,9 @@ uint64_t hash_set(const StateSet& set) {
 
 }  // namespace
 
-void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after) {
+void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, CheckMode mode) {
   after_ = after;
+  stepper_.set_mode(mode);
   pool_.init(a_.n_states());
   sets_.clear();
   set_hashes_.clear();

@@ -51,7 +51,9 @@ class MaskWalk {
   explicit MaskWalk(const Automaton& a) : a_(a), stepper_(a) {}
   // Starts the walk from the bottom frame `state`; `after` are the states that may follow its
   // rule. The tables of the previous walk are cleared, their memory kept.
-  void begin(int32_t state, const std::vector<int32_t>* after);
+  // `mode` decides the checks met (the walk has no text).
+  void begin(int32_t state, const std::vector<int32_t>* after, CheckMode mode);
+  bool met_check() const { return stepper_.met_check(); }
 
   int32_t start() const { return 0; }
   // The configuration after `byte`, or -1 when nothing is alive any more (no token going on

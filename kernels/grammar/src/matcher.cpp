@@ -5,13 +5,21 @@
 
 namespace tg {
 
-Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton), walker_(*g, scratch_) { reset(); }
+Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton), walker_(*g, scratch_, &text_) { reset(); }
 
 void Matcher::reset() {
   const Automaton& a = g_->automaton;
   pool_.init(a.n_states());
   history_.assign(1, Entry{});
+  text_.clear();
+  stepper_.set_text(text_.data(), 0);
   stepper_.start(pool_, a.start[a.root], &history_[0].set);
+}
+
+void Matcher::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out) {
+  text_.push_back(byte);
+  stepper_.set_text(text_.data(), static_cast<int64_t>(text_.size()));
+  stepper_.step(pool, in, byte, out);
 }
 
 void Matcher::fill_mask(uint32_t* __restrict words) {
@@ -24,7 +32,8 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
   seen_caches_.clear();
   for (int32_t id : cur.set.frames) {
     const Frame f = pool_.get(id);
-    const TokenCache& c = g_->cache_for(f.state, f.parent < 0 ? -1 : pool_.get(f.parent).state);
+    const int32_t ret = f.parent < 0 ? -1 : pool_.get(f.parent).state;
+    const TokenCache& c = g_->cache_for(f.state, is_mark(ret) ? -1 : ret);
     // Frames with the same cache share the accepted part; only the uncertain part differs.
     if (std::find(seen_caches_.begin(), seen_caches_.end(), &c) == seen_caches_.end()) {
       seen_caches_.push_back(&c);
@@ -42,14 +51,18 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
 
 bool Matcher::advance(const uint8_t* data, int32_t n, StateSet* out) {
   const StateSet* in = &history_.back().set;
+  const size_t base = text_.size();
   StateSet* bufs[2] = {&a_, &b_};
   for (int32_t i = 0; i < n; ++i) {
-    if (in->dead()) return false;
+    if (in->dead()) break;
     StateSet* next = bufs[i & 1];
-    stepper_.step(pool_, *in, data[i], next);
+    step(pool_, *in, data[i], next);
     in = next;
   }
-  if (in->dead() && !in->can_end) return false;
+  if (text_.size() < base + n || (in->dead() && !in->can_end)) {
+    text_.resize(base);
+    return false;
+  }
   *out = *in;
   return true;
 }
@@ -59,7 +72,7 @@ int32_t Matcher::accept_token(int32_t id) {
   if (is_terminated()) return 0;
   if (v.stop[id]) {
     if (!can_terminate()) return 0;
-    Entry e{history_.back().set, true};
+    Entry e{history_.back().set, true, text_.size()};
     history_.push_back(std::move(e));
     return 1;
   }
@@ -71,6 +84,7 @@ int32_t Matcher::accept_bytes(const uint8_t* data, int32_t n) {
   if (is_terminated()) return 0;
   Entry e;
   if (!advance(data, n, &e.set)) return 0;
+  e.text_len = text_.size();
   history_.push_back(std::move(e));
   return 1;
 }
@@ -78,6 +92,7 @@ int32_t Matcher::accept_bytes(const uint8_t* data, int32_t n) {
 bool Matcher::rollback(int32_t n) {
   if (n < 0 || n > history_length()) return false;
   history_.resize(history_.size() - n);
+  text_.resize(history_.back().text_len);
   return true;
 }
 
@@ -85,25 +100,53 @@ int32_t Matcher::jump_forward(uint8_t* out, int32_t cap) {
   if (is_terminated()) return 0;
   const Automaton& a = g_->automaton;
   scratch_.layer_on(pool_);
-  StateSet cur = history_.back().set, next;
+  StateSet cur = history_.back().set, next, trial;
+  const size_t base = text_.size();
   int32_t n = 0;
   while (n < cap && !cur.can_end && !cur.dead()) {
-    int32_t only = -1;
+    bool seen[256] = {};
+    int32_t count = 0, only = -1;
     for (int32_t id : cur.frames) {
       const int32_t s = scratch_.get(id).state;
+      for (int32_t b = 0; b < 256; ++b)
+        if (!seen[b] && a.step(s, static_cast<uint8_t>(b)) >= 0) seen[b] = true, ++count, only = b;
+      if (count > 1 && a.checks.empty()) break;
+    }
+    if (count > 1) {
+      if (a.checks.empty()) break;
+      // Checks may refuse all but one of the bytes the automata allow: that one is forced.
+      only = -1;
       for (int32_t b = 0; b < 256 && only != -2; ++b) {
-        if (a.step(s, static_cast<uint8_t>(b)) < 0) continue;
-        only = (only == -1 || only == b) ? b : -2;
+        if (!seen[b]) continue;
+        step(scratch_, cur, static_cast<uint8_t>(b), &trial);
+        text_.resize(base + n);
+        if (!trial.dead() || trial.can_end) only = only == -1 ? b : -2;
       }
-      if (only == -2) break;
     }
     if (only < 0) break;
+    step(scratch_, cur, static_cast<uint8_t>(only), &next);
+    if (next.dead() && !next.can_end) break;  // the one byte the automata allow fails a check
     out[n++] = static_cast<uint8_t>(only);
-    stepper_.step(scratch_, cur, static_cast<uint8_t>(only), &next);
     std::swap(cur, next);
   }
+  text_.resize(base);
   scratch_.clear();
   return n;
+}
+
+bool Matcher::completes(const std::vector<uint8_t>& bytes) {
+  scratch_.layer_on(pool_);
+  const size_t base = text_.size();
+  StateSet cur = history_.back().set, next;
+  for (uint8_t b : bytes) {
+    if (cur.dead()) break;
+    step(scratch_, cur, b, &next);
+    std::swap(cur, next);
+  }
+  const bool ok = text_.size() == base + bytes.size() && cur.can_end;
+  text_.resize(base);
+  scratch_.clear();
+  return ok;
 }
 
 int64_t Matcher::shortest_completion(std::vector<uint8_t>* out) {
@@ -119,12 +162,17 @@ int64_t Matcher::shortest_completion(std::vector<uint8_t>* out) {
   for (int32_t id : cur.set.frames) {
     int64_t cost = 0;
     for (int32_t f = id; f >= 0 && cost < best; f = pool_.get(f).parent)
-      cost = std::min(cost + sh.dist[pool_.get(f).state], Shortest::kInf);
+      if (!is_mark(pool_.get(f).state)) cost = std::min(cost + sh.dist[pool_.get(f).state], Shortest::kInf);
     if (cost < best) best = cost, best_frame = id;
   }
   if (best_frame < 0) return -1;
   if (best > kMaxCompletion) return best;  // not spelled out: the caller reports it
-  for (int32_t f = best_frame; f >= 0; f = pool_.get(f).parent) sh.emit(g_->automaton, pool_.get(f).state, out);
+  for (int32_t f = best_frame; f >= 0; f = pool_.get(f).parent)
+    if (!is_mark(pool_.get(f).state)) sh.emit(g_->automaton, pool_.get(f).state, out);
+  if (!g_->automaton.checks.empty() && !completes(*out)) {  // the distances know no checks
+    out->clear();
+    return -1;
+  }
   return best;
 }
 

@@ -32,13 +32,18 @@ class Matcher {
   struct Entry {
     StateSet set;
     bool terminated = false;
+    size_t text_len = 0;
   };
   bool advance(const uint8_t* data, int32_t n, StateSet* out);
+  void step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out);
+  // Whether `bytes` take the matcher to a state where it can terminate (state unchanged).
+  bool completes(const std::vector<uint8_t>& bytes);
 
   Grammar* g_;
   FramePool pool_, scratch_;
   Stepper stepper_;
   std::vector<Entry> history_;
+  std::vector<uint8_t> text_;  // every byte accepted: the checks read it
   StateSet a_, b_;
   std::vector<const TokenCache*> seen_caches_;
   TokenWalker walker_;  // after scratch_: it walks speculative frames there

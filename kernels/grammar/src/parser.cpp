@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "checks.h"
+
 namespace tg {
 
 namespace {
@@ -69,7 +71,7 @@ void FramePool::grow() {
 }
 
 int32_t FramePool::intern(int32_t state, int32_t parent) {
-  if (parent < 0) return state;
+  if (parent < 0 && !is_mark(state)) return state;
   if ((size() + 1) * 2 > static_cast<int32_t>(slots_.size())) grow();
   const uint32_t mask = static_cast<uint32_t>(slots_.size()) - 1;
   uint32_t h = hash_frame(state, parent) & mask;
@@ -89,14 +91,48 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
     todo_.pop_back();
     if (!visited_.insert(id)) continue;
     const Frame f = pool.get(id);
+    if (is_mark(f.state)) {  // a region completed
+      if (f.parent < 0) out->can_end = true;
+      else todo_.push_back(f.parent);
+      continue;
+    }
     if (a_.has_bytes(f.state)) out->frames.push_back(id);
-    for (const Call* c = a_.calls_begin(f.state); c != a_.calls_end(f.state); ++c)
-      todo_.push_back(pool.intern(a_.start[c->rule], a_.tail[c->next] ? f.parent : pool.intern(c->next, f.parent)));
+    for (const Call* c = a_.calls_begin(f.state); c != a_.calls_end(f.state); ++c) {
+      int32_t ret = a_.tail[c->next] ? f.parent : pool.intern(c->next, f.parent);
+      const int32_t check = a_.check_of[c->rule];
+      if (check >= 0) {  // zero-width: go on where the call returns, if the check holds
+        if (!passes(pool, f, check)) continue;
+        if (ret < 0) out->can_end = true;
+        else todo_.push_back(ret);
+        continue;
+      }
+      if (a_.region[c->rule]) ret = pool.intern(mark_state(mode_ == CheckMode::evaluate ? len_ : -1), ret);
+      todo_.push_back(pool.intern(a_.start[c->rule], ret));
+    }
     if (a_.final[f.state]) {
       if (f.parent < 0) out->can_end = true;
       else todo_.push_back(f.parent);
     }
   }
+}
+
+bool Stepper::passes(FramePool& pool, const Frame& f, int32_t check) {
+  if (mode_ != CheckMode::evaluate) {
+    met_check_ = true;
+    return mode_ == CheckMode::pass;
+  }
+  int64_t from = 0;  // no region around the check: the whole text
+  for (int32_t p = f.parent; p >= 0;) {
+    const Frame g = pool.get(p);
+    if (is_mark(g.state)) {
+      from = mark_pos(g.state);
+      break;
+    }
+    p = g.parent;
+  }
+  if (from < 0 || from > len_) return false;
+  const CheckSpec& c = a_.checks[check];
+  return run_check(c.kind, c.params.data(), static_cast<int32_t>(c.params.size()), text_ + from, len_ - from);
 }
 
 void Stepper::start(FramePool& pool, int32_t frame, StateSet* out) {

@@ -1,7 +1,8 @@
 // The byte-level parser: a set of stacks over the rule automata, shared as a tree of
 // interned frames. A frame is (state, parent); the parent is the frame to resume once the
 // state's rule completes, -1 being the bottom (the start rule, or the rule a mask-cache
-// walk began in).
+// walk began in). Calling a region rule pushes a marker frame below it that records where the
+// region's text starts; a check reads the text from its nearest marker.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -15,6 +16,15 @@ struct Frame {
   int32_t state;
   int32_t parent;
 };
+
+// A marker's state: -2 - the position of the region's first byte (-1: not known, in mask walks).
+inline int32_t mark_state(int64_t pos) { return static_cast<int32_t>(-2 - pos); }
+inline bool is_mark(int32_t state) { return state < 0; }
+inline int64_t mark_pos(int32_t state) { return -2 - int64_t(state); }
+
+// How closures decide checks: on the text (the parser), or, where no text is known (mask-cache
+// walks), all passing or all failing, which bounds what the text could decide.
+enum class CheckMode : uint8_t { evaluate, pass, fail };
 
 // Interned frames. Ids below n_states are the bottom frames (state, -1), implicit. A pool may
 // be layered on a base pool to hold speculative frames that are thrown away together.
@@ -74,6 +84,11 @@ class SeenFrames {
 class Stepper {
  public:
   explicit Stepper(const Automaton& a) : a_(a) {}
+  // The text consumed so far, up to and including the byte being stepped: checks read it.
+  void set_text(const uint8_t* text, int64_t len) { text_ = text, len_ = len; }
+  void set_mode(CheckMode mode) { mode_ = mode, met_check_ = false; }
+  // A closure met a check since set_mode (in the pass and fail modes).
+  bool met_check() const { return met_check_; }
   // Everything reachable from `frame` without consuming a byte.
   void start(FramePool& pool, int32_t frame, StateSet* out);
   void step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out);
@@ -82,7 +97,12 @@ class Stepper {
 
  private:
   void close(FramePool& pool, int32_t frame, StateSet* out);
+  bool passes(FramePool& pool, const Frame& f, int32_t check);
   const Automaton& a_;
+  const uint8_t* text_ = nullptr;
+  int64_t len_ = 0;
+  CheckMode mode_ = CheckMode::evaluate;
+  bool met_check_ = false;
   std::vector<int32_t> todo_;
   SeenFrames visited_;
 };

@@ -61,6 +61,25 @@ def _rules() -> tuple[tuple[str, ir.Expr], ...]:
     )
 
 
+def json_text_rules(prefix: str, ws: ir.Expr) -> dict[str, ir.Expr]:
+    """The same grammar with rule names prefixed and `ws` for every whitespace run (a bounded
+    one, where a model generates it); its start rule is prefix + "root"."""
+    rename = {name: Ref(prefix + name) for name, _ in _rules()}
+
+    def sub(e: ir.Expr) -> ir.Expr:
+        if e is _WS:
+            return ws
+        if isinstance(e, Ref):
+            return rename[e.name]
+        if isinstance(e, (ir.Seq, ir.Alt)):
+            return type(e)(tuple(sub(x) for x in e.items))
+        if isinstance(e, ir.Repeat):
+            return ir.Repeat(sub(e.item), e.min, e.max)
+        return e
+
+    return {prefix + name: sub(body) for name, body in _rules()}
+
+
 def builtin_json_grammar() -> ir.Grammar:
     """Any JSON value, surrounded by optional whitespace (RFC 8259 JSON-text)."""
     return ir.Grammar(dict(_rules()), "root")

@@ -15,6 +15,12 @@ kernels/grammar/ir.cpp):
     node ALT:     4, n, child_offset_0 ..                   (n == 0: matches nothing)
     node REPEAT:  5, min, max (-1 = unbounded), child_offset
     node REF:     6, rule_index
+    node CHECK:   7, kind, n, param_0 .. param_{n-1}         (zero-width: a predicate holds)
+    node REGION:  8, child_offset                          (where checks start reading)
+
+A CHECK matches the empty string when its predicate (kernels/grammar/src/checks.h) holds on
+the text of the nearest enclosing REGION so far: the values that no grammar can describe
+(unique array items, regular expressions with backreferences) are decided on their text.
 
 Offsets index the word array; a child always precedes its parent, so the tree is acyclic
 by construction and the core can validate it in one pass.
@@ -28,7 +34,9 @@ from functools import lru_cache
 
 MAGIC = 0x54524C31  # "TRL1"
 VERSION = 1
-BYTES, BYTESET, SEQ, ALT, REPEAT, REF = 1, 2, 3, 4, 5, 6
+BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION = 1, 2, 3, 4, 5, 6, 7, 8
+# Check kinds (kernels/grammar/src/checks.h).
+UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON = 1, 2, 3, 4, 5, 6
 MAX_CODE_POINT = 0x10FFFF
 
 
@@ -139,6 +147,37 @@ class Ref(Expr):
 
     def __hash__(self):
         return hash((Ref, self.name))
+
+
+@dataclass(slots=True)
+class Check(Expr):
+    kind: int
+    params: tuple[int, ...] = ()
+    _facts: object = _cache()
+
+    def __init__(self, kind: int, params: tuple[int, ...] = ()):
+        self.kind, self.params = kind, tuple(params)
+        self._facts = None
+
+    def __hash__(self):
+        return hash((Check, self.kind, self.params))
+
+
+@dataclass(slots=True)
+class Region(Expr):
+    item: Expr
+    _hash: int | None = _cache()
+    _facts: object = _cache()
+
+    def __init__(self, item: Expr):
+        self.item = item
+        self._hash = self._facts = None
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((Region, self.item))
+        return h
 
 
 EMPTY = Seq(())
@@ -338,6 +377,10 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
             node += [emit(item) for item in expr.items]
         elif t is Repeat:
             node = [REPEAT, expr.min, -1 if expr.max is None else expr.max, emit(expr.item)]
+        elif t is Check:
+            node = [CHECK, expr.kind, len(expr.params), *expr.params]
+        elif t is Region:
+            node = [REGION, emit(expr.item)]
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
         offset = len(words)

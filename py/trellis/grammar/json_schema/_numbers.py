@@ -208,6 +208,16 @@ def decimal_range(lo: Decimal | None, li: bool, hi: Decimal | None, hinc: bool) 
 # ---- multipleOf ------------------------------------------------------------------------------
 
 
+def check_params(m: Decimal, pointer: str) -> tuple[int, int, int]:
+    """The MULTIPLE_OF check's parameters for m > 0 (checks.h): P as two words, Q; m = P * 10^Q."""
+    _, digits, exp = m.normalize().as_tuple()
+    p = int("".join(map(str, digits)))
+    if p >= 1 << 63 or not -(1 << 31) <= exp < 1 << 31:
+        raise UnsupportedSchemaError(f"multipleOf {m} has too many digits", "multipleOf", pointer)
+    hi, lo = p >> 32, p & 0xFFFFFFFF
+    return hi, lo - (1 << 32) if lo >= 1 << 31 else lo, exp
+
+
 def multiple_dfa(m: Decimal, pointer: str) -> _dfa.Dfa:
     """Number texts (digits, one '.', a leading '-') whose value is a multiple of m > 0.
 

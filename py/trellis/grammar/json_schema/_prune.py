@@ -34,9 +34,9 @@ def facts(e: ir.Expr) -> frozenset:
                 known = r if not known else known if r <= known else known | r
     elif t is ir.Ref:
         known = frozenset((e.name,))
-    elif t is ir.Repeat:
+    elif t is ir.Repeat or t is ir.Region:
         known = facts(e.item)
-    else:  # Bytes, ByteSet
+    else:  # Bytes, ByteSet, Check
         known = NO_REFS
     e._facts = known
     return known
@@ -94,6 +94,8 @@ def _rename(e: ir.Expr, alias: dict, merged: frozenset, memo: dict) -> ir.Expr:
         out = ir.Ref(alias[e.name])
     elif t is ir.Repeat:
         out = ir.Repeat(_rename(e.item, alias, merged, memo), e.min, e.max)
+    elif t is ir.Region:
+        out = ir.Region(_rename(e.item, alias, merged, memo))
     else:
         out = t(tuple(_rename(x, alias, merged, memo) for x in e.items))
     memo[id(e)] = (out, e)

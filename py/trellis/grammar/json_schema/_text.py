@@ -57,7 +57,9 @@ def _escape(e: ir.Expr, memo: dict) -> ir.Expr:
         out = ir.alt(*(_escape(x, memo) for x in e.items))
     elif isinstance(e, ir.Repeat):
         out = ir.Repeat(_escape(e.item, memo), e.min, e.max)
-    else:
+    elif isinstance(e, ir.Region):
+        out = ir.Region(_escape(e.item, memo))
+    else:  # Ref, Check
         out = e
     memo[id(e)] = (out, e)  # e kept alive so that its id is not reused
     return out
@@ -343,7 +345,8 @@ _IPV6 = _ipv6()
 _YEAR_LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
 _DATE = (r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
          rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_YEAR_LEAP}-02-29)")
-# Leap seconds (":60") are valid only at 23:59:60 UTC; they are left out (a restriction).
+# Leap seconds (":60") are valid only at 23:59:60 UTC: alone, a format gets them through a check
+# (checked_format); combined with other string constraints they are left out (a restriction).
 _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 _DUR_TIME = r"T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
 _DUR_DATE = r"(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
@@ -435,7 +438,11 @@ FORMATS = {
 }
 # Formats the spec defines that are not enforced: refused rather than silently ignored.
 # Formats nobody defines are annotations (the spec says so) and are ignored.
-REFUSED_FORMATS = {"idn-email", "idn-hostname", "regex"}
+REFUSED_FORMATS = {"idn-email", "idn-hostname"}
+# Formats whose grammar has checks (ir.Check) decided by the core on the text: enforced when the
+# format is a string's only constraint (a product automaton cannot hold a check); combined with
+# others, time and date-time leave out leap seconds, and regex is refused.
+CHECKED_FORMATS = ("time", "date-time", "regex")
 
 
 @lru_cache(maxsize=64)
@@ -460,9 +467,82 @@ def format_expr(name, pointer: str) -> ir.Expr | None:
         raise UnsupportedSchemaError("format must be a string", "format", pointer)
     if name in REFUSED_FORMATS:
         raise UnsupportedSchemaError(f"format {name!r} is not enforced", "format", pointer)
+    if name == "regex":
+        raise UnsupportedSchemaError("format 'regex' is enforced only as a string's one constraint (not with "
+                                     "pattern, lengths, other formats or under not)", "format", pointer)
     if name not in FORMATS:
         return None
     return _format_expr_cached(name)
+
+
+@lru_cache(maxsize=8)
+def checked_format(name: str) -> tuple[ir.Expr, dict[str, ir.Expr]]:
+    """The JSON strings (quotes included) of a CHECKED_FORMATS format, and the rules the
+    expression refers to."""
+    quote = ir.literal('"')
+    if name == "regex":
+        body, rules = _regex_format()
+        rules = {k: json_escape(v) for k, v in rules.items()}
+        # The region starts at the opening quote, where the check's decoding starts (checks.h).
+        return ir.seq(ir.Region(ir.seq(quote, json_escape(body), ir.Check(ir.REGEX))), quote), rules
+    time = ir.alt(_format_expr_cached("time"), _leap_time())
+    if name == "date-time":
+        time = ir.seq(full_regex_expr(_DATE), ir.byte_set([(0x54, 0x54), (0x74, 0x74)]), time)
+    return ir.seq(quote, json_escape(time), quote), {}
+
+
+@lru_cache(maxsize=1)
+def _leap_time() -> ir.Expr:
+    """Times at second 60: a region whose check after the zone and after each digit of an
+    offset keeps only what can still be 23:59:60 UTC (so no prefix is a dead end)."""
+    check = ir.Check(ir.LEAP_SECOND)
+    digit = ir.byte_set([(0x30, 0x39)])
+    hour = ir.alt(ir.seq(ir.byte_set([(0x30, 0x31)]), check, digit), ir.seq(ir.literal("2"), check,
+                                                                            ir.byte_set([(0x30, 0x33)])))
+    minute = ir.seq(ir.byte_set([(0x30, 0x35)]), check, digit)
+    offset = ir.seq(ir.byte_set([(0x2B, 0x2B), (0x2D, 0x2D)]), hour, check, ir.literal(":"), minute, check)
+    zone = ir.alt(ir.seq(ir.byte_set([(0x5A, 0x5A), (0x7A, 0x7A)]), check), offset)
+    return ir.Region(ir.seq(full_regex_expr(r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:60(?:\.[0-9]+)?"), zone))
+
+
+_REGEX_RULES = ("fmt-regex-disjunction",)
+_SYNTAX = "^$\\.*+?()[]{}|"
+
+
+@lru_cache(maxsize=1)
+def _regex_format() -> tuple[ir.Expr, dict[str, ir.Expr]]:
+    """Decoded ECMAScript patterns (the `u` flag) as a grammar of their structure, with one check at the
+    end for what the grammar cannot see (checks.cpp: group names and back-references, range and
+    quantifier order). Left out, a restriction: \\p{..} property escapes, the (?i:..) modifiers,
+    group names beyond ASCII."""
+    lit, cls = ir.literal, ir.char_class
+    disj = ir.Ref(_REGEX_RULES[0])
+    hex_ = ir.byte_set([(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)])
+    digits = ir.seq(ir.byte_set([(0x30, 0x39)]), ir.repeat(ir.byte_set([(0x30, 0x39)]), 0, None))
+    name = ir.seq(ir.byte_set([(0x24, 0x24), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]),
+                  ir.repeat(ir.byte_set([(0x24, 0x24), (0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]), 0,
+                            None))
+    code_point = ir.seq(lit("{"), ir.repeat(lit("0"), 0, None),
+                        ir.alt(ir.repeat(hex_, 1, 5), ir.seq(lit("10"), ir.repeat(hex_, 4, 4))), lit("}"))
+    char_escape = ir.alt(ir.byte_set([(ord(c), ord(c)) for c in "fnrtv0/" + _SYNTAX]),
+                         ir.seq(lit("c"), ir.byte_set([(0x41, 0x5A), (0x61, 0x7A)])),
+                         ir.seq(lit("x"), hex_, hex_), ir.seq(lit("u"), ir.alt(ir.repeat(hex_, 4, 4), code_point)))
+    class_escape = ir.byte_set([(ord(c), ord(c)) for c in "dDsSwW"])
+    atom_escape = ir.alt(digits, ir.seq(lit("k<"), name, lit(">")), class_escape, char_escape)
+    class_atom = ir.alt(cls([(ord("\\"), ord("\\")), (ord("]"), ord("]"))], negate=True),
+                        ir.seq(lit("\\"), ir.alt(class_escape, char_escape, ir.byte_set([(0x62, 0x62), (0x2D, 0x2D)]))))
+    char_class = ir.seq(lit("["), ir.repeat(lit("^"), 0, 1), ir.repeat(class_atom, 0, None), lit("]"))
+    group = ir.seq(lit("("), ir.repeat(ir.alt(lit("?:"), ir.seq(lit("?<"), name, lit(">"))), 0, 1), disj, lit(")"))
+    pattern_char = cls([(ord(c), ord(c)) for c in _SYNTAX], negate=True)
+    atom = ir.alt(pattern_char, lit("."), ir.seq(lit("\\"), atom_escape), char_class, group)
+    bound = ir.seq(lit("{"), digits, ir.repeat(ir.seq(lit(","), ir.repeat(digits, 0, 1)), 0, 1), lit("}"))
+    quantifier = ir.seq(ir.alt(ir.byte_set([(0x2A, 0x2B), (0x3F, 0x3F)]), bound), ir.repeat(lit("?"), 0, 1))
+    look = ir.seq(ir.alt(lit("(?="), lit("(?!"), lit("(?<="), lit("(?<!")), disj, lit(")"))
+    assertion = ir.alt(ir.byte_set([(0x24, 0x24), (0x5E, 0x5E)]), lit("\\b"), lit("\\B"), look)
+    term = ir.alt(assertion, ir.seq(atom, ir.repeat(quantifier, 0, 1)))
+    alternative = ir.repeat(term, 0, None)
+    rules = {_REGEX_RULES[0]: ir.seq(alternative, ir.repeat(ir.seq(lit("|"), alternative), 0, None))}
+    return disj, rules
 
 
 @lru_cache(maxsize=64)

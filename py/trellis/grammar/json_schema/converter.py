@@ -48,6 +48,7 @@ from decimal import Decimal
 
 from ...errors import UnsupportedSchemaError
 from .. import ir
+from ..builtin_json import json_text_rules
 from . import _dfa, _numbers, _text
 from ._negate import INTERNAL, NOT_CONST, NOT_FORMAT, NOT_MULTIPLE, NOT_PATTERN, WITNESS, Negator
 from ._prune import prune
@@ -81,6 +82,10 @@ MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
 MAX_EVALUATED_BRANCHES = 4
 # A string with a larger maxLength is generated with at most this many characters.
 MAX_STRING_LENGTH = 100_000
+# Checks decided on the text by the core (ir.Check): an item equal to an earlier one, a key
+# equal to an earlier one.
+UNIQUE_ITEM = ir.Check(ir.UNIQUE_ITEM)
+DISTINCT_KEY = ir.Check(ir.DISTINCT_KEY)
 
 
 PROPERTY_ORDERS = ("schema", "any")
@@ -642,9 +647,15 @@ class Converter:
             return expr if expr is not None else _numbers.NUMBER
         base = expr if expr is not None else _numbers.PLAIN_NUMBER
         ptr = nodes[0].pointer
-        dfas = [_dfa.from_ir(base, "multipleOf", ptr)] + [_numbers.multiple_dfa(m, ptr) for m in multiples]
-        d = _dfa.intersect(dfas, "multipleOf", ptr)
-        return self.dfa_rules(d, "mult")
+        try:
+            dfas = [_dfa.from_ir(base, "multipleOf", ptr)] + [_numbers.multiple_dfa(m, ptr) for m in multiples]
+            d = _dfa.intersect(dfas, "multipleOf", ptr)
+            return self.dfa_rules(d, "mult")
+        except UnsupportedSchemaError as e:
+            if e.keyword != "multipleOf":
+                raise
+        # Too many remainders for an automaton: the core divides the number's text when it ends.
+        return ir.Region(ir.seq(base, *(ir.Check(ir.MULTIPLE_OF, _numbers.check_params(m, ptr)) for m in multiples)))
 
     # ---- strings --------------------------------------------------------------------------------
 
@@ -680,16 +691,18 @@ class Converter:
             lo, hi = _count_bounds(n, "minLength", "maxLength", lo, hi)
             if "pattern" in s:
                 exprs.append(("pattern", s["pattern"], n.pointer))
-            if self.draft7 and "contentMediaType" in s:
-                raise UnsupportedSchemaError("contentMediaType is an assertion in draft-07 and is not enforced",
-                                             "contentMediaType", n.pointer)
+            if self.draft7 and "contentMediaType" in s:  # an assertion in draft-07 (an annotation after)
+                if s["contentMediaType"] != "application/json":
+                    raise UnsupportedSchemaError("only the application/json contentMediaType is enforced",
+                                                 "contentMediaType", n.pointer)
+                exprs.append(("json", None, n.pointer))
             if self.draft7 and "contentEncoding" in s:
                 if s["contentEncoding"] != "base64":
                     raise UnsupportedSchemaError("only the base64 contentEncoding is enforced", "contentEncoding",
                                                  n.pointer)
                 exprs.append(("regex", _text.BASE64, n.pointer))
             if "format" in s:
-                if _text.format_expr(s["format"], n.pointer) is not None:
+                if s["format"] == "regex" or _text.format_expr(s["format"], n.pointer) is not None:
                     exprs.append(("format", s["format"], n.pointer))
             if NOT_PATTERN in s:
                 exprs.append(("notpattern", s[NOT_PATTERN], n.pointer))
@@ -736,6 +749,13 @@ class Converter:
             return ir.NOTHING
         if not exprs:
             return ir.seq(quote, self.capped_count(lo, hi, nodes[0].pointer if nodes else ""), quote)
+        if any(kind == "json" for kind, _, _ in exprs):
+            return self.json_content(lo, hi, exprs)
+        if len(exprs) == 1 and exprs[0][0] == "format" and exprs[0][1] in _text.CHECKED_FORMATS and lo == 0 and (
+                hi is None):
+            expr, rules = _text.checked_format(exprs[0][1])
+            self.rules.update(rules)
+            return expr
         if len(exprs) == 1 and not exprs[0][0].startswith("not"):
             expr = self.string_part(*exprs[0])
             rlo, rhi = _text.regex_min_max_length(expr)
@@ -747,6 +767,27 @@ class Converter:
                 return ir.seq(quote, self.counted_class(expr, lo, hi, nodes[0].pointer), quote)
         d = self.string_dfa(lo, hi, exprs, nodes[0].pointer)
         return ir.seq(quote, self.dfa_rules(d, "str", _text.json_escape), quote)
+
+    def json_content(self, lo, hi, exprs) -> ir.Expr:
+        """A string holding a JSON document (contentMediaType application/json), maybe in base64:
+        the document's grammar under the string's escapes, or base64 checked when it ends."""
+        pointer = next(ptr for kind, _, ptr in exprs if kind == "json")
+        base64 = ("regex", _text.BASE64) in [(kind, value) for kind, value, _ in exprs]
+        if lo > 0 or hi is not None or len(exprs) > 1 + base64:
+            raise UnsupportedSchemaError("contentMediaType together with other string constraints is not supported",
+                                         "contentMediaType", pointer)
+        quote = ir.literal('"')
+        if base64:
+            body = _text.json_escape(_text.full_regex_expr(_text.BASE64))
+            return ir.seq(ir.Region(ir.seq(quote, body, ir.Check(ir.BASE64_JSON))), quote)
+        if "content-root" not in self.rules:
+            # JSON whitespace, bounded (compact: at most one space, as between members), escaped below
+            if self.opt.any_whitespace:
+                ws = ir.repeat(ir.byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0, self.opt.max_whitespace)
+            else:
+                ws = ir.repeat(ir.literal(" "), 0, 1)
+            self.rules.update({k: _text.json_escape(v) for k, v in json_text_rules("content-", ws).items()})
+        return ir.seq(quote, self.ref("content-root"), quote)
 
     def counted_class(self, expr: ir.Repeat, lo: int, hi: int | None, pointer: str) -> ir.Expr:
         lo = max(lo, expr.min)
@@ -834,14 +875,23 @@ class Converter:
 
         rest_nodes = [rest for _, prefix, rest in prefixes if rest is not None] + [u for u, _ in uneval]
         contains = [(n, mn, mx) for n, mn, mx in contains if not (mn == 0 and mx is None)]
+        item_end = ir.EMPTY
         if unique:  # before contains: array_unique counts the contained values itself
             positions = [position_nodes(i) for i in range(width)] + [rest_nodes]
-            return self.array_unique(positions, contains, lo, hi, unique_at)
+            try:
+                return self.array_unique(positions, contains, lo, hi, unique_at)
+            except UnsupportedSchemaError as e:
+                if e.keyword != "uniqueItems":
+                    raise
+            # Items from an open set: each is checked against the ones before it when it ends.
+            item_end = UNIQUE_ITEM
         if contains:
-            return self.array_contains(nodes, contains, width, rest_nodes, lo, hi)
-        elems = [self.value(position_nodes(i)) for i in range(width)]
-        rest = self.value(rest_nodes)
-        return self.array_shape(elems, rest, lo, hi)
+            out = self.array_contains(nodes, contains, width, rest_nodes, lo, hi, item_end)
+        else:
+            elems = [ir.seq(self.value(position_nodes(i)), item_end) for i in range(width)]
+            rest = ir.seq(self.value(rest_nodes), item_end)
+            out = self.array_shape(elems, rest, lo, hi)
+        return ir.Region(out) if item_end is UNIQUE_ITEM else out
 
     def array_unique(self, positions, contains, lo, hi, at: Node) -> ir.Expr:
         """uniqueItems when every item comes from a small finite set of values: the grammar's state
@@ -952,7 +1002,7 @@ class Converter:
             return ir.alt(ir.seq(open_, self.ws, close), full)
         return full
 
-    def array_contains(self, nodes, contains, width, rest_nodes, lo, hi) -> ir.Expr:
+    def array_contains(self, nodes, contains, width, rest_nodes, lo, hi, item_end=ir.EMPTY) -> ir.Expr:
         at = contains[0][0]
         if len(contains) > 1:
             raise UnsupportedSchemaError("more than one contains in one place is not supported", "contains",
@@ -976,6 +1026,7 @@ class Converter:
             exact = False
         if mx is not None and mx < mn:
             return ir.NOTHING
+        hit, miss = ir.seq(hit, item_end), ir.seq(miss, item_end)
         # states (t items so far, c hits so far), both capped
         t_cap = hi if hi is not None else max(lo, mn, 1)
         c_cap = mx if exact else mn
@@ -1139,16 +1190,17 @@ class Converter:
         if witnessed:
             raise UnsupportedSchemaError("a negated additionalProperties together with min/maxProperties or many "
                                          "required keys is not supported", "additionalProperties", pointer)
-        reachable = len([k for k in members if not k.startswith("\x00")]) + (additional != ir.NOTHING)
-        if eff_min > reachable and additional != ir.NOTHING:
-            # only distinct keys count, and repeated additional keys cannot be told apart
-            raise UnsupportedSchemaError("minProperties beyond the known properties plus one additional property "
-                                         "is not supported", "minProperties", pointer)
         if len({x for k, v in deps.items() for x in [k, *v]}) > MAX_TRACKED_KEYS:
             raise UnsupportedSchemaError("dependentRequired over more than 6 keys together with min/maxProperties "
                                          "or many required keys is not supported", "dependentRequired",
                                          pointer)
-        return self.object_ordered(members, additional, set(required), eff_min, max_p, pointer, deps)
+        if eff_min < 2 or additional == ir.NOTHING:
+            return self.object_ordered(members, additional, set(required), eff_min, max_p, pointer, deps)
+        # Only distinct keys count: each additional key is checked against the keys before it.
+        additional = self.shared(self.additional_member(nodes, order, patterns, name_nodes, uneval,
+                                                        key_end=DISTINCT_KEY), "extra")
+        return ir.Region(self.object_ordered(members, additional, set(required), eff_min, max_p, pointer, deps,
+                                             distinct=True))
 
     def in_place(self, x: Node) -> set:
         """Keys of the subschemas applied to the same instance as x (allOf, anyOf, oneOf, if,
@@ -1221,10 +1273,11 @@ class Converter:
         return None
 
     def additional_member(self, nodes, known: list[str], patterns, name_nodes, uneval=(), value_extra=(),
-                          match=None, not_match=()) -> ir.Expr:
+                          match=None, not_match=(), key_end=ir.EMPTY) -> ir.Expr:
         """Members whose key is not a known property: one alternative per pattern region.
 
-        value_extra / match / not_match narrow it (a witness of a negated additionalProperties)."""
+        value_extra / match / not_match narrow it (a witness of a negated additionalProperties);
+        key_end follows each key (a check that it differs from the keys before it)."""
         if len(patterns) > 4:
             raise UnsupportedSchemaError("more than 4 patternProperties in one place are not supported",
                                          "patternProperties", patterns[4][0].pointer)
@@ -1301,7 +1354,7 @@ class Converter:
                 if body == ir.NOTHING:
                     continue
                 key = ir.seq(ir.literal('"'), body, ir.literal('"'))
-            parts.append(ir.seq(key, self.colon, value))
+            parts.append(ir.seq(key, key_end, self.colon, value))
         return ir.alt(*parts)
 
     def unknown_key(self, known) -> ir.Expr:
@@ -1400,12 +1453,14 @@ class Converter:
         del after
         return ir.seq(open_, self.ws, ir.alt(*first))
 
-    def object_ordered(self, members, additional, required, eff_min, max_p, pointer, deps=None) -> ir.Expr:
+    def object_ordered(self, members, additional, required, eff_min, max_p, pointer, deps=None,
+                       distinct=False) -> ir.Expr:
         """Known properties in schema order (each at most once), then additional ones.
 
         Counts: `c` counts every member (for maxProperties: a repeated key only lowers the real
         count); `m` counts members certainly distinct (for minProperties): known keys, and the
-        first additional one (additional keys may repeat each other, but differ from known keys).
+        first additional one (additional keys may repeat each other, but differ from known keys),
+        or every additional one when they are checked to be `distinct`.
         """
         keys = list(members)
         deps = deps or {}
@@ -1438,7 +1493,7 @@ class Converter:
                 if m >= eff_min and all(set(deps[k]) <= seen for k in seen if k in deps):
                     opts.append(ir.seq(self.ws, close) if started else close)
                 if additional != ir.NOTHING and room:
-                    nm = m if extra else min(m + 1, eff_min)
+                    nm = m if extra and not distinct else min(m + 1, eff_min)
                     opts.append(ir.seq(sep, additional, state(i, nc, nm, True, True, seen)))
             self.rules[name] = ir.alt(*opts)
             return self.ref(name)

@@ -1,0 +1,36 @@
+// Checks: zero-width predicates in the grammar for what a context-free grammar cannot say. At
+// a check the parser hands over the raw text of the enclosing region so far; the grammar
+// vouches for its syntax and the check decides the rest. Any text is safe to pass: text of
+// another shape fails.
+#pragma once
+#include <cstdint>
+
+namespace tg {
+
+enum CheckKind : int32_t {
+  // `[` item (`,` item)*, up to the end of the last item: it equals no earlier item as JSON
+  // values (numbers by exact value, strings by code points, objects regardless of order).
+  kUniqueItem = 1,
+  // `{` members `,` ... then one more key, up to its closing quote: it names no earlier member.
+  kDistinctKey = 2,
+  // RFC 3339 `HH:MM:SS[.frac]` and an offset maybe cut short: a second 60 is 23:59:60 UTC
+  // under some completion of the offset.
+  kLeapSecond = 3,
+  // `"` and the escaped content of an ECMAScript pattern (u flag): group names are defined
+  // once, `\k<name>` names a group, `\N` is at most the number of capturing groups, {n,m}
+  // has n <= m, class ranges are in order and between characters, no `\0` before a digit.
+  kRegexRefs = 4,
+  // One JSON number, a multiple of P * 10^Q for params [P_hi, P_lo, Q] with
+  // P = P_hi << 32 | P_lo in [1, 2^63). Written exponents beyond 10^15 fail.
+  kMultipleOf = 5,
+  // `"` and the content of a string, base64 (RFC 4648, padded): it decodes to a JSON text.
+  kBase64Json = 6,
+};
+
+// Whether `kind` is known and takes these parameter words (IR validation).
+bool check_valid(int32_t kind, const int32_t* params, int32_t n_params);
+
+// True when the region text `text[0, len)` passes check `kind`.
+bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len);
+
+}  // namespace tg

@@ -1,0 +1,313 @@
+"""Checks (ir.Check): the keywords no grammar can say, decided by the core on the text.
+
+Each checked schema against an independent oracle — `jsonschema` for uniqueItems, minProperties
+over additional keys and multipleOf; node's `RegExp(p, "u")` for format regex; datetime
+arithmetic for leap seconds; base64 + json for encoded content — and the token masks of checked
+grammars against accept_token on every sampled token (the mask cache cannot see the text, so
+it leaves tokens that cross a check to the real stack: this is where it could go wrong).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import random
+import shutil
+import subprocess
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+
+CORES = ("native", "wasmtime")
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.fixture(scope="module", params=CORES)
+def compiler(request):
+    return GrammarCompiler(Vocabulary.smollm2(), core=request.param)
+
+
+def accepts(compiled, text: str) -> bool:
+    m = GrammarMatcher(compiled)
+    return m.accept_string(text) and m.can_terminate()
+
+
+# ---- oracles ------------------------------------------------------------------------------
+
+
+def leap_valid(text: str) -> bool:
+    """RFC 3339 full-time, second 60 only at 23:59:60 UTC (datetime arithmetic)."""
+    import re
+
+    m = re.fullmatch(r"([01]\d|2[0-3]):([0-5]\d):(60|[0-5]\d)(\.\d+)?([Zz]|([+-])([01]\d|2[0-3]):([0-5]\d))", text)
+    if not m:
+        return False
+    if m[3] != "60":
+        return True
+    offset = 0 if m[5] in "Zz" else (1 if m[6] == "+" else -1) * (int(m[7]) * 60 + int(m[8]))
+    utc = dt.datetime(2000, 1, 2, int(m[1]), int(m[2])) - dt.timedelta(minutes=offset)
+    return (utc.hour, utc.minute) == (23, 59)
+
+
+def node_regex_valid(patterns: list[str]) -> list[bool]:
+    assert shutil.which("node"), "node is needed (the wasm tests use it too)"
+    script = ("const ps = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "console.log(JSON.stringify(ps.map(p => { try { new RegExp(p, 'u'); return true } "
+              "catch (e) { return false } })))")
+    out = subprocess.run(["node", "-e", script], input=json.dumps(patterns), capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout)
+
+
+def base64_json_valid(text: str) -> bool:
+    try:
+        doc = base64.b64decode(text, validate=True).decode("utf-8")
+        json.loads(doc)
+    except ValueError:
+        return False
+    return len(text) % 4 == 0
+
+
+# ---- each check against its oracle ----------------------------------------------------------
+
+REGEX_PIECES = list("ab()[]{}|^$\\.*+?-,<>=!k0129dwsbBnucx/é") + [
+    "(?<", "(?:", "(?=", "(?<=", "(?<!", "\\k<", "{2,1}", "{1,2}", "{3}", "\\u0041", "\\u{1F600}", "\\cA",
+    "\\x4", "[a-z]", "[z-a]", "[\\d-z]", "(?<n>", "(?<m>", "\\1", "\\2", "\\0", "\\k<n>"]
+REGEX_CASES = ["(?<name>x)", "(?<n>a)\\k<n>", "\\k<n>(?<n>a)", "(?<a>x)(?<a>y)", "(a)\\1", "(a)\\2", "\\1(a)",
+               "[(]\\1", "[]", "[^]", "\\cA", "\\a", "(?P<n>x)", "(?P<n>a)(?P=n)", "(?#comment)a", "(?i)abc",
+               "(?<=a+)b", "^(abc]", "([abc])+\\s+$", "a{2,1}", "a{1,2}", "a{01,1}", "a{10,9}", "a{9,10}",
+               "[b-a]", "[\\d-a]", "[a-\\w]", "\\0", "\\01", "[\\0]", "x{,5}", "a**", "]", "}", "{", "(?=a)*",
+               "\\u{110000}", "\\u{10FFFF}", "[--a]", "[a-b-c]", "[\\u0041-\\u0040]", "\\uD83D\\uDE00", "\\/",
+               "(?<$x_1>.)\\k<$x_1>", ""]
+
+
+def test_format_regex_matches_ecmascript(compiler):
+    """Zero invalid patterns accepted, and none of these valid ones refused (the grammar leaves
+    out only \\p{..} escapes, (?i:..) modifiers and non-ASCII group names, which these lack)."""
+    rng = random.Random(3)
+    patterns = set(REGEX_CASES)
+    while len(patterns) < 3000:
+        patterns.add("".join(rng.choice(REGEX_PIECES) for _ in range(rng.randint(1, 7))))
+    patterns = sorted(patterns)
+    compiled = compiler.compile_json_schema({"format": "regex"})
+    ours = [accepts(compiled, json.dumps(p, ensure_ascii=False)) for p in patterns]
+    wrong = [(p, o) for p, o, want in zip(patterns, ours, node_regex_valid(patterns)) if o != want]
+    assert not wrong
+    assert 300 < sum(ours) < 2700  # both verdicts well represented
+
+
+def test_leap_seconds(compiler):
+    times = [f"{h:02}:{m:02}:60{frac}{zone}" for h in (0, 1, 12, 15, 22, 23) for m in (0, 29, 58, 59)
+             for frac in ("", ".123") for zone in ("Z", "z", "+00:00", "-00:00", "+01:30", "-08:00", "+23:30",
+                                                   "-23:30", "+12:01", "-00:01", "+00:01", "+23:59")]
+    times += ["23:59:59Z", "23:59:61Z", "24:00:00Z", "12:00:60"]
+    for schema, prefix in (({"format": "time"}, ""), ({"format": "date-time"}, "1998-12-31T")):
+        compiled = compiler.compile_json_schema(schema)
+        for t in times:
+            assert accepts(compiled, json.dumps(prefix + t)) == leap_valid(t), (schema, t)
+
+
+VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.sampled_from([0, 1, 1.0, 2, -0.0, 10, 1e1, 0.5]),
+                                st.sampled_from(["", "a", "é", "a\"b"])),
+                      lambda inner: st.one_of(st.lists(inner, max_size=2),
+                                              st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2)),
+                      max_leaves=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(VALUES, max_size=5), spacing=st.sampled_from([(",", ":"), (", ", ": ")]))
+def test_unique_items_of_any_value(compiler, items, spacing):
+    """uniqueItems over an open set of values (1 == 1.0, objects regardless of order)."""
+    schema = {"type": "array", "uniqueItems": True}
+    compiled = compiler.compile_json_schema(schema)
+    text = json.dumps(items, ensure_ascii=False, separators=spacing)
+    assert accepts(compiled, text) == jsonschema.Draft202012Validator(schema).is_valid(items), text
+
+
+UNIQUE_SCHEMAS = [
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "minItems": 2},
+    {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "contains": {"minimum": 5},
+     "maxContains": 2},
+    {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "number"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+     "uniqueItems": True},
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(index=st.integers(0, len(UNIQUE_SCHEMAS) - 1),
+       items=st.lists(st.one_of(st.integers(0, 7), st.sampled_from(["a", "b", 2.5]),
+                                st.lists(st.integers(0, 2), max_size=3)), max_size=5))
+def test_unique_items_with_other_array_keywords(compiler, index, items):
+    schema = UNIQUE_SCHEMAS[index]
+    compiled = compiler.compile_json_schema(schema)
+    text = json.dumps(items)
+    assert accepts(compiled, text) == jsonschema.Draft202012Validator(schema).is_valid(items), (schema, text)
+
+
+PROPERTY_SCHEMAS = [
+    {"type": "object", "minProperties": 3},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "minProperties": 3,
+     "maxProperties": 4},
+    {"type": "object", "patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": {"type": "string"},
+     "minProperties": 2},
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(index=st.integers(0, len(PROPERTY_SCHEMAS) - 1),
+       members=st.lists(st.tuples(st.sampled_from(["a", "b", "x1", "x2", "é", "a\tb"]),
+                                  st.one_of(st.integers(0, 3), st.sampled_from(["s", ""]))), max_size=5))
+def test_min_properties_count_distinct_keys(compiler, index, members):
+    """Repeated keys are refused where they would count twice; distinct ones all count."""
+    schema = PROPERTY_SCHEMAS[index]
+    compiled = compiler.compile_json_schema(schema)
+    members.sort(key=lambda kv: kv[0] not in schema.get("properties", {}))  # known keys first (schema order)
+    text = "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(v)}" for k, v in members) + "}"
+    keys = [k for k, _ in members]
+    expected = len(set(keys)) == len(keys) and jsonschema.Draft202012Validator(schema).is_valid(dict(members))
+    got = accepts(compiled, text)
+    assert got == expected or (not got and len(set(keys)) < len(keys)), (schema, text)
+
+
+@pytest.mark.parametrize("m, texts", [
+    (0.123456789, ["123456789", "0", "-246913578", "1", "1.0", "123456789.0", "1e308"]),
+    (123456789012, ["123456789012", "246913578024", "123456789013", "0.0"]),
+    (1e-300, ["1", "3.5", "12391239123"]),
+])
+def test_multiple_of_beyond_automata(compiler, m, texts):
+    """A divisor with too many remainders for an automaton: the number's text is divided exactly."""
+    from fractions import Fraction
+
+    schema = {"type": "integer", "multipleOf": m}
+    compiled = compiler.compile_json_schema(schema)
+    divisor = Fraction(repr(m))
+    for text in texts:
+        value = Fraction(text)
+        expected = value.denominator == 1 and (value / divisor).denominator == 1
+        # "1e308" is an integer to JSON Schema, but integers are generated without exponents
+        assert accepts(compiled, text) == (expected and "e" not in text), (m, text)
+
+
+@pytest.mark.parametrize("doc", ['{"foo": "bar"}', "[1, 2.5e3, \"é\\n\", null]", "{:}", "[1,]", "", "  true  ",
+                                 "\"\\ud800\"", "{\"a\" 1}", "0012", "-", "[[[[]]]]", "[[[[]]]"])
+def test_content_media_type_json(compiler, doc):
+    plain = compiler.compile_json_schema({"$schema": DRAFT7, "contentMediaType": "application/json"})
+    encoded = compiler.compile_json_schema({"$schema": DRAFT7, "contentMediaType": "application/json",
+                                            "contentEncoding": "base64"})
+    try:
+        json.loads(doc)
+        valid = True
+    except ValueError:
+        valid = False
+    assert accepts(plain, json.dumps(doc, ensure_ascii=False)) == valid
+    b64 = base64.b64encode(doc.encode()).decode()
+    assert accepts(encoded, json.dumps(b64)) == valid == base64_json_valid(b64)
+    assert not accepts(encoded, json.dumps(b64 + "%"))
+
+
+# ---- masks with checks --------------------------------------------------------------------
+
+WALKS = [
+    ({"type": "array", "uniqueItems": True}, '[1, "a", [1, 2], {"a": 1}, 10, true]'),
+    ({"format": "regex"}, '"(?<year>\\\\d{4})-(?<m>\\\\d{2})\\\\k<m>[a-z]{1,3}"'),
+    ({"format": "date-time"}, '"1998-12-31T15:59:60.5-08:00"'),
+    ({"type": "object", "minProperties": 3}, '{"name": "x", "age": 3, "id": [1]}'),
+    ({"type": "integer", "multipleOf": 0.123456789}, "1234567890"),
+    ({"$schema": DRAFT7, "contentMediaType": "application/json", "contentEncoding": "base64"},
+     json.dumps(base64.b64encode(b'{"a": [1, 2]}').decode())),
+]
+
+
+def sampled_tokens(vocab: Vocabulary, rng: random.Random) -> list[int]:
+    """Tokens made of the bytes these documents use, and a random sample of the rest."""
+    chars = set(b'0123456789,[]{}":  \\.-+eTZ()<>?ak=') | {0x0A}
+    near = [t for t, b in enumerate(vocab.token_bytes) if b and t not in vocab.special_ids and set(b) <= chars]
+    return sorted(set(near) | set(rng.sample(range(vocab.vocab_size), 400)))
+
+
+@pytest.mark.parametrize("index", range(len(WALKS)))
+def test_masks_agree_with_accept_token(compiler, index):
+    """Along the document, token by token: the mask allows exactly the sampled tokens that
+    accept_token takes (tried one at a time, rolled back)."""
+    from tests.grammar.json_schema_suite import TokenFeeder
+
+    schema, doc = WALKS[index]
+    vocab = compiler.vocab
+    rng = random.Random(index)
+    ids = sampled_tokens(vocab, rng)
+    matcher = GrammarMatcher(compiler.compile_json_schema(schema))
+    tokens = TokenFeeder(vocab).tokenize(doc)
+    for step, token in enumerate(tokens + [None]):
+        allowed = set(matcher.allowed_tokens())
+        for t in ids:
+            ok = matcher.accept_token(t)
+            if ok:
+                matcher.rollback(1)
+            assert ok == (t in allowed), (step, vocab.token_bytes[t])
+        if token is None:
+            assert matcher.can_terminate()
+            break
+        assert token in allowed, (step, vocab.token_bytes[token])
+        assert matcher.accept_token(token)
+
+
+def test_generated_values_pass_their_checks(compiler):
+    """Random walks through the masks: whatever completes is valid (the mask never offers a
+    token that completes a value its check refuses)."""
+    vocab = compiler.vocab
+    rng = random.Random(11)
+    # short tokens of a few characters, so that walks close their values often
+    chars = set(b'0123,[]{}":ab')
+    short = [t for t, b in enumerate(vocab.token_bytes) if 0 < len(b) <= 2 and set(b) <= chars
+             and t not in vocab.special_ids]
+    oracles = {0: lambda v: jsonschema.Draft202012Validator(WALKS[0][0]).is_valid(v),
+               3: lambda v: len(v) >= 3}
+    completed = 0
+    for index, oracle in oracles.items():
+        compiled = compiler.compile_json_schema(WALKS[index][0], any_whitespace=False)
+        for _ in range(30):
+            matcher = GrammarMatcher(compiled)
+            text = b""
+            for _ in range(120):
+                allowed = set(matcher.allowed_tokens())
+                stop = allowed & set(vocab.stop_ids)
+                if stop and (rng.random() < 0.3 or allowed <= stop):
+                    completed += 1
+                    assert oracle(json.loads(text)), text
+                    break
+                choices = sorted((allowed - stop) & set(short)) or sorted(allowed - stop)
+                if not choices:
+                    break
+                token = rng.choice(choices)
+                assert matcher.accept_token(token)
+                text += vocab.token_bytes[token]
+    assert completed > 20
+
+
+def test_rollback_and_completion_respect_checks(compiler):
+    vocab = compiler.vocab
+    compiled = compiler.compile_json_schema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
+    m = GrammarMatcher(compiled)
+    assert m.accept_string("[1, 2")
+    assert not m.accept_string(", 1]") and m.accept_string(", 3]") and m.can_terminate()
+    m.rollback(1)
+    assert not m.accept_string(", 2]")  # the text read by the check was rolled back too
+    assert m.accept_string("]") and m.can_terminate()
+    m = GrammarMatcher(compiled)
+    assert m.accept_string("[7, 70")
+    done = m.shortest_completion()
+    assert done is not None and m.accept_string(done) and m.can_terminate()
+    leap = GrammarMatcher(compiler.compile_json_schema({"format": "time"}))
+    assert leap.accept_string('"12:00:60+1')
+    # +12:01 is the only offset that makes it 23:59:60 UTC: the check refuses each other digit
+    assert [d for d in "0123456789" if leap.accept_string(d) and leap.rollback(1) is None] == ["2"]
+    assert leap.accept_string("2:0") and leap.find_jump_forward_string() == '1"'
+    assert {bytes(vocab.token_bytes[t]) for t in leap.allowed_tokens()} <= {b"1", b'1"', b'1",', b'1"}'} | {
+        bytes(vocab.token_bytes[t]) for t in vocab.stop_ids} or all(
+        vocab.token_bytes[t].startswith(b"1") for t in leap.allowed_tokens())
