@@ -720,6 +720,7 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   const int32_t n_rules = ir.n_rules + static_cast<int32_t>(node_rules.node_of_rule.size());
   inline_rule.resize(n_rules, 0);
   a.start.assign(n_rules, -1);
+  a.first_node_rule = ir.n_rules;
   a.check_of.assign(n_rules, -1);
   a.region.assign(n_rules, 0);
   for (int32_t r = ir.n_rules; r < n_rules; ++r) {

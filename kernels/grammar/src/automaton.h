@@ -55,6 +55,7 @@ struct Automaton {
   std::vector<uint8_t> tail;
   // state -> bytes leave it, and it neither calls nor completes: stepping into it needs no closure.
   std::vector<uint8_t> plain;
+  int32_t first_node_rule = 0;       // rules from here on are REGION and CHECK nodes'
   std::vector<int32_t> check_of;     // rule -> index into checks, -1 when the rule is no check
   std::vector<uint8_t> region;       // rule -> a region: its callers mark where its text starts
   std::vector<CheckSpec> checks;

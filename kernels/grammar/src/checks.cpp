@@ -9,7 +9,6 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 using CodePoints = std::vector<uint32_t>;
-__extension__ typedef unsigned __int128 u128;
 
 // Longer text fails every check, so that sums of offsets and digit counts stay far from
 // overflow (and below 10^18, which number forms rely on).
@@ -583,6 +582,7 @@ class RegexScan {
  public:
   explicit RegexScan(const CodePoints& p) : p_(p) {}
   bool run();
+  bool names_unique();
   bool refs_resolve();
 
  private:
@@ -792,22 +792,27 @@ void RegexScan::skip_past(uint32_t close) {
   if (i_ < p_.size()) ++i_;
 }
 
-bool RegexScan::refs_resolve() {
-  if (max_ref_ > groups_) return false;
+bool RegexScan::names_unique() {
   std::sort(names_.begin(), names_.end());
-  if (std::adjacent_find(names_.begin(), names_.end()) != names_.end()) return false;
+  return std::adjacent_find(names_.begin(), names_.end()) == names_.end();
+}
+
+bool RegexScan::refs_resolve() {
+  if (max_ref_ > groups_ || !names_unique()) return false;
   for (const CodePoints& r : refs_)
     if (!std::binary_search(names_.begin(), names_.end(), r)) return false;
   return true;
 }
 
-bool regex_refs(const uint8_t* text, int64_t len) {
+// `whole`: the pattern is complete, every reference must resolve; else it is a prefix, and
+// only what no continuation can mend fails (a repeated name, a range or bound out of order).
+bool regex_valid(const uint8_t* text, int64_t len, bool whole) {
   Text t{text, len};
   if (!t.eat('"')) return false;
   CodePoints pattern;
   if (read_chars(t, [&pattern](uint32_t cp) { pattern.push_back(cp); }) != Chars::end) return false;
   RegexScan scan(pattern);
-  return scan.run() && scan.refs_resolve();
+  return scan.run() && (whole ? scan.refs_resolve() : scan.names_unique());
 }
 
 // ---- kBase64Json --------------------------------------------------------------------------
@@ -935,7 +940,16 @@ bool base64_json(const uint8_t* text, int64_t len) {
 
 // ---- kMultipleOf --------------------------------------------------------------------------
 
-uint64_t mul_mod(uint64_t a, uint64_t b, uint64_t m) { return uint64_t(u128(a) * b % m); }
+// a * b mod m for m < 2^63, by doubling: a 128-bit division would link compiler-rt, whose
+// bcmp then replaces libc's (several times slower in the mask walks' set comparisons).
+uint64_t mul_mod(uint64_t a, uint64_t b, uint64_t m) {
+  uint64_t r = 0;
+  for (a %= m; b; b >>= 1) {
+    if (b & 1) r = r + a >= m ? r + a - m : r + a;
+    a = a + a >= m ? a + a - m : a + a;
+  }
+  return r;
+}
 
 uint64_t pow_mod(uint64_t base, int64_t e, uint64_t m) {
   uint64_t r = 1 % m;
@@ -957,7 +971,8 @@ bool multiple_of(uint64_t divisor, int32_t q, const uint8_t* text, int64_t len) 
   const int64_t k = e + num.shift() - q;
   if (k < 0) return false;
   uint64_t m = 0;
-  for (int64_t d = num.first; d <= num.last; ++d) m = uint64_t((u128(m) * 10 + (num.digit(d) - '0')) % divisor);
+  for (int64_t d = num.first; d <= num.last; ++d)
+    m = (mul_mod(m, 10, divisor) + uint64_t(num.digit(d) - '0')) % divisor;
   return mul_mod(m, pow_mod(10, k, divisor), divisor) == 0;
 }
 
@@ -971,6 +986,7 @@ bool check_valid(int32_t kind, const int32_t* params, int32_t n_params) {
     case kDistinctKey:
     case kLeapSecond:
     case kRegexRefs:
+    case kRegexPrefix:
     case kBase64Json:
       return n_params == 0;
     case kMultipleOf:
@@ -987,7 +1003,8 @@ bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint
     case kUniqueItem: return unique_item(text, len);
     case kDistinctKey: return distinct_key(text, len);
     case kLeapSecond: return leap_second(text, len);
-    case kRegexRefs: return regex_refs(text, len);
+    case kRegexRefs: return regex_valid(text, len, true);
+    case kRegexPrefix: return regex_valid(text, len, false);
     case kMultipleOf: return multiple_of(divisor_of(params), params[2], text, len);
     case kBase64Json: return base64_json(text, len);
   }

@@ -25,6 +25,9 @@ enum CheckKind : int32_t {
   kMultipleOf = 5,
   // `"` and the content of a string, base64 (RFC 4648, padded): it decodes to a JSON text.
   kBase64Json = 6,
+  // The start of an ECMAScript pattern, after a class, a {n,m} or a group name: nothing
+  // kRegexRefs refuses whatever follows (a name repeated, a range or bound out of order).
+  kRegexPrefix = 7,
 };
 
 // Whether `kind` is known and takes these parameter words (IR validation).

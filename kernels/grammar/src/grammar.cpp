@@ -204,8 +204,8 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   // and translated to ids once at the end (accepted_by_id). The buffer is kept all clear between
   // walks: only the words touched, [lo, hi), are cleared again.
   uint64_t* pos = positions_.data();
-  int64_t& marked = *marked_out;
-  int32_t &lo = *lo_out, &hi = *hi_out;
+  int64_t marked = *marked_out;  // locals: the marks below cannot alias them
+  int32_t lo = *lo_out, hi = *hi_out;
   const auto accept = [&](int32_t begin, int32_t end) {
     if (begin >= end) return;
     marked += end - begin;
@@ -279,6 +279,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
     }
     ++i;
   }
+  *marked_out = marked, *lo_out = lo, *hi_out = hi;
   return walk.met_check();
 }
 
@@ -290,6 +291,7 @@ void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, ui
   const uint8_t* prev = nullptr;
   int32_t valid = 0;  // levels_[0..valid] hold the states along `prev`
   const size_t base = text_->size();
+  const bool checks = !g_.automaton.checks.empty();  // else no text is read
   for (int32_t pos : positions) {
     const int32_t id = v.order[pos], len = v.length(id);
     const uint8_t* b = v.bytes(id);
@@ -298,9 +300,11 @@ void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, ui
     bool alive = true;
     for (; d < len; ++d) {
       if (levels_[d].dead()) { alive = false; break; }
-      text_->resize(base + d + 1);
-      (*text_)[base + d] = b[d];
-      stepper_.set_text(text_->data(), static_cast<int64_t>(base + d + 1));
+      if (checks) {
+        text_->resize(base + d + 1);
+        (*text_)[base + d] = b[d];
+        stepper_.set_text(text_->data(), static_cast<int64_t>(base + d + 1));
+      }
       stepper_.step(pool_, levels_[d], b[d], &levels_[d + 1]);
     }
     valid = d;

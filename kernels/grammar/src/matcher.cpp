@@ -17,8 +17,10 @@ void Matcher::reset() {
 }
 
 void Matcher::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out) {
-  text_.push_back(byte);
-  stepper_.set_text(text_.data(), static_cast<int64_t>(text_.size()));
+  if (!g_->automaton.checks.empty()) {  // else no text is read
+    text_.push_back(byte);
+    stepper_.set_text(text_.data(), static_cast<int64_t>(text_.size()));
+  }
   stepper_.step(pool, in, byte, out);
 }
 
@@ -53,13 +55,13 @@ bool Matcher::advance(const uint8_t* data, int32_t n, StateSet* out) {
   const StateSet* in = &history_.back().set;
   const size_t base = text_.size();
   StateSet* bufs[2] = {&a_, &b_};
-  for (int32_t i = 0; i < n; ++i) {
-    if (in->dead()) break;
+  int32_t i = 0;
+  for (; i < n && !in->dead(); ++i) {
     StateSet* next = bufs[i & 1];
     step(pool_, *in, data[i], next);
     in = next;
   }
-  if (text_.size() < base + n || (in->dead() && !in->can_end)) {
+  if (i < n || (in->dead() && !in->can_end)) {
     text_.resize(base);
     return false;
   }
@@ -138,12 +140,12 @@ bool Matcher::completes(const std::vector<uint8_t>& bytes) {
   scratch_.layer_on(pool_);
   const size_t base = text_.size();
   StateSet cur = history_.back().set, next;
-  for (uint8_t b : bytes) {
-    if (cur.dead()) break;
-    step(scratch_, cur, b, &next);
+  size_t i = 0;
+  for (; i < bytes.size() && !cur.dead(); ++i) {
+    step(scratch_, cur, bytes[i], &next);
     std::swap(cur, next);
   }
-  const bool ok = text_.size() == base + bytes.size() && cur.can_end;
+  const bool ok = i == bytes.size() && cur.can_end;
   text_.resize(base);
   scratch_.clear();
   return ok;

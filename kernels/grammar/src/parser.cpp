@@ -99,14 +99,16 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
     if (a_.has_bytes(f.state)) out->frames.push_back(id);
     for (const Call* c = a_.calls_begin(f.state); c != a_.calls_end(f.state); ++c) {
       int32_t ret = a_.tail[c->next] ? f.parent : pool.intern(c->next, f.parent);
-      const int32_t check = a_.check_of[c->rule];
-      if (check >= 0) {  // zero-width: go on where the call returns, if the check holds
-        if (!passes(pool, f, check)) continue;
-        if (ret < 0) out->can_end = true;
-        else todo_.push_back(ret);
-        continue;
+      if (c->rule >= a_.first_node_rule) {
+        const int32_t check = a_.check_of[c->rule];
+        if (check >= 0) {  // zero-width: go on where the call returns, if the check holds
+          if (!passes(pool, f, check)) continue;
+          if (ret < 0) out->can_end = true;
+          else todo_.push_back(ret);
+          continue;
+        }
+        ret = pool.intern(mark_state(mode_ == CheckMode::evaluate ? len_ : -1), ret);  // a region
       }
-      if (a_.region[c->rule]) ret = pool.intern(mark_state(mode_ == CheckMode::evaluate ? len_ : -1), ret);
       todo_.push_back(pool.intern(a_.start[c->rule], ret));
     }
     if (a_.final[f.state]) {

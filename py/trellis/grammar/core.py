@@ -65,7 +65,7 @@ class Core:
             raise GrammarLimitError(message)
         if code in (ERR_IR, ERR_GRAMMAR):
             line = column = None
-            if rule >= 0 and rule_names:
+            if 0 <= rule < len(rule_names or ()):  # rules past the names: the core's own (regions, checks)
                 name = rule_names[rule]
                 message = f"rule {name!r}: {message}"
                 line, column = (positions or {}).get(name, (None, None))

@@ -511,10 +511,11 @@ _SYNTAX = "^$\\.*+?()[]{}|"
 
 @lru_cache(maxsize=1)
 def _regex_format() -> tuple[ir.Expr, dict[str, ir.Expr]]:
-    """Decoded ECMAScript patterns (the `u` flag) as a grammar of their structure, with one check at the
-    end for what the grammar cannot see (checks.cpp: group names and back-references, range and
-    quantifier order). Left out, a restriction: \\p{..} property escapes, the (?i:..) modifiers,
-    group names beyond ASCII."""
+    """Decoded ECMAScript patterns (the `u` flag) as a grammar of their structure, with a check at
+    the end for what the grammar cannot see (checks.cpp: group names and back-references, range
+    and quantifier order), and one after each class, bound and group name that refuses at once
+    what nothing after could mend. Left out, a restriction: \\p{..} property escapes, the (?i:..)
+    modifiers, group names beyond ASCII."""
     lit, cls = ir.literal, ir.char_class
     disj = ir.Ref(_REGEX_RULES[0])
     hex_ = ir.byte_set([(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)])
@@ -531,11 +532,14 @@ def _regex_format() -> tuple[ir.Expr, dict[str, ir.Expr]]:
     atom_escape = ir.alt(digits, ir.seq(lit("k<"), name, lit(">")), class_escape, char_escape)
     class_atom = ir.alt(cls([(ord("\\"), ord("\\")), (ord("]"), ord("]"))], negate=True),
                         ir.seq(lit("\\"), ir.alt(class_escape, char_escape, ir.byte_set([(0x62, 0x62), (0x2D, 0x2D)]))))
-    char_class = ir.seq(lit("["), ir.repeat(lit("^"), 0, 1), ir.repeat(class_atom, 0, None), lit("]"))
-    group = ir.seq(lit("("), ir.repeat(ir.alt(lit("?:"), ir.seq(lit("?<"), name, lit(">"))), 0, 1), disj, lit(")"))
+    # Checked as soon as they end, what no continuation could mend: a range, a bound, a name.
+    mended = ir.Check(ir.REGEX_PREFIX)
+    char_class = ir.seq(lit("["), ir.repeat(lit("^"), 0, 1), ir.repeat(class_atom, 0, None), lit("]"), mended)
+    group = ir.seq(lit("("), ir.repeat(ir.alt(lit("?:"), ir.seq(lit("?<"), name, lit(">"), mended)), 0, 1), disj,
+                   lit(")"))
     pattern_char = cls([(ord(c), ord(c)) for c in _SYNTAX], negate=True)
     atom = ir.alt(pattern_char, lit("."), ir.seq(lit("\\"), atom_escape), char_class, group)
-    bound = ir.seq(lit("{"), digits, ir.repeat(ir.seq(lit(","), ir.repeat(digits, 0, 1)), 0, 1), lit("}"))
+    bound = ir.seq(lit("{"), digits, ir.repeat(ir.seq(lit(","), ir.repeat(digits, 0, 1)), 0, 1), lit("}"), mended)
     quantifier = ir.seq(ir.alt(ir.byte_set([(0x2A, 0x2B), (0x3F, 0x3F)]), bound), ir.repeat(lit("?"), 0, 1))
     look = ir.seq(ir.alt(lit("(?="), lit("(?!"), lit("(?<="), lit("(?<!")), disj, lit(")"))
     assertion = ir.alt(ir.byte_set([(0x24, 0x24), (0x5E, 0x5E)]), lit("\\b"), lit("\\B"), look)
