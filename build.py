@@ -248,7 +248,7 @@ def cmd_test(args) -> None:
                              check=True).stdout.strip()
     env = {**os.environ, "TRELLIS_GRAMMAR_LIB": str(asan), "LD_PRELOAD": libasan,
            "ASAN_OPTIONS": "detect_leaks=0", "TRELLIS_CORE_BACKENDS": "native"}
-    run([*pytest, "tests/grammar/test_core.py"], cwd=ROOT, env=env)
+    run([*pytest, "tests/grammar/test_core.py", "tests/grammar/test_checks.py"], cwd=ROOT, env=env)
     log(f"tests finished in {time.time() - started:.0f} s")
 
 

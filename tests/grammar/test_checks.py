@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
 
-CORES = ("native", "wasmtime")
+CORES = os.environ.get("TRELLIS_CORE_BACKENDS", "native,wasmtime").split(",")
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 
 
@@ -311,3 +312,13 @@ def test_rollback_and_completion_respect_checks(compiler):
     assert {bytes(vocab.token_bytes[t]) for t in leap.allowed_tokens()} <= {b"1", b'1"', b'1",', b'1"}'} | {
         bytes(vocab.token_bytes[t]) for t in vocab.stop_ids} or all(
         vocab.token_bytes[t].startswith(b"1") for t in leap.allowed_tokens())
+
+
+def test_malformed_checks_are_ir_errors(compiler):
+    from trellis.errors import GrammarError
+    from trellis.grammar import ir
+
+    for check in (ir.Check(99), ir.Check(ir.MULTIPLE_OF, (0, 0, 0)), ir.Check(ir.UNIQUE_ITEM, (1,))):
+        grammar = ir.Grammar({"root": ir.Region(ir.seq(ir.literal("a"), check))})
+        with pytest.raises(GrammarError, match="check"):
+            compiler.compile_ir(grammar)

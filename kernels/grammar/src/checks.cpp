@@ -595,6 +595,7 @@ class RegexScan {
   bool bound();
   bool group();
   bool read_name(CodePoints* name);
+  bool unicode_escape(uint32_t* v);
   void skip_past(uint32_t close);
   bool hex_run(size_t count, uint32_t* v);
 
@@ -660,26 +661,7 @@ bool RegexScan::escape_value(int64_t* value) {
     case 'c': v = at(i_) % 32; ++i_; break;
     case '0': if (is_digit(at(i_))) return false; v = 0; break;
     case 'x': if (!hex_run(2, &v)) return false; break;
-    case 'u':
-      if (at(i_) == '{') {
-        ++i_;
-        for (v = 0; at(i_) != '}'; ++i_) {
-          const int h = hex_value(at(i_));
-          if (h < 0 || v > 0x10FFFF) return false;
-          v = v << 4 | uint32_t(h);
-        }
-        ++i_;
-      } else {
-        if (!hex_run(4, &v)) return false;
-        if (is_high_surrogate(v) && at(i_) == '\\' && at(i_ + 1) == 'u') {  // a pair is one character
-          const size_t save = i_;
-          uint32_t lo;
-          i_ += 2;
-          if (hex_run(4, &lo) && is_low_surrogate(lo)) v = pair(v, lo);
-          else i_ = save;
-        }
-      }
-      break;
+    case 'u': if (!unicode_escape(&v)) return false; break;
     default: break;  // an identity escape
   }
   if (i_ > p_.size()) return false;
@@ -743,6 +725,29 @@ bool RegexScan::escape() {
   return escape_value(&ignored);
 }
 
+// After `\u`: {hex} up to 10FFFF, or four hex digits (a surrogate pair of them is one code point).
+bool RegexScan::unicode_escape(uint32_t* v) {
+  if (at(i_) == '{') {
+    ++i_;
+    for (*v = 0; at(i_) != '}'; ++i_) {
+      const int h = hex_value(at(i_));
+      if (h < 0 || *v > 0x10FFFF) return false;
+      *v = *v << 4 | uint32_t(h);
+    }
+    ++i_;
+    return *v <= 0x10FFFF;
+  }
+  if (!hex_run(4, v)) return false;
+  if (is_high_surrogate(*v) && at(i_) == '\\' && at(i_ + 1) == 'u') {
+    const size_t save = i_;
+    uint32_t lo;
+    i_ += 2;
+    if (hex_run(4, &lo) && is_low_surrogate(lo)) *v = pair(*v, lo);
+    else i_ = save;
+  }
+  return true;
+}
+
 // Reads a group name up to its `>`, decoding \uXXXX (a surrogate pair as one) and \u{...}.
 bool RegexScan::read_name(CodePoints* name) {
   for (;;) {
@@ -752,25 +757,7 @@ bool RegexScan::read_name(CodePoints* name) {
     if (c == '\\') {
       if (at(i_) != 'u') return false;
       ++i_;
-      if (at(i_) == '{') {
-        ++i_;
-        for (c = 0; at(i_) != '}'; ++i_) {
-          const int h = hex_value(at(i_));
-          if (h < 0 || c > 0x10FFFF) return false;
-          c = c << 4 | uint32_t(h);
-        }
-        ++i_;
-        if (c > 0x10FFFF) return false;
-      } else {
-        if (!hex_run(4, &c)) return false;
-        if (is_high_surrogate(c) && at(i_) == '\\' && at(i_ + 1) == 'u') {
-          const size_t save = i_;
-          uint32_t lo;
-          i_ += 2;
-          if (hex_run(4, &lo) && is_low_surrogate(lo)) c = pair(c, lo);
-          else i_ = save;
-        }
-      }
+      if (!unicode_escape(&c)) return false;
     }
     name->push_back(c);
   }
