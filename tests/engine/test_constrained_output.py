@@ -74,6 +74,23 @@ def test_maskbench_sample_outputs_validate(engine):
     assert outcomes.count("checked") >= 8, outcomes
 
 
+# Keywords enforced by checks in the core (tests/grammar/test_checks.py). Not here: a multipleOf
+# beyond an automaton's reach, where neither the mask nor complete_on_length can steer a number
+# to a multiple (the check only refuses the others when they end).
+CHECKED_SCHEMAS = [
+    {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 2, "maxItems": 6},
+    {"type": "array", "items": {"type": ["string", "number"]}, "uniqueItems": True, "minItems": 2},
+    {"type": "object", "minProperties": 3, "maxProperties": 4, "additionalProperties": {"type": "integer"}},
+]
+
+
+def test_checked_outputs_validate(engine):
+    """Random answers, cut by max_tokens and completed: their checks hold (unique items,
+    distinct keys counted)."""
+    outcomes = [check_schema_outputs(engine, schema, json.dumps(schema)) for schema in CHECKED_SCHEMAS]
+    assert outcomes == ["checked"] * len(CHECKED_SCHEMAS), outcomes
+
+
 def test_ebnf_outputs_are_in_the_language(engine):
     grammars = [ARITHMETIC_EBNF, 'root ::= "(" item ("," item)* ")"\nitem ::= [a-z]+ | root']
     for text in grammars:

@@ -37,6 +37,33 @@ void compute_contexts(const Automaton& a, std::vector<std::vector<int32_t>>* out
   }
 }
 
+void compute_ends_checked(const Automaton& a, const std::vector<std::vector<int32_t>>& contexts,
+                          std::vector<uint8_t>* out) {
+  const int32_t n_rules = static_cast<int32_t>(a.start.size());
+  out->assign(n_rules, 0);
+  if (a.checks.empty()) return;
+  std::vector<uint8_t> seen_rule(n_rules), seen_state(a.n_states());
+  for (int32_t r = 0; r < n_rules; ++r) {
+    if (a.start[r] < 0) continue;
+    std::fill(seen_rule.begin(), seen_rule.end(), 0);
+    std::fill(seen_state.begin(), seen_state.end(), 0);
+    std::vector<int32_t> todo(contexts[r]);
+    seen_rule[r] = 1;
+    while (!todo.empty() && !(*out)[r]) {
+      const int32_t s = todo.back();
+      todo.pop_back();
+      if (seen_state[s]) continue;
+      seen_state[s] = 1;
+      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
+        if (a.check_of[c->rule] >= 0) (*out)[r] = 1;
+      if (a.final[s] && !seen_rule[a.rule_of[s]]) {  // the caller completes too: what follows it
+        seen_rule[a.rule_of[s]] = 1;
+        todo.insert(todo.end(), contexts[a.rule_of[s]].begin(), contexts[a.rule_of[s]].end());
+      }
+    }
+  }
+}
+
 constexpr int32_t kWorthReaching = 16;  // smaller subtrees are walked faster than checked
 
 // Whether every token below trie node i is accepted from `config`, known without visiting them:
@@ -96,6 +123,7 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
   if (!s.ok()) return s;
   out->cache.resize(out->automaton.n_states());
   compute_contexts(out->automaton, &out->contexts);
+  compute_ends_checked(out->automaton, out->contexts, &out->ends_checked);
   return {};
 }
 
@@ -200,6 +228,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   configs[0] = walk.start();
   const Automaton& a = automaton;
   if (a.plain[state]) plain[0] = state;  // the bottom frame of a state is the state's id
+  const bool checked_end = ends_checked[a.rule_of[state]];
   // Accepted tokens are marked by trie position, where a subtree is a range (a few word writes),
   // and translated to ids once at the end (accepted_by_id). The buffer is kept all clear between
   // walks: only the words touched, [lo, hi), are cleared again.
@@ -263,9 +292,10 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
     // With the one caller known (`exact`), a continuation alive in it makes the token valid too:
     // the walk follows that caller as the real parser would, until the caller's rule completes.
     const bool live = walk.own_alive(at) || (exact && walk.spec_alive(at));
+    const bool ends = walk.own_ends(at) || (exact && walk.spec_ends(at));
     const int32_t own_end = node.tok_begin + node.n_here;
-    if (live || walk.own_ends(at) || (exact && walk.spec_ends(at))) accept(node.tok_begin, own_end);
-    else if (walk.spec_alive(at) || walk.open(at)) uncertain(node.tok_begin, own_end);
+    if (live || (ends && !checked_end)) accept(node.tok_begin, own_end);
+    else if (ends || walk.spec_alive(at) || walk.open(at)) uncertain(node.tok_begin, own_end);
     if (!live && (walk.open(at) || !walk.spec_alive(at))) {
       // Deeper tokens no longer depend on this walk: all uncertain, or all rejected.
       if (walk.open(at)) uncertain(own_end, node.tok_end);

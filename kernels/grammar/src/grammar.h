@@ -39,6 +39,9 @@ struct Grammar {
   // rule -> the states where parsing may continue once the rule completes, over all call
   // sites (tail calls resolved to their callers' continuations).
   std::vector<std::vector<int32_t>> contexts;
+  // rule -> what may follow its completion, before any byte, includes a check: a token that
+  // ends exactly where the rule does then needs the real stack (the check reads the text).
+  std::vector<uint8_t> ends_checked;
   int64_t caches_built = 0;
   int64_t cache_bytes = 0;
 

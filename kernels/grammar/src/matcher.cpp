@@ -136,46 +136,159 @@ int32_t Matcher::jump_forward(uint8_t* out, int32_t cap) {
   return n;
 }
 
-bool Matcher::completes(const std::vector<uint8_t>& bytes) {
-  scratch_.layer_on(pool_);
-  const size_t base = text_.size();
-  StateSet cur = history_.back().set, next;
+bool Matcher::reaches_end(const StateSet& from, const std::vector<uint8_t>& bytes) {
+  StateSet cur = from, next;
   size_t i = 0;
   for (; i < bytes.size() && !cur.dead(); ++i) {
     step(scratch_, cur, bytes[i], &next);
     std::swap(cur, next);
   }
-  const bool ok = i == bytes.size() && cur.can_end;
-  text_.resize(base);
-  scratch_.clear();
-  return ok;
+  return i == bytes.size() && cur.can_end;
+}
+
+// A completion starts with a byte from some live frame, then finishes that frame's rule and
+// each rule below it in turn: it is at least the sum of their distances, which is reachable.
+int64_t Matcher::cheapest(const FramePool& pool, const StateSet& set, std::vector<uint8_t>* out) {
+  out->clear();
+  if (set.can_end) return 0;
+  const Shortest& sh = g_->shortest();
+  int64_t best = Shortest::kInf;
+  int32_t best_frame = -1;
+  for (int32_t id : set.frames) {
+    int64_t cost = 0;
+    for (int32_t f = id; f >= 0 && cost < best; f = pool.get(f).parent)
+      if (!is_mark(pool.get(f).state)) cost = std::min(cost + sh.dist[pool.get(f).state], Shortest::kInf);
+    if (cost < best) best = cost, best_frame = id;
+  }
+  if (best_frame < 0) return -1;
+  if (best > kMaxCompletion) return best;  // not spelled out: the caller reports it
+  for (int32_t f = best_frame; f >= 0; f = pool.get(f).parent)
+    if (!is_mark(pool.get(f).state)) sh.emit(g_->automaton, pool.get(f).state, out);
+  return best;
 }
 
 int64_t Matcher::shortest_completion(std::vector<uint8_t>* out) {
   out->clear();
   const Entry& cur = history_.back();
   if (cur.terminated) return -1;
-  if (cur.set.can_end) return 0;
-  const Shortest& sh = g_->shortest();
-  // A completion starts with a byte from some live frame, then finishes that frame's rule and
-  // each rule below it in turn: it is at least the sum of their distances, which is reachable.
-  int64_t best = Shortest::kInf;
-  int32_t best_frame = -1;
-  for (int32_t id : cur.set.frames) {
-    int64_t cost = 0;
-    for (int32_t f = id; f >= 0 && cost < best; f = pool_.get(f).parent)
-      if (!is_mark(pool_.get(f).state)) cost = std::min(cost + sh.dist[pool_.get(f).state], Shortest::kInf);
-    if (cost < best) best = cost, best_frame = id;
-  }
-  if (best_frame < 0) return -1;
-  if (best > kMaxCompletion) return best;  // not spelled out: the caller reports it
-  for (int32_t f = best_frame; f >= 0; f = pool_.get(f).parent)
-    if (!is_mark(pool_.get(f).state)) sh.emit(g_->automaton, pool_.get(f).state, out);
-  if (!g_->automaton.checks.empty() && !completes(*out)) {  // the distances know no checks
-    out->clear();
-    return -1;
-  }
+  int64_t best = cheapest(pool_, cur.set, out);
+  if (cur.set.can_end || best < 0 || best > kMaxCompletion || g_->automaton.checks.empty()) return best;
+  scratch_.layer_on(pool_);
+  const size_t base = text_.size();
+  const bool checked = reaches_end(cur.set, *out);
+  text_.resize(base);
+  if (!checked) best = search_completion(cur.set, out);
+  text_.resize(base);
+  scratch_.clear();
   return best;
+}
+
+// Repairs the distances' completion where a check refuses it, depth first: a choice is the byte
+// refused (first pass) or any byte of the completion followed (second pass, for a refusal that
+// an earlier byte causes: `[0,0` can only end as `[0,1]`); its other bytes are tried from the
+// latest choice back (the cheapest continuation first; of bytes with the same transitions, the
+// lowest the checks let through), each followed by the distances' completion again. The length
+// allowed grows a byte at a time, up to kMaxGrowth bytes more than the first one.
+int64_t Matcher::search_completion(const StateSet& from, std::vector<uint8_t>* out) {
+  constexpr int32_t kMaxSteps = 16384;  // per pass, a few ms: the engine may ask at every token
+  constexpr size_t kMaxGrowth = 16;
+  struct Choice {
+    StateSet set;                 // before the byte taken
+    std::vector<uint8_t> prefix;  // the bytes up to there
+    int32_t taken;                // the byte the completion took there
+    bool ranked = false;
+    std::vector<int32_t> bytes;   // the others to try, the next one last
+  };
+  const size_t base = text_.size();
+  size_t limit = 0;
+  int32_t steps = 0;
+  bool every_byte = false;
+  std::vector<Choice> stack;
+  std::vector<uint8_t> tail, ignored;
+  std::vector<std::pair<int64_t, int32_t>> ranked;
+  std::vector<int32_t> targets;               // a byte's transitions from each frame
+  std::vector<std::vector<int32_t>> reached;  // those of the bytes kept at a choice
+  const auto with_text = [&](const std::vector<uint8_t>& prefix) {
+    text_.resize(base);
+    text_.insert(text_.end(), prefix.begin(), prefix.end());
+  };
+  // The bytes to try at a choice, apart from the one taken.
+  const auto rank = [&](Choice& c) {
+    with_text(c.prefix);
+    ranked.clear();
+    reached.clear();
+    StateSet next;
+    for (int32_t x = 0; x < 256 && steps < kMaxSteps; ++x) {
+      targets.clear();
+      for (int32_t id : c.set.frames) targets.push_back(g_->automaton.step(scratch_.get(id).state, uint8_t(x)));
+      if (x == c.taken || std::all_of(targets.begin(), targets.end(), [](int32_t t) { return t < 0; }) ||
+          std::find(reached.begin(), reached.end(), targets) != reached.end())
+        continue;
+      step(scratch_, c.set, uint8_t(x), &next);
+      ++steps;
+      text_.pop_back();
+      const int64_t rest = next.dead() && !next.can_end ? -1 : cheapest(scratch_, next, &ignored);
+      if (rest < 0 || c.prefix.size() + 1 + size_t(rest) > limit) continue;
+      reached.push_back(targets);
+      ranked.push_back({rest, x});
+    }
+    std::sort(ranked.rbegin(), ranked.rend());  // the cheapest, then the lowest byte, last
+    for (const auto& r : ranked) c.bytes.push_back(r.second);
+    c.ranked = true;
+  };
+  // Follows the distances' completion from `set` after `prefix`, each byte a choice: true when
+  // it ends.
+  const auto attempt = [&](const StateSet& set, std::vector<uint8_t> prefix) {
+    const int64_t n = cheapest(scratch_, set, &tail);
+    if (n < 0 || prefix.size() + size_t(n) > limit) return false;
+    with_text(prefix);
+    StateSet cur = set, next;
+    for (uint8_t b : tail) {
+      step(scratch_, cur, b, &next);
+      ++steps;
+      const bool refused = next.dead() && !next.can_end;
+      if (every_byte || refused) {
+        text_.pop_back();
+        stack.push_back({cur, prefix, b, false, {}});
+        text_.push_back(b);
+      }
+      if (refused) return false;
+      prefix.push_back(b);
+      std::swap(cur, next);
+    }
+    if (!cur.can_end) return false;
+    *out = std::move(prefix);
+    return true;
+  };
+  const int64_t first = cheapest(scratch_, from, &tail);
+  for (size_t pass = 0, growth = 1; first >= 0 && pass < 2; ++growth) {
+    if (growth > kMaxGrowth || steps >= kMaxSteps) {
+      every_byte = ++pass == 1, growth = 0, steps = 0;
+      continue;
+    }
+    limit = size_t(first) + growth;
+    stack.clear();
+    if (attempt(from, {})) return static_cast<int64_t>(out->size());
+    while (!stack.empty() && steps < kMaxSteps) {
+      Choice& c = stack.back();
+      if (!c.ranked) rank(c);
+      if (c.bytes.empty()) {
+        stack.pop_back();
+        continue;
+      }
+      const uint8_t b = static_cast<uint8_t>(c.bytes.back());
+      c.bytes.pop_back();
+      with_text(c.prefix);
+      StateSet next;
+      step(scratch_, c.set, b, &next);
+      ++steps;
+      std::vector<uint8_t> prefix = c.prefix;  // copied before attempt, which grows the stack
+      prefix.push_back(b);
+      if (attempt(next, std::move(prefix))) return static_cast<int64_t>(out->size());
+    }
+  }
+  out->clear();
+  return -1;  // none within the search's budget
 }
 
 }  // namespace tg

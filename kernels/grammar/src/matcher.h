@@ -23,7 +23,9 @@ class Matcher {
   int32_t jump_forward(uint8_t* out, int32_t cap);
   // A shortest byte string after which the matcher can terminate (empty when it already can).
   // Returns its length, or -1 when there is none (terminated). Longer than kMaxCompletion (a
-  // nest of rules can need exponentially many bytes), only the length is returned.
+  // nest of rules can need exponentially many bytes), only the length is returned. Checks are
+  // unknown to the distances: when they refuse the distances' string, a search finds the
+  // shortest they accept (-1 when it finds none within its budget).
   static constexpr int64_t kMaxCompletion = int64_t(1) << 24;
   int64_t shortest_completion(std::vector<uint8_t>* out);
   const Vocab& vocab() const { return *g_->vocab; }
@@ -36,8 +38,11 @@ class Matcher {
   };
   bool advance(const uint8_t* data, int32_t n, StateSet* out);
   void step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out);
-  // Whether `bytes` take the matcher to a state where it can terminate (state unchanged).
-  bool completes(const std::vector<uint8_t>& bytes);
+  // Whether `bytes` take `from` (frames in scratch_, the text at its end) to where it can end.
+  bool reaches_end(const StateSet& from, const std::vector<uint8_t>& bytes);
+  // The completion the distances find cheapest from `set` (checks unseen); its length or -1.
+  int64_t cheapest(const FramePool& pool, const StateSet& set, std::vector<uint8_t>* out);
+  int64_t search_completion(const StateSet& from, std::vector<uint8_t>* out);
 
   Grammar* g_;
   FramePool pool_, scratch_;
