@@ -37,33 +37,6 @@ void compute_contexts(const Automaton& a, std::vector<std::vector<int32_t>>* out
   }
 }
 
-void compute_ends_checked(const Automaton& a, const std::vector<std::vector<int32_t>>& contexts,
-                          std::vector<uint8_t>* out) {
-  const int32_t n_rules = static_cast<int32_t>(a.start.size());
-  out->assign(n_rules, 0);
-  if (a.checks.empty()) return;
-  std::vector<uint8_t> seen_rule(n_rules), seen_state(a.n_states());
-  for (int32_t r = 0; r < n_rules; ++r) {
-    if (a.start[r] < 0) continue;
-    std::fill(seen_rule.begin(), seen_rule.end(), 0);
-    std::fill(seen_state.begin(), seen_state.end(), 0);
-    std::vector<int32_t> todo(contexts[r]);
-    seen_rule[r] = 1;
-    while (!todo.empty() && !(*out)[r]) {
-      const int32_t s = todo.back();
-      todo.pop_back();
-      if (seen_state[s]) continue;
-      seen_state[s] = 1;
-      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
-        if (a.check_of[c->rule] >= 0) (*out)[r] = 1;
-      if (a.final[s] && !seen_rule[a.rule_of[s]]) {  // the caller completes too: what follows it
-        seen_rule[a.rule_of[s]] = 1;
-        todo.insert(todo.end(), contexts[a.rule_of[s]].begin(), contexts[a.rule_of[s]].end());
-      }
-    }
-  }
-}
-
 constexpr int32_t kWorthReaching = 16;  // smaller subtrees are walked faster than checked
 
 // Whether every token below trie node i is accepted from `config`, known without visiting them:
@@ -123,7 +96,6 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
   if (!s.ok()) return s;
   out->cache.resize(out->automaton.n_states());
   compute_contexts(out->automaton, &out->contexts);
-  compute_ends_checked(out->automaton, out->contexts, &out->ends_checked);
   return {};
 }
 
@@ -132,6 +104,37 @@ namespace {
 uint64_t site_key(int32_t state, int32_t ret) { return (uint64_t(uint32_t(state)) << 32) | uint32_t(ret); }
 
 }  // namespace
+
+bool Grammar::ends_checked(int32_t rule) {
+  const Automaton& a = automaton;
+  if (a.checks.empty()) return false;
+  if (ends_checked_.empty()) {
+    ends_checked_.assign(a.start.size(), -1);
+    seen_rule_.assign(a.start.size(), -1);
+    seen_state_.assign(a.n_states(), -1);
+  }
+  int8_t& known = ends_checked_[rule];
+  if (known >= 0) return known;
+  known = 0;
+  // The states where parsing goes on once the rule completes, and, where those complete their
+  // rule too, the states after that: a check called there comes before any byte. The seen
+  // marks carry the rule they were set for: no clearing between rules.
+  std::vector<int32_t> todo(contexts[rule]);
+  seen_rule_[rule] = rule;
+  while (!todo.empty() && !known) {
+    const int32_t s = todo.back();
+    todo.pop_back();
+    if (seen_state_[s] == rule) continue;
+    seen_state_[s] = rule;
+    for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c) known |= a.check_of[c->rule] >= 0;
+    const int32_t caller = a.rule_of[s];
+    if (a.final[s] && seen_rule_[caller] != rule) {
+      seen_rule_[caller] = rule;
+      todo.insert(todo.end(), contexts[caller].begin(), contexts[caller].end());
+    }
+  }
+  return known;
+}
 
 bool Grammar::by_site(int32_t state) {
   if (by_site_.empty()) by_site_.assign(automaton.n_states(), -1);
@@ -228,7 +231,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   configs[0] = walk.start();
   const Automaton& a = automaton;
   if (a.plain[state]) plain[0] = state;  // the bottom frame of a state is the state's id
-  const bool checked_end = ends_checked[a.rule_of[state]];
+  const bool checked_end = ends_checked(a.rule_of[state]);
   // Accepted tokens are marked by trie position, where a subtree is a range (a few word writes),
   // and translated to ids once at the end (accepted_by_id). The buffer is kept all clear between
   // walks: only the words touched, [lo, hi), are cleared again.

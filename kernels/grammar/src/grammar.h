@@ -39,9 +39,7 @@ struct Grammar {
   // rule -> the states where parsing may continue once the rule completes, over all call
   // sites (tail calls resolved to their callers' continuations).
   std::vector<std::vector<int32_t>> contexts;
-  // rule -> what may follow its completion, before any byte, includes a check: a token that
-  // ends exactly where the rule does then needs the real stack (the check reads the text).
-  std::vector<uint8_t> ends_checked;
+
   int64_t caches_built = 0;
   int64_t cache_bytes = 0;
 
@@ -52,6 +50,10 @@ struct Grammar {
   const TokenCache& cache_for(int32_t state, int32_t ret = -1);
   // Whether frames in `state` use per-return-state caches.
   bool by_site(int32_t state);
+  // Whether what may follow the rule's completion, before any byte, includes a check: a token
+  // that ends exactly where the rule does then needs the real stack (the check reads the text).
+  // Found on first use.
+  bool ends_checked(int32_t rule);
   // Builds up to `max_caches` (all when negative) of the caches not built yet; returns how many.
   int32_t warm(int32_t max_caches);
   // Per-state shortest completions, computed on first use.
@@ -70,6 +72,8 @@ struct Grammar {
   std::unique_ptr<MaskWalk> walk_;  // reused by every cache_for: its tables keep their memory
   std::unordered_map<uint64_t, std::unique_ptr<TokenCache>> site_cache_;  // (state, ret) -> cache
   std::vector<int8_t> by_site_;  // per state: -1 not known yet
+  std::vector<int8_t> ends_checked_;  // per rule: -1 not known yet
+  std::vector<int32_t> seen_rule_, seen_state_;  // ends_checked's marks: the rule they were set for
   std::vector<int32_t> site_after_;
   std::vector<uint64_t> positions_;  // cache_for's accepted trie positions, all clear between calls
 };

@@ -149,7 +149,7 @@ bool Matcher::reaches_end(const StateSet& from, const std::vector<uint8_t>& byte
 // A completion starts with a byte from some live frame, then finishes that frame's rule and
 // each rule below it in turn: it is at least the sum of their distances, which is reachable.
 int64_t Matcher::cheapest(const FramePool& pool, const StateSet& set, std::vector<uint8_t>* out) {
-  out->clear();
+  if (out) out->clear();
   if (set.can_end) return 0;
   const Shortest& sh = g_->shortest();
   int64_t best = Shortest::kInf;
@@ -161,7 +161,7 @@ int64_t Matcher::cheapest(const FramePool& pool, const StateSet& set, std::vecto
     if (cost < best) best = cost, best_frame = id;
   }
   if (best_frame < 0) return -1;
-  if (best > kMaxCompletion) return best;  // not spelled out: the caller reports it
+  if (!out || best > kMaxCompletion) return best;  // not spelled out (too long: the caller reports it)
   for (int32_t f = best_frame; f >= 0; f = pool.get(f).parent)
     if (!is_mark(pool.get(f).state)) sh.emit(g_->automaton, pool.get(f).state, out);
   return best;
@@ -204,7 +204,7 @@ int64_t Matcher::search_completion(const StateSet& from, std::vector<uint8_t>* o
   int32_t steps = 0;
   bool every_byte = false;
   std::vector<Choice> stack;
-  std::vector<uint8_t> tail, ignored;
+  std::vector<uint8_t> tail;
   std::vector<std::pair<int64_t, int32_t>> ranked;
   std::vector<int32_t> targets;               // a byte's transitions from each frame
   std::vector<std::vector<int32_t>> reached;  // those of the bytes kept at a choice
@@ -227,7 +227,7 @@ int64_t Matcher::search_completion(const StateSet& from, std::vector<uint8_t>* o
       step(scratch_, c.set, uint8_t(x), &next);
       ++steps;
       text_.pop_back();
-      const int64_t rest = next.dead() && !next.can_end ? -1 : cheapest(scratch_, next, &ignored);
+      const int64_t rest = next.dead() && !next.can_end ? -1 : cheapest(scratch_, next, nullptr);
       if (rest < 0 || c.prefix.size() + 1 + size_t(rest) > limit) continue;
       reached.push_back(targets);
       ranked.push_back({rest, x});

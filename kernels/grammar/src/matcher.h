@@ -41,6 +41,7 @@ class Matcher {
   // Whether `bytes` take `from` (frames in scratch_, the text at its end) to where it can end.
   bool reaches_end(const StateSet& from, const std::vector<uint8_t>& bytes);
   // The completion the distances find cheapest from `set` (checks unseen); its length or -1.
+  // With `out` null, only the length.
   int64_t cheapest(const FramePool& pool, const StateSet& set, std::vector<uint8_t>* out);
   int64_t search_completion(const StateSet& from, std::vector<uint8_t>* out);
 

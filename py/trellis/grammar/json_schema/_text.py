@@ -505,7 +505,7 @@ def _leap_time() -> ir.Expr:
     return ir.Region(ir.seq(full_regex_expr(r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:60(?:\.[0-9]+)?"), zone))
 
 
-_REGEX_RULES = ("fmt-regex-disjunction",)
+_REGEX_RULE = "fmt-regex-disjunction"
 _SYNTAX = "^$\\.*+?()[]{}|"
 
 
@@ -517,7 +517,7 @@ def _regex_format() -> tuple[ir.Expr, dict[str, ir.Expr]]:
     what nothing after could mend. Left out, a restriction: \\p{..} property escapes, the (?i:..)
     modifiers, group names beyond ASCII."""
     lit, cls = ir.literal, ir.char_class
-    disj = ir.Ref(_REGEX_RULES[0])
+    disj = ir.Ref(_REGEX_RULE)
     hex_ = ir.byte_set([(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)])
     digits = ir.seq(ir.byte_set([(0x30, 0x39)]), ir.repeat(ir.byte_set([(0x30, 0x39)]), 0, None))
     name = ir.seq(ir.byte_set([(0x24, 0x24), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]),
@@ -545,7 +545,7 @@ def _regex_format() -> tuple[ir.Expr, dict[str, ir.Expr]]:
     assertion = ir.alt(ir.byte_set([(0x24, 0x24), (0x5E, 0x5E)]), lit("\\b"), lit("\\B"), look)
     term = ir.alt(assertion, ir.seq(atom, ir.repeat(quantifier, 0, 1)))
     alternative = ir.repeat(term, 0, None)
-    rules = {_REGEX_RULES[0]: ir.seq(alternative, ir.repeat(ir.seq(lit("|"), alternative), 0, None))}
+    rules = {_REGEX_RULE: ir.seq(alternative, ir.repeat(ir.seq(lit("|"), alternative), 0, None))}
     return disj, rules
 
 
