@@ -16,7 +16,7 @@ PREFILL_BLOCK = 8  # tokens per invocation in prefill matmuls (register blocking
 # prefill kernels, and compiling takes longer. Small test models use small blocks.
 ROWS_PER_THREAD = {1: 8, PREFILL_BLOCK: 8}
 SMALL_MODEL_ROWS_PER_THREAD = {1: 4, PREFILL_BLOCK: 4}
-HEAD_ROWS_PER_THREAD = 4  # the vocabulary is wide enough; 8 rows of Q8_0 spill registers on lavapipe
+HEAD_ROWS_PER_THREAD = 8  # fewer x reads per weight; the one-token path keeps one row's codes live at a time
 
 
 def buffers(c: LlamaConfig, chunk: int) -> dict:

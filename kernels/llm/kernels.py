@@ -179,6 +179,80 @@ def _dot_setup(fmt, rows, cols):
     return shape, cols // 32, weight_vectors(fmt, cols)[0], BLOCKS_PER_SCALE_VECTOR[fmt]
 
 
+def shifted_code(fmt: str, wq, w0, j: int):
+    """Element j of a quantized block, left where it sits in its word: code * 2**shift,
+    from one AND (and for some positions one shift), converted as a signed integer.
+
+    Software adapters run one instruction per operation per SIMD lane, and the usual extraction
+    (shift down, mask, convert) costs three before the multiply. The power of two is taken out of x
+    instead (`shift_scale`), once per block for all rows. Every value stays below 2**31, so the
+    conversion is exact and signed: unsigned conversion takes several instructions on CPUs without
+    AVX-512."""
+    if fmt == "q4_1":
+        word = lane(wq[w0], (j % 16) // 4)
+        bit = 8 * (j % 4) + 4 * (j // 16)
+        if bit > 24:  # the top nibble would reach the sign bit
+            word = T.shift_right(word, T.uint32(bit - 24))
+        return T.Cast(F32, T.reinterpret(I32, T.bitwise_and(word, T.uint32(15 << min(bit, 24)))))
+    if fmt == "q8_0":
+        word = lane(wq[w0 + j // 16], (j % 16) // 4)
+        if j % 4 != 3:  # move the byte to the top: its sign is the word's
+            word = T.shift_left(word, T.uint32(24 - 8 * (j % 4)))
+        return T.Cast(F32, T.reinterpret(I32, T.bitwise_and(word, T.uint32(0xFF000000))))
+    raise ValueError(f"no shifted codes for {fmt!r}")
+
+
+def shift_scale(fmt: str, j):
+    """2**-shift of element j (an int or an unrolled loop variable), as an exact f32: TVM prints
+    float literals with 7 digits, so the power of two is built from its bits."""
+    shift = T.min(8 * (j % 4) + 4 * (j // 16), 24) if fmt == "q4_1" else 24
+    return T.reinterpret(F32, T.shift_left(T.Cast(U32, 127 - shift), T.uint32(23)))
+
+
+def shifted_dot(fmt: str, wq, xs):
+    """sum over a block of shifted_code * xs, as one chain of fused multiply-adds."""
+    total = shifted_code(fmt, wq, 0, 0) * xs[0]
+    for j in range(1, 32):
+        total = T.fma(shifted_code(fmt, wq, 0, j), xs[j], total)
+    return total
+
+
+@T.macro
+def dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, acc, wq, sv, xv, xs,
+                    sx):
+    """dot_rows for one token, with fewer operations per weight (decode is most of a step's time).
+
+    Each row's scale vector is loaded once for the `per_scale` blocks it holds (not once per block),
+    x is read and scaled once per block for all rows (`shifted_code`), and the products are fused
+    multiply-adds."""
+    for i in T.unroll(n_rows):
+        acc[i] = T.float32(0)
+    for g in range((n_blk + per_scale - 1) // per_scale):
+        for r in T.unroll(n_rows):
+            sv[r] = w[quant_vectors + g, row0 + r % run + (r // run) * stride]
+        for bi in T.unroll(per_scale):
+            if n_blk % per_scale == 0 or g * per_scale + bi < n_blk:
+                for v in T.unroll(8):
+                    xv[v] = x[t0, (g * per_scale + bi) * 8 + v]
+                if fmt == "q4_1":
+                    sx[0] = vector_sum(xv)
+                for j in T.unroll(32):
+                    xs[j] = lane_of(xv[j // 4], j % 4, 4) * shift_scale(fmt, j)
+                for r in T.unroll(n_rows):
+                    for i in T.unroll(QUANT_VECTORS[fmt]):
+                        wq[i] = w[(g * per_scale + bi) * QUANT_VECTORS[fmt] + i, row0 + r % run + (r // run) * stride]
+                    if fmt == "q4_1":
+                        acc[r] = T.fma(T.reinterpret(F32, lane(sv[r], bi * 2)), shifted_dot(fmt, wq, xs),
+                                       T.fma(T.reinterpret(F32, lane(sv[r], bi * 2 + 1)), sx[0], acc[r]))
+                    else:
+                        acc[r] = T.fma(T.reinterpret(F32, lane(sv[r], bi)), shifted_dot(fmt, wq, xs), acc[r])
+
+
+def decode_dot(fmt: str, n_tok: int) -> bool:
+    """Whether a kernel's dot products take the one-token path (quantized weights only)."""
+    return n_tok == 1 and fmt in BLOCKS_PER_SCALE_VECTOR and BLOCKS_PER_SCALE_VECTOR[fmt] > 0
+
+
 @functools.cache  # one parse per distinct kernel, however many layers use it
 def embed(fmt, vocab, hidden, tokens):
     """x[t] = dequantized row ids[t] of the embedding; reads the weight as plain u32 words."""
@@ -272,9 +346,10 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
                     with T.sblock("matmul"):
                         acc = T.sblock_alloc_buffer((R * n_tok,), F32, scope="local")
                         wq = T.sblock_alloc_buffer((R * QUANT_VECTORS[fmt],), U32X4, scope="local")
-                        sv = T.sblock_alloc_buffer((1,), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((R,), U32X4, scope="local")
                         dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                        xs = T.sblock_alloc_buffer((32,), F32, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                         codes = T.sblock_alloc_buffer((R * 32 if n_tok > 1 else 1,), F32, scope="local")
                         t0 = T.sblock_alloc_buffer((1,), I32, scope="local")
@@ -284,8 +359,12 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
                                 t0[0] = step[0] - 1
                             else:
                                 t0[0] = tb * n_tok
-                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
-                                     t0[0], n_tok, acc, wq, sv, xv, sx, dm, codes)
+                            if decode_dot(fmt, n_tok):
+                                dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R,
+                                                R, 0, t0[0], acc, wq, sv, xv, xs, sx)
+                            else:
+                                dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
+                                         t0[0], n_tok, acc, wq, sv, xv, sx, dm, codes)
                             for r in T.unroll(R):
                                 if (ob * DOT_WG + tx) * R + r < rows:
                                     for t in T.unroll(n_tok):
@@ -322,14 +401,19 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread):
                         # Rows: gate rows o*R .. o*R+R-1, then the up rows ffn + the same.
                         acc = T.sblock_alloc_buffer((2 * R * block,), F32, scope="local")
                         wq = T.sblock_alloc_buffer((2 * R * QUANT_VECTORS[fmt],), U32X4, scope="local")
-                        sv = T.sblock_alloc_buffer((1,), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((2 * R,), U32X4, scope="local")
                         dm = T.sblock_alloc_buffer((4 * R,), F32, scope="local")
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                        xs = T.sblock_alloc_buffer((32,), F32, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                         codes = T.sblock_alloc_buffer((2 * R * 32 if block > 1 else 1,), F32, scope="local")
                         if ob * DOT_WG + tx < threads and tb * block < step[0]:
-                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R, ffn,
-                                     tb * block, block, acc, wq, sv, xv, sx, dm, codes)
+                            if decode_dot(fmt, block):
+                                dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R,
+                                                2 * R, R, ffn, tb * block, acc, wq, sv, xv, xs, sx)
+                            else:
+                                dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R,
+                                         ffn, tb * block, block, acc, wq, sv, xv, sx, dm, codes)
                             for r in T.unroll(R):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:
@@ -369,15 +453,20 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                     with T.sblock("qkv"):
                         acc = T.sblock_alloc_buffer((2 * P * block,), F32, scope="local")
                         wq = T.sblock_alloc_buffer((2 * P * QUANT_VECTORS[fmt],), U32X4, scope="local")
-                        sv = T.sblock_alloc_buffer((1,), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((2 * P,), U32X4, scope="local")
                         dm = T.sblock_alloc_buffer((4 * P,), F32, scope="local")
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                        xs = T.sblock_alloc_buffer((32,), F32, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                         cs = T.sblock_alloc_buffer((2,), F32, scope="local")
                         codes = T.sblock_alloc_buffer((2 * P * 32 if block > 1 else 1,), F32, scope="local")
                         if pb * DOT_WG + tx < threads and tb * block < step[0]:
-                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
-                                     2 * P, 0, tb * block, block, acc, wq, sv, xv, sx, dm, codes)
+                            if decode_dot(fmt, block):
+                                dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P,
+                                                2 * P, 2 * P, 0, tb * block, acc, wq, sv, xv, xs, sx)
+                            else:
+                                dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
+                                         2 * P, 0, tb * block, block, acc, wq, sv, xv, sx, dm, codes)
                             for i in T.unroll(P):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:
