@@ -520,13 +520,18 @@ def attention_scores(n_heads, n_kv, head_dim, context, tokens):
                 for tx in T.thread_binding(WG, "threadIdx.x"):
                     with T.sblock("scores"):
                         acc = T.sblock_alloc_buffer((1,), F32X4, scope="local")
+                        qv = T.sblock_alloc_buffer((dv,), F32X4, scope="local")
                         if t < step[0]:
+                            # The query once into registers, not once per key: loads are what software
+                            # adapters pay most for.
+                            for d in T.unroll(dv):
+                                qv[d] = q[t, h * dv + d]
                             # Causal: token t sits at position step[1] + t and sees keys up to it.
                             for i in range((step[1] + t + WG) // WG):
                                 if i * WG + tx <= step[1] + t:
                                     acc[0] = T.Broadcast(T.float32(0), 4)
-                                    for d in range(dv):
-                                        acc[0] = acc[0] + q[t, h * dv + d] * k_cache[i * WG + tx, (h // group) * dv + d]
+                                    for d in T.unroll(dv):
+                                        acc[0] = acc[0] + qv[d] * k_cache[i * WG + tx, (h // group) * dv + d]
                                     scores[i * WG + tx, t, h] = (lane(acc[0], 0) + lane(acc[0], 1) + lane(acc[0], 2)
                                                                  + lane(acc[0], 3)) * T.float32(scale)
 
