@@ -65,14 +65,20 @@ def lane_of(vector, i, count: int):
     return out
 
 
+def nibble_bit(j):
+    """Where q4_1 element j (an int or an unrolled loop variable) sits in its word: element j < 16
+    is the low nibble of byte j, j >= 16 the high nibble of byte j - 16; byte j % 16 is byte j % 4
+    of word (j % 16) // 4."""
+    return 8 * (j % 4) + 4 * (j // 16)
+
+
 def block_code(fmt: str, wq, w0, j):
     """Element j of a 32-element block whose weight vectors are wq[w0:]; x's matching element is
     lane j % 4 of x vector j // 4. For q4_1 / q8_0 this is the integer code (the caller applies the
-    scales): element j < 16 of a q4_1 block is the low nibble of byte j, j >= 16 the high nibble of
-    byte j - 16. `j` may be an int or an (unrolled) loop variable."""
+    scales; q4_1's nibbles: `nibble_bit`). `j` may be an int or an (unrolled) loop variable."""
     if fmt == "q4_1":
         word = lane_of(wq[w0], (j % 16) // 4, 4)
-        return T.Cast(F32, T.bitwise_and(T.shift_right(word, T.Cast(U32, 8 * (j % 4) + 4 * (j // 16))), T.uint32(15)))
+        return T.Cast(F32, T.bitwise_and(T.shift_right(word, T.Cast(U32, nibble_bit(j))), T.uint32(15)))
     if fmt == "q8_0":
         word = lane_of(wq[w0 + j // 16], (j % 16) // 4, 4)
         # Move the byte to the top, then an arithmetic shift sign-extends it.
@@ -118,6 +124,11 @@ def scale_m(sv, block):
     return T.reinterpret(F32, lane_of(sv, (block % 2) * 2 + 1, 4))
 
 
+def _row(row0, r, run, stride):
+    """dot_rows' row r: runs of `run` consecutive rows from row0, `stride` apart."""
+    return row0 + r % run + (r // run) * stride
+
+
 @dataclass
 class Kernel:
     name: str
@@ -136,49 +147,6 @@ def _accumulate(fmt, acc, i, dm, r, dot, sx):
         acc[i] = acc[i] + dot
 
 
-@T.macro
-def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, sx, dm,
-             codes):
-    """acc[r * n_tok + t] = W[row r] . x[t0 + t] for r < n_rows, t < n_tok, where row r is
-    row0 + r % run + (r // run) * stride (runs of consecutive rows, e.g. gate rows then up rows).
-
-    Each block's weight vectors are loaded once for all tokens, x's once for all rows. The block's
-    scales go to registers (dm) first: inlining their lane selection into every token's sum made
-    SwiftShader's shader compiler run out of memory. With several tokens, each row's codes are
-    unpacked once into `codes` (32 per row) rather than once per token: software adapters compile
-    every unrolled operation, and the unpacking was most of them.
-    """
-    for i in T.unroll(n_rows * n_tok):
-        acc[i] = T.float32(0)
-    for b in range(n_blk):
-        for r in T.unroll(n_rows):
-            for i in T.unroll(QUANT_VECTORS[fmt]):
-                wq[r * QUANT_VECTORS[fmt] + i] = w[b * QUANT_VECTORS[fmt] + i, row0 + r % run + (r // run) * stride]
-            if per_scale > 0:
-                sv[0] = w[quant_vectors + b // T.max(per_scale, 1), row0 + r % run + (r // run) * stride]
-                dm[r * 2] = scale_d(fmt, sv[0], b)
-                if fmt == "q4_1":
-                    dm[r * 2 + 1] = scale_m(sv[0], b)
-            if n_tok > 1:
-                for j in T.unroll(32):
-                    codes[r * 32 + j] = block_code(fmt, wq, r * QUANT_VECTORS[fmt], j)
-        for t in T.unroll(n_tok):
-            for v in T.unroll(8):
-                xv[v] = x[t0 + t, b * 8 + v]
-            if fmt == "q4_1":
-                sx[0] = vector_sum(xv)
-            for r in T.unroll(n_rows):
-                if n_tok > 1:
-                    _accumulate(fmt, acc, r * n_tok + t, dm, r, unpacked_dot(codes, r * 32, xv), sx)
-                else:
-                    _accumulate(fmt, acc, r * n_tok + t, dm, r, block_dot(fmt, wq, r * QUANT_VECTORS[fmt], xv), sx)
-
-
-def _dot_setup(fmt, rows, cols):
-    shape = weight_shape(fmt, rows, cols)
-    return shape, cols // 32, weight_vectors(fmt, cols)[0], BLOCKS_PER_SCALE_VECTOR[fmt]
-
-
 def shifted_code(fmt: str, wq, w0, j: int):
     """Element j of a quantized block, left where it sits in its word: code * 2**shift,
     from one AND (and for some positions one shift), converted as a signed integer.
@@ -190,7 +158,7 @@ def shifted_code(fmt: str, wq, w0, j: int):
     AVX-512."""
     if fmt == "q4_1":
         word = lane(wq[w0], (j % 16) // 4)
-        bit = 8 * (j % 4) + 4 * (j // 16)
+        bit = nibble_bit(j)
         if bit > 24:  # the top nibble would reach the sign bit
             word = T.shift_right(word, T.uint32(bit - 24))
         return T.Cast(F32, T.reinterpret(I32, T.bitwise_and(word, T.uint32(15 << min(bit, 24)))))
@@ -205,7 +173,7 @@ def shifted_code(fmt: str, wq, w0, j: int):
 def shift_scale(fmt: str, j):
     """2**-shift of element j (an int or an unrolled loop variable), as an exact f32: TVM prints
     float literals with 7 digits, so the power of two is built from its bits."""
-    shift = T.min(8 * (j % 4) + 4 * (j // 16), 24) if fmt == "q4_1" else 24
+    shift = T.min(nibble_bit(j), 24) if fmt == "q4_1" else 24
     return T.reinterpret(F32, T.shift_left(T.Cast(U32, 127 - shift), T.uint32(23)))
 
 
@@ -229,7 +197,7 @@ def dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, ru
         acc[i] = T.float32(0)
     for g in range((n_blk + per_scale - 1) // per_scale):
         for r in T.unroll(n_rows):
-            sv[r] = w[quant_vectors + g, row0 + r % run + (r // run) * stride]
+            sv[r] = w[quant_vectors + g, _row(row0, r, run, stride)]
         for bi in T.unroll(per_scale):
             if n_blk % per_scale == 0 or g * per_scale + bi < n_blk:
                 for v in T.unroll(8):
@@ -240,7 +208,7 @@ def dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, ru
                     xs[j] = lane_of(xv[j // 4], j % 4, 4) * shift_scale(fmt, j)
                 for r in T.unroll(n_rows):
                     for i in T.unroll(QUANT_VECTORS[fmt]):
-                        wq[i] = w[(g * per_scale + bi) * QUANT_VECTORS[fmt] + i, row0 + r % run + (r // run) * stride]
+                        wq[i] = w[(g * per_scale + bi) * QUANT_VECTORS[fmt] + i, _row(row0, r, run, stride)]
                     if fmt == "q4_1":
                         acc[r] = T.fma(T.reinterpret(F32, lane(sv[r], bi * 2)), shifted_dot(fmt, wq, xs),
                                        T.fma(T.reinterpret(F32, lane(sv[r], bi * 2 + 1)), sx[0], acc[r]))
@@ -248,9 +216,61 @@ def dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, ru
                         acc[r] = T.fma(T.reinterpret(F32, lane(sv[r], bi)), shifted_dot(fmt, wq, xs), acc[r])
 
 
-def decode_dot(fmt: str, n_tok: int) -> bool:
-    """Whether a kernel's dot products take the one-token path (quantized weights only)."""
-    return n_tok == 1 and fmt in BLOCKS_PER_SCALE_VECTOR and BLOCKS_PER_SCALE_VECTOR[fmt] > 0
+@T.macro
+def _dot_rows_blocks(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv,
+                     sx, dm, codes):
+    """dot_rows one block at a time, for several tokens or f32 weights.
+
+    Each block's weight vectors are loaded once for all tokens, x's once for all rows. The block's
+    scales go to registers (dm) first: inlining their lane selection into every token's sum made
+    SwiftShader's shader compiler run out of memory. With several tokens, each row's codes are
+    unpacked once into `codes` (32 per row) rather than once per token: software adapters compile
+    every unrolled operation, and the unpacking was most of them.
+    """
+    for i in T.unroll(n_rows * n_tok):
+        acc[i] = T.float32(0)
+    for b in range(n_blk):
+        for r in T.unroll(n_rows):
+            for i in T.unroll(QUANT_VECTORS[fmt]):
+                wq[r * QUANT_VECTORS[fmt] + i] = w[b * QUANT_VECTORS[fmt] + i, _row(row0, r, run, stride)]
+            if per_scale > 0:
+                sv[0] = w[quant_vectors + b // T.max(per_scale, 1), _row(row0, r, run, stride)]
+                dm[r * 2] = scale_d(fmt, sv[0], b)
+                if fmt == "q4_1":
+                    dm[r * 2 + 1] = scale_m(sv[0], b)
+            if n_tok > 1:
+                for j in T.unroll(32):
+                    codes[r * 32 + j] = block_code(fmt, wq, r * QUANT_VECTORS[fmt], j)
+        for t in T.unroll(n_tok):
+            for v in T.unroll(8):
+                xv[v] = x[t0 + t, b * 8 + v]
+            if fmt == "q4_1":
+                sx[0] = vector_sum(xv)
+            for r in T.unroll(n_rows):
+                if n_tok > 1:
+                    _accumulate(fmt, acc, r * n_tok + t, dm, r, unpacked_dot(codes, r * 32, xv), sx)
+                else:
+                    _accumulate(fmt, acc, r * n_tok + t, dm, r, block_dot(fmt, wq, r * QUANT_VECTORS[fmt], xv), sx)
+
+
+@T.macro
+def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, xs, sx,
+             dm, codes):
+    """acc[r * n_tok + t] = W[row r] . x[t0 + t] for r < n_rows, t < n_tok, where row r is
+    row0 + r % run + (r // run) * stride (runs of consecutive rows, e.g. gate rows then up rows).
+    One token of quantized weights (decode, the head) takes dot_rows_decode, the rest
+    _dot_rows_blocks."""
+    if n_tok == 1 and per_scale > 0:
+        dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, acc, wq, sv, xv,
+                        xs, sx)
+    else:
+        _dot_rows_blocks(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv,
+                         xv, sx, dm, codes)
+
+
+def _dot_setup(fmt, rows, cols):
+    shape = weight_shape(fmt, rows, cols)
+    return shape, cols // 32, weight_vectors(fmt, cols)[0], BLOCKS_PER_SCALE_VECTOR[fmt]
 
 
 @functools.cache  # one parse per distinct kernel, however many layers use it
@@ -267,7 +287,7 @@ def embed(fmt, vocab, hidden, tokens):
     def element(w, row, k):
         blk, j = k // 32, k % 32
         if fmt == "q4_1":
-            q = T.bitwise_and(T.shift_right(word(w, row, blk, (j % 16) // 4), T.Cast(U32, (j % 4) * 8 + (j // 16) * 4)),
+            q = T.bitwise_and(T.shift_right(word(w, row, blk, (j % 16) // 4), T.Cast(U32, nibble_bit(j))),
                               T.uint32(15))
             d = T.reinterpret(F32, word(w, row, qv + blk // per_scale, (blk % per_scale) * 2))
             m = T.reinterpret(F32, word(w, row, qv + blk // per_scale, (blk % per_scale) * 2 + 1))
@@ -359,12 +379,8 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
                                 t0[0] = step[0] - 1
                             else:
                                 t0[0] = tb * n_tok
-                            if decode_dot(fmt, n_tok):
-                                dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R,
-                                                R, 0, t0[0], acc, wq, sv, xv, xs, sx)
-                            else:
-                                dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
-                                         t0[0], n_tok, acc, wq, sv, xv, sx, dm, codes)
+                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
+                                     t0[0], n_tok, acc, wq, sv, xv, xs, sx, dm, codes)
                             for r in T.unroll(R):
                                 if (ob * DOT_WG + tx) * R + r < rows:
                                     for t in T.unroll(n_tok):
@@ -408,12 +424,8 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread):
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                         codes = T.sblock_alloc_buffer((2 * R * 32 if block > 1 else 1,), F32, scope="local")
                         if ob * DOT_WG + tx < threads and tb * block < step[0]:
-                            if decode_dot(fmt, block):
-                                dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R,
-                                                2 * R, R, ffn, tb * block, acc, wq, sv, xv, xs, sx)
-                            else:
-                                dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R,
-                                         ffn, tb * block, block, acc, wq, sv, xv, sx, dm, codes)
+                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R, ffn,
+                                     tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
                             for r in T.unroll(R):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:
@@ -461,12 +473,8 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                         cs = T.sblock_alloc_buffer((2,), F32, scope="local")
                         codes = T.sblock_alloc_buffer((2 * P * 32 if block > 1 else 1,), F32, scope="local")
                         if pb * DOT_WG + tx < threads and tb * block < step[0]:
-                            if decode_dot(fmt, block):
-                                dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P,
-                                                2 * P, 2 * P, 0, tb * block, acc, wq, sv, xv, xs, sx)
-                            else:
-                                dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
-                                         2 * P, 0, tb * block, block, acc, wq, sv, xv, sx, dm, codes)
+                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
+                                     2 * P, 0, tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
                             for i in T.unroll(P):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:

@@ -42,17 +42,7 @@ std::vector<std::vector<int32_t>> call_graph(const Ir& ir) {
 std::vector<int32_t> count_uses(const Ir& ir) {
   const int32_t n = static_cast<int32_t>(ir.words.size());
   std::vector<int32_t> starts;
-  for (int32_t pos = 4 + ir.n_rules; pos < n;) {
-    starts.push_back(pos);
-    const int32_t* a = ir.args(pos);
-    switch (ir.kind(pos)) {
-      case BYTESET: pos += 2 + 2 * a[0]; break;
-      case BYTES: case SEQ: case ALT: pos += 2 + a[0]; break;
-      case REPEAT: pos += 4; break;
-      case CHECK: pos += 3 + a[1]; break;
-      default: pos += 2; break;  // REF, REGION
-    }
-  }
+  for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) starts.push_back(pos);
   // Parents come after their children, so one backward pass pushes counts down the DAG.
   std::vector<int64_t> occ(n, 0);
   for (int32_t r = 0; r < ir.n_rules; ++r) occ[ir.body(r)] += 1;
@@ -228,19 +218,10 @@ struct NodeRules {
 
   explicit NodeRules(const Ir& ir) : rule_of_node(ir.words.size(), -1) {
     const int32_t n = static_cast<int32_t>(ir.words.size());
-    for (int32_t pos = 4 + ir.n_rules; pos < n;) {
-      const int32_t* a = ir.args(pos);
-      const int32_t kind = ir.kind(pos);
-      if (kind == CHECK || kind == REGION) {
+    for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) {
+      if (ir.kind(pos) == CHECK || ir.kind(pos) == REGION) {
         rule_of_node[pos] = ir.n_rules + static_cast<int32_t>(node_of_rule.size());
         node_of_rule.push_back(pos);
-      }
-      switch (kind) {
-        case BYTESET: pos += 2 + 2 * a[0]; break;
-        case BYTES: case SEQ: case ALT: pos += 2 + a[0]; break;
-        case REPEAT: pos += 4; break;
-        case CHECK: pos += 3 + a[1]; break;
-        default: pos += 2; break;  // REF, REGION
       }
     }
   }

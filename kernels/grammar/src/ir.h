@@ -19,6 +19,17 @@ struct Ir {
   int32_t kind(int32_t node) const { return words[node]; }
   // Operands of a node, after its kind word.
   const int32_t* args(int32_t node) const { return &words[node + 1]; }
+  // Words the (validated) node takes, kind word included: the offset of the node after it.
+  int32_t size(int32_t node) const {
+    const int32_t* a = args(node);
+    switch (kind(node)) {
+      case BYTESET: return 2 + 2 * a[0];
+      case BYTES: case SEQ: case ALT: return 2 + a[0];
+      case REPEAT: return 4;
+      case CHECK: return 3 + a[1];
+      default: return 2;  // REF, REGION
+    }
+  }
 };
 
 constexpr int32_t kIrMagic = 0x54524C31;
