@@ -166,6 +166,20 @@ def repeated_kernel_times(backend, ex, names) -> dict:
     return per_kernel
 
 
+def decode_steps(ex, backend, count) -> tuple[list, list]:
+    """Seconds per decode step (to the logits on the host) and host seconds per step (writes,
+    encoding and submission only)."""
+    step_times, host_times = [], []
+    for i in range(count):
+        t = time.perf_counter()
+        ex.submit_decode(5 + i)
+        host = time.perf_counter() - t
+        backend.read_back(ex.submit_read())  # waits for the GPU
+        step_times.append(time.perf_counter() - t)
+        host_times.append(host)
+    return step_times, host_times
+
+
 def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decode_tokens, lines):
     from trellis.runtime import Artifacts, Executor
 
@@ -186,17 +200,16 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     ex.prefill(prompt)
     prefill_s = time.perf_counter() - t
 
-    step_times, host_times = [], []
-    for i in range(decode_tokens):
-        t = time.perf_counter()
-        ex.submit_decode(5 + i)  # writes, encodes and submits only
-        host = time.perf_counter() - t
-        backend.read_back(ex.submit_read())  # waits for the GPU
-        step_times.append(time.perf_counter() - t)
-        host_times.append(host)
+    step_times, host_times = decode_steps(ex, backend, decode_tokens)
     step_s = statistics.median(step_times)
+    default_step_s = None
+    if ex.variant:  # the same steps with the default kernels, for the variant's effect
+        plain = Executor(artifacts, backend, context=context, variants=False)
+        plain.prefill(prompt)
+        default_step_s = statistics.median(decode_steps(plain, backend, decode_tokens)[0])
+        del plain
 
-    names = [d["kernel"] for d in artifacts.manifest["plans"]["decode"]["dispatches"]]
+    names = [ex.kernel_of(d) for d in artifacts.manifest["plans"]["decode"]["dispatches"]]
     backend.write_buffer(ex.buffers["step"], 0, struct.pack("<4i", 1, ex.position - 1, 0, 0))
     if backend.timestamps:
         per_kernel, timing = timestamped_kernel_times(backend, names, ex._plans["decode"]), "timestamp queries"
@@ -223,6 +236,8 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
         ("load (weights upload, pipelines)", f"{load_s:.2f} s"),
         (f"prefill ({prompt_tokens} tokens, chunks of {ex.chunk})", f"{prompt_tokens / prefill_s:.2f} tok/s"),
         ("decode", f"{1 / step_s:.2f} tok/s (step median {step_s * 1e3:.1f} ms, max {max(step_times) * 1e3:.1f} ms)"),
+        ("kernel variant for this adapter", f"{ex.variant} (decode step with the default kernels: "
+                                            f"{default_step_s * 1e3:.1f} ms)" if ex.variant else "none"),
         ("dispatches per decode token", f"{ex.dispatches_per_token} "
                                         f"({(ex.dispatches_per_token - 3) / artifacts.model['n_layers']:.0f} per layer)"),
         ("host time per decode step (no GPU wait)",

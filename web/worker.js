@@ -136,11 +136,13 @@ async function fetchShards(base, manifest, files) {
 // starts: they are all the engine needs to be ready. On a software adapter compiling takes longer
 // than anything else at start-up, most of it the prefill plan's larger kernels: `compileRest()`
 // starts those once the engine is ready (prefill runs token by token until they are in).
-function compileKernels(device, manifest, files, pipelines) {
+function compileKernels(device, info, manifest, files, pipelines) {
   const text = new TextDecoder();
-  const needed = new Set(['decode', 'mask'].flatMap((plan) => manifest.plans[plan].dispatches.map((d) => d.kernel)));
-  const modules = Object.entries(manifest.kernels).map(([name, k]) =>
-    [name, k, device.createShaderModule({ label: name, code: text.decode(files.get(k.wgsl)) })]);
+  const swaps = adapterVariant(manifest, info);
+  const used = (plan) => manifest.plans[plan].dispatches.map((d) => swaps[d.kernel] || d.kernel);
+  const needed = new Set(['decode', 'mask'].flatMap(used));
+  const modules = [...new Set(Object.keys(manifest.plans).flatMap(used))].map((name) => [name, manifest.kernels[name],
+    device.createShaderModule({ label: name, code: text.decode(files.get(manifest.kernels[name].wgsl)) })]);
   let done = 0;
   const compile = ([name, k, module]) => device.createComputePipelineAsync({ label: name, layout: 'auto',
     compute: { module, entryPoint: k.entry_point } })
@@ -155,6 +157,14 @@ function compileKernels(device, manifest, files, pipelines) {
     needed: Promise.all(modules.filter(([name]) => needed.has(name)).map(compile)),
     compileRest: () => Promise.all(modules.filter(([name]) => !needed.has(name)).map(compile)),
   };
+}
+
+// {kernel: its replacement} of the manifest's kernel variant for this adapter: the first whose name
+// occurs in the adapter's vendor, device or description, in lower case (Artifacts.variant_for's rule).
+function adapterVariant(manifest, info) {
+  const text = [info.vendor, info.device, info.description].map((v) => v || '').join(' ').toLowerCase();
+  const found = Object.entries(manifest.variants || {}).find(([name]) => text.includes(name));
+  return found ? found[1] : {};
 }
 
 async function requestDevice() {
@@ -241,8 +251,8 @@ async function init({ modelUrl, context }) {
   const program = fetchProgram(base);
   const shards = program.then(({ manifest, files }) => fetchShards(base, manifest, files));
   const pipelines = new Map();
-  const kernels = Promise.all([gpu, program]).then(([{ device }, { manifest, files }]) =>
-    compileKernels(device, manifest, files, pipelines));
+  const kernels = Promise.all([gpu, program]).then(([{ device, info }, { manifest, files }]) =>
+    compileKernels(device, info, manifest, files, pipelines));
   const needed = kernels.then((k) => k.needed);
   const kernelsDone = timed(needed);
   kernelsDone.catch(() => {});  // (its failure fails the device or the program too, reported below)

@@ -143,6 +143,10 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         "mask": {"tokens": 0, "dispatches": graph.mask_plan(config, kernels)},
         "argmax": {"tokens": 0, "dispatches": graph.argmax_plan(config, kernels)},
     }
+    variants = {}
+    for tokens in (chunk, 1):
+        for adapter, swaps in graph.adapter_variants(config, formats, tokens, kernels).items():
+            variants.setdefault(adapter, {}).update(swaps)
 
     # Kernels: lower only those whose WGSL is missing or was made from other sources.
     kernel_key = _sources_hash("kernels.py", "wgsl.py")
@@ -160,6 +164,10 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         (out / file).write_text(source)
         kernel_info[name] = {"wgsl": file, **info}
         _log(f"kernel {i}/{len(kernels)} {name} ({time.time() - t0:.1f}s)")
+    for adapter, swaps in variants.items():
+        for default, variant in swaps.items():
+            if kernel_info[default]["bindings"] != kernel_info[variant]["bindings"]:
+                raise ModelError(f"{adapter}'s variant {variant} binds other buffers than {default}")
 
     # Weights: repack only when the GGUF or the packer changed.
     stat = os.stat(gguf_path)
@@ -194,6 +202,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         "weights_key": weights_key,
         "weights": weights,
         "plans": plans,
+        "variants": variants,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     _remove_stale(out, {k["wgsl"] for k in kernel_info.values()} | {s["file"] for s in weights["shards"]})

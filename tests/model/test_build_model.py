@@ -44,6 +44,19 @@ def test_manifest_describes_every_dispatch(built):
             assert len(kernel["bindings"]) <= 8  # WebGPU's default storage-buffer limit
 
 
+def test_adapter_variants_stand_in_for_plan_kernels(built):
+    """Each variant replaces a kernel some plan runs by another of the same bindings."""
+    m = _manifest(built)
+    planned = {d["kernel"] for plan in m["plans"].values() for d in plan["dispatches"]}
+    assert m["variants"], "the build names no kernel variants"
+    for adapter, swaps in m["variants"].items():
+        assert adapter == adapter.lower() and swaps
+        for default, variant in swaps.items():
+            assert default in planned and variant not in planned and variant != default
+            assert m["kernels"][variant]["bindings"] == m["kernels"][default]["bindings"]
+            assert (built / "out" / m["kernels"][variant]["wgsl"]).exists()
+
+
 def test_shards_are_bounded_and_hashed(built):
     m = _manifest(built)
     total = 0

@@ -34,6 +34,32 @@ def test_prefill_and_16_decode_steps_match_reference(tiny_executor, reference):
     assert tiny_executor.position == len(PROMPT) + 16
 
 
+def test_adapter_variant_is_chosen_by_adapter_name(tiny_model, tiny_executor, reference, wgpu_backend):
+    """On lavapipe the executor runs the model's llvmpipe kernel variants; the default kernels
+    (what other adapters run) give the same logits there."""
+    from trellis.runtime import Artifacts, Executor
+
+    artifacts = Artifacts.from_dir(tiny_model[1])
+    assert artifacts.variant_for({"vendor": "Google", "device": "SwiftShader Device (Subzero)"}) == (None, {})
+    assert artifacts.variant_for({"device": "LLVMPIPE (LLVM 15)"})[0] == "llvmpipe"
+    name, swaps = artifacts.variant_for(wgpu_backend.adapter_info)
+    assert tiny_executor.variant == name
+    decode = artifacts.manifest["plans"]["decode"]["dispatches"]
+    assert all(tiny_executor.kernel_of(d) == swaps.get(d["kernel"], d["kernel"]) for d in decode)
+    if "llvmpipe" in wgpu_backend.adapter_info.get("device", ""):  # the test machines' adapter
+        assert any(tiny_executor.kernel_of(d) != d["kernel"] for d in decode)
+
+    plain = Executor(artifacts, wgpu_backend, context=64, variants=False)
+    assert plain.variant is None and all(plain.kernel_of(d) == d["kernel"] for d in decode)
+    reference.reset()
+    got, want = plain.prefill(PROMPT), reference.forward(PROMPT)[-1]
+    assert rel_err(got, want) <= 1e-3
+    for _ in range(4):
+        token = int(np.argmax(want))
+        got, want = plain.decode(token), reference.forward([token])[-1]
+        assert rel_err(got, want) <= 1e-3
+
+
 def test_prefill_in_pieces_matches_one_piece(tiny_executor, reference):
     """A full chunk, a one-token prefill and a decode continue the same sequence."""
     tiny_executor.reset()

@@ -37,6 +37,16 @@ class Artifacts:
             raise ModelError(f"no built model in {folder}{hint}")
         return cls(lambda name: (folder / name).read_bytes(), verify, folder.resolve().name)
 
+    def variant_for(self, adapter_info: dict) -> tuple[str | None, dict]:
+        """(name, {kernel: its replacement}) of the kernel variant the manifest has for this adapter:
+        the first whose name occurs in the adapter's vendor, device or description (lower case), or
+        (None, {}). web/worker.js applies the same rule."""
+        text = " ".join(str(adapter_info.get(k) or "") for k in ("vendor", "device", "description")).lower()
+        for name, swaps in self.manifest.get("variants", {}).items():
+            if name in text:
+                return name, swaps
+        return None, {}
+
     def read_text(self, name: str) -> str:
         return self._read(name).decode("utf-8")
 

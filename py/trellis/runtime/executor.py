@@ -17,10 +17,15 @@ TOKENS_BETWEEN_CHECKS = 4
 
 
 class Executor:
-    def __init__(self, artifacts: Artifacts, backend, context: int | None = None, prepare: bool = True):
+    def __init__(self, artifacts: Artifacts, backend, context: int | None = None, prepare: bool = True,
+                 variants: bool = True):
         """Allocates the buffers and uploads the weights; with `prepare`, also builds the plans (else call
-        `prepare()` before running: the browser uploads weights while its kernels still compile)."""
+        `prepare()` before running: the browser uploads weights while its kernels still compile).
+        With `variants`, runs the kernel variants the model has for the backend's adapter (`variant`
+        names them; None: the default kernels)."""
         m = artifacts.manifest
+        self.variant, self._swaps = (artifacts.variant_for(getattr(backend, "adapter_info", {}))
+                                     if variants else (None, {}))
         self.backend, self.model = backend, artifacts.model
         self.vocab_size = self.model["vocab"]
         limit = self.model["context"]
@@ -70,8 +75,9 @@ class Executor:
         # them: on software adapters they take most of the start-up); until they are, prefill runs the
         # decode plan token by token.
         self._prefill_dispatches = m["plans"]["prefill"]["dispatches"]
-        self._prefill_sources = {d["kernel"]: read_text(self._kernels[d["kernel"]]["wgsl"])
-                                 for d in self._prefill_dispatches if d["kernel"] not in self._pipelines}
+        self._prefill_sources = {name: read_text(self._kernels[name]["wgsl"])
+                                 for name in map(self.kernel_of, self._prefill_dispatches)
+                                 if name not in self._pipelines}
         self._plans = plans
         self._prefill_ready()
 
@@ -79,18 +85,23 @@ class Executor:
         """The backend's dispatches of a plan, compiling the kernels not compiled yet."""
         prepared = []
         for d in dispatches:
-            info = self._kernels[d["kernel"]]
-            if d["kernel"] not in self._pipelines:
-                pipeline = self.backend.create_kernel(d["kernel"], read_text(info["wgsl"]), info["entry_point"])
-                self._pipelines[d["kernel"]] = (pipeline, self._uniform(info))
-            pipeline, uniform = self._pipelines[d["kernel"]]
+            name = self.kernel_of(d)
+            info = self._kernels[name]
+            if name not in self._pipelines:
+                pipeline = self.backend.create_kernel(name, read_text(info["wgsl"]), info["entry_point"])
+                self._pipelines[name] = (pipeline, self._uniform(info))
+            pipeline, uniform = self._pipelines[name]
             try:
                 bound = [self.buffers[d["args"][b["name"]]] for b in info["bindings"]]
             except KeyError as e:
-                raise ModelError(f"dispatch of {d['kernel']} names no buffer for {e}") from None
+                raise ModelError(f"dispatch of {name} names no buffer for {e}") from None
             prepared.append(self.backend.create_dispatch(pipeline, bound, uniform, info["uniform"]["binding"],
                                                          info["grid"]))
         return prepared
+
+    def kernel_of(self, dispatch: dict) -> str:
+        """The kernel a plan's dispatch runs on this adapter."""
+        return self._swaps.get(dispatch["kernel"], dispatch["kernel"])
 
     def _prefill_ready(self) -> bool:
         """Whether prefill runs in chunks: prepares the prefill plan once the backend has its kernels
