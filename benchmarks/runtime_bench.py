@@ -5,8 +5,10 @@
 For each adapter (lavapipe; SwiftShader too when Chromium's ICD is installed) it first measures the
 adapter's ceilings with calibration kernels (best GFLOP/s, best GB/s), then per model: prefill
 tokens/s, decode tokens/s, dispatches per decode token, host time per decode step (encoding and
-submitting, without the wait for the GPU), GPU time per kernel (each dispatch repeated alone), the
-decode step as a share of the roofline, and GPU memory against the weight and KV-cache bytes.
+submitting, without the wait for the GPU), GPU time per kernel (timestamp queries, or each dispatch
+repeated alone), the decode step as a share of the roofline (each step against a streaming read run
+right after it), with an adapter's kernel variants the same steps with the default kernels, and GPU
+memory against the weight and KV-cache bytes.
 The numpy reference forward pass runs beside it as a yardstick. Writes benchmarks/results/runtime.md.
 """
 
@@ -113,11 +115,16 @@ def calibrate(backend) -> dict:
         seconds = best_of(run)
         if label == "flops":
             results["gflops"] = groups * 64 * FLOPS_PER_INVOCATION / seconds / 1e9
-        else:
-            results["gbps"] = max(results["gbps"], buffers[0].size / seconds / 1e9)
-        for b in buffers:
-            b.destroy()
+        elif buffers[0].size / seconds / 1e9 > results["gbps"]:
+            results["gbps"] = buffers[0].size / seconds / 1e9
+            results["stream"] = (run, buffers[0].size)  # kept: decode steps are paired with it
     return results
+
+
+def stream_gbps(ceilings) -> float:
+    """GB/s of the better streaming read, run now (the better of two runs)."""
+    run, size = ceilings["stream"]
+    return size / best_of(run, 2) / 1e9
 
 
 def decode_cost(model: dict, weights_bytes: int, position: int) -> tuple[float, float]:
@@ -166,13 +173,13 @@ def repeated_kernel_times(backend, ex, names) -> dict:
     return per_kernel
 
 
-def decode_steps(ex, backend, count) -> tuple[list, list]:
+def decode_steps(ex, backend, count, first_token=5) -> tuple[list, list]:
     """Seconds per decode step (to the logits on the host) and host seconds per step (writes,
     encoding and submission only)."""
     step_times, host_times = [], []
     for i in range(count):
         t = time.perf_counter()
-        ex.submit_decode(5 + i)
+        ex.submit_decode(first_token + i)
         host = time.perf_counter() - t
         backend.read_back(ex.submit_read())  # waits for the GPU
         step_times.append(time.perf_counter() - t)
@@ -200,14 +207,26 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     ex.prefill(prompt)
     prefill_s = time.perf_counter() - t
 
-    step_times, host_times = decode_steps(ex, backend, decode_tokens)
-    step_s = statistics.median(step_times)
-    default_step_s = None
-    if ex.variant:  # the same steps with the default kernels, for the variant's effect
+    # This machine's speed drifts by up to 2x within minutes (a shared host), so each decode step is
+    # paired with a streaming read run right after it, and with a step of the default kernels when
+    # the adapter has a variant: the shares and the variant's effect compare like with like.
+    plain = None
+    if ex.variant:
         plain = Executor(artifacts, backend, context=context, variants=False)
         plain.prefill(prompt)
-        default_step_s = statistics.median(decode_steps(plain, backend, decode_tokens)[0])
-        del plain
+        plain.decode(3)
+    flops, nbytes = decode_cost(artifacts.model, ex.weight_bytes, ex.position + decode_tokens // 2)
+    step_times, host_times, shares, default_steps, gbps = [], [], [], [], []
+    for i in range(decode_tokens):
+        step, host = decode_steps(ex, backend, 1, 5 + i)
+        gbps.append(stream_gbps(ceilings))
+        step_times += step
+        host_times += host
+        shares.append(max(flops / (ceilings["gflops"] * 1e9), nbytes / (gbps[-1] * 1e9)) / step[0])
+        if plain is not None:
+            default_steps += decode_steps(plain, backend, 1, 5 + i)[0]
+    del plain
+    step_s = statistics.median(step_times)
 
     names = [ex.kernel_of(d) for d in artifacts.manifest["plans"]["decode"]["dispatches"]]
     backend.write_buffer(ex.buffers["step"], 0, struct.pack("<4i", 1, ex.position - 1, 0, 0))
@@ -216,8 +235,7 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     else:
         per_kernel, timing = repeated_kernel_times(backend, ex, names), "each kernel repeated alone"
 
-    flops, nbytes = decode_cost(artifacts.model, ex.weight_bytes, ex.position)
-    roofline_s = max(flops / (ceilings["gflops"] * 1e9), nbytes / (ceilings["gbps"] * 1e9))
+    roofline_s = max(flops / (ceilings["gflops"] * 1e9), nbytes / (statistics.median(gbps) * 1e9))
     kv_bytes = sum(spec.get("per_context", 0) * context for n, spec in artifacts.manifest["buffers"].items()
                    if spec["kind"] == "kv")
 
@@ -236,14 +254,17 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
         ("load (weights upload, pipelines)", f"{load_s:.2f} s"),
         (f"prefill ({prompt_tokens} tokens, chunks of {ex.chunk})", f"{prompt_tokens / prefill_s:.2f} tok/s"),
         ("decode", f"{1 / step_s:.2f} tok/s (step median {step_s * 1e3:.1f} ms, max {max(step_times) * 1e3:.1f} ms)"),
-        ("kernel variant for this adapter", f"{ex.variant} (decode step with the default kernels: "
-                                            f"{default_step_s * 1e3:.1f} ms)" if ex.variant else "none"),
+        ("kernel variant for this adapter", f"{ex.variant} (decode step with the default kernels, in the "
+                                            f"same minutes: {statistics.median(default_steps) * 1e3:.1f} ms)"
+                                            if ex.variant else "none"),
         ("dispatches per decode token", f"{ex.dispatches_per_token} "
                                         f"({(ex.dispatches_per_token - 3) / artifacts.model['n_layers']:.0f} per layer)"),
         ("host time per decode step (no GPU wait)",
          f"median {statistics.median(host_times) * 1e3:.2f} ms, p99 {max(host_times) * 1e3:.2f} ms"),
-        ("decode step vs roofline", f"{roofline_s / step_s * 100:.1f}% ({flops / 1e6:.0f} MFLOP, "
-                                    f"{nbytes / 2**20:.1f} MiB; roofline {roofline_s * 1e3:.1f} ms)"),
+        ("decode step vs roofline", f"{statistics.median(shares) * 100:.1f}% (median over the steps, each against "
+                                    f"a streaming read right after it: {min(gbps):.2f}-{max(gbps):.2f} GB/s; "
+                                    f"{flops / 1e6:.0f} MFLOP, {nbytes / 2**20:.1f} MiB; roofline "
+                                    f"{roofline_s * 1e3:.1f} ms at the median)"),
         ("GPU memory allocated", f"{allocated / 2**20:.1f} MiB = "
                                  f"{allocated / (ex.weight_bytes + kv_bytes):.2f} x (weights "
                                  f"{ex.weight_bytes / 2**20:.1f} MiB + KV {kv_bytes / 2**20:.1f} MiB at context {context})"),
