@@ -1,9 +1,11 @@
 """The Llama forward pass as kernels, buffers and dispatch plans (a prefill chunk, a decode step; and
 the small plans run after either: the grammar's bitmask, the greedy argmax).
 
-Per layer: rms_norm, qkv_rope (Q/K/V + RoPE + KV append), attention_scores, attention_values,
-matmul accumulate (output projection + residual), rms_norm, gate_up_silu, matmul accumulate
-(down projection + residual): 8 dispatches. Then the final norm and the head (last token only).
+Per layer: qkv_rope (the attention norm, Q/K/V, RoPE, KV append), attention_scores,
+attention_values, residual_norm (output projection + residual, and the FFN norm's input),
+gate_up_silu (the FFN norm, gate/up, SiLU-mul), residual_norm (down projection + residual, and the
+next layer's norm input): 6 dispatches. The first layer's norm input comes from norm_partials after
+the embedding; after the last layer, a plain residual add, the final norm and the head (last token only).
 """
 
 from kernels.llm import kernels as K
@@ -23,10 +25,23 @@ HEAD_ROWS_PER_THREAD = 8  # fewer x reads per weight; the one-token path keeps o
 ADAPTER_HEAD_ROWS = {"llvmpipe": 32}
 
 
+def rows_per_thread(c: LlamaConfig, block: int) -> int:
+    """Output rows per invocation of the matmuls for `block` tokens per invocation."""
+    return (ROWS_PER_THREAD if c.hidden >= 256 else SMALL_MODEL_ROWS_PER_THREAD)[block]
+
+
+def norm_parts(c: LlamaConfig, block: int) -> int:
+    """Partial sums of squares per token that the norms' producers write (one per invocation)."""
+    rows = rows_per_thread(c, block)
+    return (c.hidden + rows - 1) // rows
+
+
 def buffers(c: LlamaConfig, chunk: int) -> dict:
     """name -> {"bytes": fixed size, "per_context": bytes per context position, "kind"}."""
     q_rows, kv_rows = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
+    parts = max(norm_parts(c, block) for block in (1, PREFILL_BLOCK))
     out = {
+        "sumsq": {"bytes": 4 * chunk * parts, "kind": "activation"},
         "step": {"bytes": 4 * K.STEP_WORDS, "kind": "step"},
         "ids": {"bytes": 4 * chunk, "kind": "input"},
         "x": {"bytes": 4 * chunk * c.hidden, "kind": "activation"},
@@ -71,30 +86,40 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict) 
 
     steps = [use(K.embed(formats["token_embd.weight"], c.vocab, c.hidden, tokens),
                  ids="ids", w="token_embd.weight", x="x", step="step")]
-    norm = K.rms_norm(c.hidden, tokens, c.rms_eps)
     scores = K.attention_scores(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens)
     values = K.attention_values(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens)
     q_rows = c.n_heads * c.head_dim
-    rows = (ROWS_PER_THREAD if c.hidden >= 256 else SMALL_MODEL_ROWS_PER_THREAD)[block]
+    rows, parts = rows_per_thread(c, block), norm_parts(c, block)
+    steps.append(use(K.norm_partials(c.hidden, tokens, rows), x="x", g="blk.0.attn_norm.weight", h="h",
+                     sumsq="sumsq", step="step"))
+
+    def residual(weight, k_dim, x, next_norm):
+        """The residual add of a projection, writing the input of the norm `next_norm` (None: none)."""
+        if next_norm is None:
+            return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "accumulate", rows),
+                       x=x, w=weight, y="x", step="step")
+        return use(K.residual_norm(formats[weight], k_dim, c.hidden, tokens, block, rows),
+                   x=x, w=weight, y="x", g=next_norm, h="h", sumsq="sumsq", step="step")
+
     for i in range(c.n_layers):
         p = f"blk.{i}."
+        next_norm = f"blk.{i + 1}.attn_norm.weight" if i + 1 < c.n_layers else None
         steps += [
-            use(norm, x="x", g=p + "attn_norm.weight", y="h", step="step"),
             use(K.qkv_rope(formats[p + "attn_qkv"], c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.context,
-                           tokens, block, _pairs(c, rows // 2)),
-                x="h", w=p + "attn_qkv", rope="rope", q="q", k_cache=f"k.{i}", v_cache=f"v.{i}", step="step"),
+                           tokens, block, _pairs(c, rows // 2), parts, c.rms_eps),
+                x="h", w=p + "attn_qkv", rope="rope", q="q", k_cache=f"k.{i}", v_cache=f"v.{i}", sumsq="sumsq",
+                step="step"),
             use(scores, q="q", k_cache=f"k.{i}", scores="scores", step="step"),
             use(values, scores="scores", v_cache=f"v.{i}", out="attn", step="step"),
-            use(K.matmul(formats[p + "attn_output.weight"], q_rows, c.hidden, tokens, block, "accumulate", rows),
-                x="attn", w=p + "attn_output.weight", y="x", step="step"),
-            use(norm, x="x", g=p + "ffn_norm.weight", y="h", step="step"),
-            use(K.gate_up_silu(formats[p + "ffn_gate_up"], c.hidden, c.ffn, tokens, block, _divisor(c.ffn, rows // 2)),
-                x="h", w=p + "ffn_gate_up", act="act", step="step"),
-            use(K.matmul(formats[p + "ffn_down.weight"], c.ffn, c.hidden, tokens, block, "accumulate", rows),
-                x="act", w=p + "ffn_down.weight", y="x", step="step"),
+            residual(p + "attn_output.weight", q_rows, "attn", p + "ffn_norm.weight"),
+            use(K.gate_up_silu(formats[p + "ffn_gate_up"], c.hidden, c.ffn, tokens, block, _divisor(c.ffn, rows // 2),
+                               parts, c.rms_eps),
+                x="h", w=p + "ffn_gate_up", act="act", sumsq="sumsq", step="step"),
+            residual(p + "ffn_down.weight", c.ffn, "act", next_norm),
         ]
+    # The head's norm stays a dispatch: the head has the most invocations, each would read every partial sum.
     steps += [
-        use(norm, x="x", g="output_norm.weight", y="h", step="step"),
+        use(K.rms_norm(c.hidden, tokens, c.rms_eps), x="x", g="output_norm.weight", y="h", step="step"),
         use(_head(c, formats, tokens, HEAD_ROWS_PER_THREAD), x="h", w=_head_weight(formats), y="logits", step="step"),
     ]
     return steps

@@ -342,6 +342,95 @@ def rms_norm(hidden, tokens, eps):
     return Kernel(f"rms_norm_h{hidden}_e{eps:g}_t{tokens}".replace("-", "m").replace(".", "p"), func, (tokens, 1, 1))
 
 
+# An RMSNorm between a residual add and a projection costs no dispatch of its own: whoever writes
+# the residual stream x also writes the norm's input h = x * g (g its weight) and sumsq[t, i], the
+# sum of x[t]^2 over invocation i's rows; the projection reading h finishes the norm by scaling its
+# dot products by 1 / rms (`rms_scale`). No barrier: each invocation reads all partial sums itself.
+
+
+@T.macro
+def rms_scale(sumsq, t, parts, hidden, eps, rs, i):
+    """rs[i] = 1 / sqrt(mean of x[t]^2 + eps), from token t's partial sums of squares."""
+    rs[i] = T.float32(0)
+    for p in range(parts):
+        rs[i] = rs[i] + sumsq[t, p]
+    rs[i] = T.float32(1) / T.sqrt(rs[i] / T.float32(hidden) + T.float32(eps))
+
+
+@functools.cache
+def norm_partials(hidden, tokens, rows_per_thread):
+    """h[t] = x[t] * g and sumsq[t, i] = sum of x[t, r]^2 over the `rows_per_thread` rows r of
+    invocation i: the first layer's norm input (later layers' come from `residual_norm`)."""
+    R = rows_per_thread
+    parts = (hidden + R - 1) // R
+
+    @T.prim_func(s_tir=True)
+    def func(x: T.Buffer((tokens, hidden), F32), g: T.Buffer((hidden,), F32), h: T.Buffer((tokens, hidden), F32),
+             sumsq: T.Buffer((tokens, parts), F32), step: T.Buffer((STEP_WORDS,), I32)):
+        for t in T.thread_binding(tokens, "blockIdx.y"):
+            for pb in T.thread_binding((parts + WG - 1) // WG, "blockIdx.x"):
+                for tx in T.thread_binding(WG, "threadIdx.x"):
+                    with T.sblock("norm_partials"):
+                        ss = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        if pb * WG + tx < parts and t < step[0]:
+                            ss[0] = T.float32(0)
+                            for r in T.unroll(R):
+                                if (pb * WG + tx) * R + r < hidden:
+                                    h[t, (pb * WG + tx) * R + r] = x[t, (pb * WG + tx) * R + r] * g[(pb * WG + tx) * R + r]
+                                    ss[0] = ss[0] + x[t, (pb * WG + tx) * R + r] * x[t, (pb * WG + tx) * R + r]
+                            sumsq[t, pb * WG + tx] = ss[0]
+
+    return Kernel(f"norm_partials_h{hidden}_t{tokens}_r{R}", func, ((parts + WG - 1) // WG, tokens, 1))
+
+
+@functools.cache
+def residual_norm(fmt, k_dim, rows, tokens, block, rows_per_thread):
+    """y[t] += W . x[t] (a projection and its residual add), then the next norm's input from the
+    new y: h[t, o] = y[t, o] * g[o] and sumsq[t, i] over invocation i's rows (see `rms_scale`)."""
+    R = rows_per_thread
+    shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, rows, k_dim)
+    threads = (rows + R - 1) // R
+
+    @T.prim_func(s_tir=True)
+    def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer((tokens, rows), F32),
+             g: T.Buffer((rows,), F32), h: T.Buffer((tokens, rows), F32), sumsq: T.Buffer((tokens, threads), F32),
+             step: T.Buffer((STEP_WORDS,), I32)):
+        for tb in T.thread_binding(tokens // block, "blockIdx.y"):
+            for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
+                for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
+                    with T.sblock("residual_norm"):
+                        acc = T.sblock_alloc_buffer((R * block,), F32, scope="local")
+                        wq = T.sblock_alloc_buffer((R * QUANT_VECTORS[fmt],), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((R,), U32X4, scope="local")
+                        dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
+                        xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                        xs = T.sblock_alloc_buffer((32,), F32, scope="local")
+                        sx = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        codes = T.sblock_alloc_buffer((R * 32 if block > 1 else 1,), F32, scope="local")
+                        ss = T.sblock_alloc_buffer((block,), F32, scope="local")
+                        out = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        if ob * DOT_WG + tx < threads and tb * block < step[0]:
+                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
+                                     tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
+                            for t in T.unroll(block):
+                                ss[t] = T.float32(0)
+                            for r in T.unroll(R):
+                                if (ob * DOT_WG + tx) * R + r < rows:
+                                    for t in T.unroll(block):
+                                        if tb * block + t < step[0]:
+                                            out[0] = y[tb * block + t, (ob * DOT_WG + tx) * R + r] + acc[r * block + t]
+                                            y[tb * block + t, (ob * DOT_WG + tx) * R + r] = out[0]
+                                            h[tb * block + t, (ob * DOT_WG + tx) * R + r] = (
+                                                out[0] * g[(ob * DOT_WG + tx) * R + r])
+                                            ss[t] = ss[t] + out[0] * out[0]
+                            for t in T.unroll(block):
+                                if tb * block + t < step[0]:
+                                    sumsq[tb * block + t, ob * DOT_WG + tx] = ss[t]
+
+    return Kernel(f"residual_norm_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}", func,
+                  ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1))
+
+
 @functools.cache
 def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
     """y[t, o] (=|+=) x[t, :] . W[o, :]; an invocation owns `rows_per_thread` rows and `block` tokens.
@@ -398,9 +487,10 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
 
 
 @functools.cache
-def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread):
-    """act[t, o] = silu(x[t] . W[o]) * (x[t] . W[ffn + o]): W stacks the gate rows over the up rows,
-    so the two GEMVs and the SiLU-mul are one pass. An invocation owns `rows_per_thread` outputs."""
+def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps):
+    """act[t, o] = silu(n[t] . W[o]) * (n[t] . W[ffn + o]), where n[t] = x[t] / rms is the RMSNorm of
+    x = h / g (`rms_scale`, from `parts` partial sums): W stacks the gate rows over the up rows, so
+    the norm, the two GEMVs and the SiLU-mul are one pass. An invocation owns `rows_per_thread` outputs."""
     R = rows_per_thread
     if ffn % R:
         raise ValueError(f"FFN size {ffn} is not a multiple of {R}")
@@ -409,11 +499,12 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread):
 
     @T.prim_func(s_tir=True)
     def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4), act: T.Buffer((tokens, ffn), F32),
-             step: T.Buffer((STEP_WORDS,), I32)):
+             sumsq: T.Buffer((tokens, parts), F32), step: T.Buffer((STEP_WORDS,), I32)):
         for tb in T.thread_binding(tokens // block, "blockIdx.y"):
             for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
                 for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
                     with T.sblock("gate_up"):
+                        rs = T.sblock_alloc_buffer((block,), F32, scope="local")
                         # Rows: gate rows o*R .. o*R+R-1, then the up rows ffn + the same.
                         acc = T.sblock_alloc_buffer((2 * R * block,), F32, scope="local")
                         wq = T.sblock_alloc_buffer((2 * R * QUANT_VECTORS[fmt],), U32X4, scope="local")
@@ -426,6 +517,10 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread):
                         if ob * DOT_WG + tx < threads and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R, ffn,
                                      tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
+                            for t in T.unroll(block):
+                                rms_scale(sumsq, tb * block + t, parts, hidden, eps, rs, t)
+                            for i in T.unroll(2 * R * block):
+                                acc[i] = acc[i] * rs[i % block]
                             for r in T.unroll(R):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:
@@ -433,13 +528,14 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread):
                                             acc[r * block + t] / (T.float32(1) + T.exp(-acc[r * block + t]))
                                             * acc[(R + r) * block + t])
 
-    return Kernel(f"gate_up_silu_{fmt}_h{hidden}_f{ffn}_t{tokens}_r{R}", func,
+    return Kernel(f"gate_up_silu_{fmt}_h{hidden}_f{ffn}_t{tokens}_r{R}_s{parts}", func,
                   ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1))
 
 
 @functools.cache
-def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs_per_thread):
-    """Q, K, V projections, interleaved RoPE and the KV-cache append in one kernel.
+def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs_per_thread, parts, eps):
+    """The RMSNorm (finished from `parts` partial sums, `rms_scale`), Q, K, V projections,
+    interleaved RoPE and the KV-cache append in one kernel.
 
     W stacks the Q, K and V rows. An invocation owns `pairs_per_thread` pairs of output rows
     (2i, 2i+1) and `block` tokens, so it rotates each pair itself; `rope` holds cos and sin per
@@ -458,11 +554,12 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
     def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4),
              rope: T.Buffer((context, half, 2), F32), q: T.Buffer((tokens, q_rows), F32),
              k_cache: T.Buffer((context, kv_rows), F32), v_cache: T.Buffer((context, kv_rows), F32),
-             step: T.Buffer((STEP_WORDS,), I32)):
+             sumsq: T.Buffer((tokens, parts), F32), step: T.Buffer((STEP_WORDS,), I32)):
         for tb in T.thread_binding(tokens // block, "blockIdx.y"):
             for pb in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
                 for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
                     with T.sblock("qkv"):
+                        rs = T.sblock_alloc_buffer((block,), F32, scope="local")
                         acc = T.sblock_alloc_buffer((2 * P * block,), F32, scope="local")
                         wq = T.sblock_alloc_buffer((2 * P * QUANT_VECTORS[fmt],), U32X4, scope="local")
                         sv = T.sblock_alloc_buffer((2 * P,), U32X4, scope="local")
@@ -475,6 +572,10 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                         if pb * DOT_WG + tx < threads and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
                                      2 * P, 0, tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
+                            for t in T.unroll(block):
+                                rms_scale(sumsq, tb * block + t, parts, hidden, eps, rs, t)
+                            for i in T.unroll(2 * P * block):
+                                acc[i] = acc[i] * rs[i % block]
                             for i in T.unroll(P):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:
@@ -500,7 +601,7 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                                                     ((pb * DOT_WG + tx) * P + i) * 2 - q_rows - kv_rows + 1] = (
                                                 acc[(2 * i + 1) * block + t])
 
-    return Kernel(f"qkv_rope_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}", func,
+    return Kernel(f"qkv_rope_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}_s{parts}", func,
                   ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1))
 
 
