@@ -98,7 +98,7 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict) 
         if next_norm is None:
             return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "accumulate", rows),
                        x=x, w=weight, y="x", step="step")
-        return use(K.residual_norm(formats[weight], k_dim, c.hidden, tokens, block, rows),
+        return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "residual_norm", rows),
                    x=x, w=weight, y="x", g=next_norm, h="h", sumsq="sumsq", step="step")
 
     for i in range(c.n_layers):

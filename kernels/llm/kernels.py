@@ -360,7 +360,7 @@ def rms_scale(sumsq, t, parts, hidden, eps, rs, i):
 @functools.cache
 def norm_partials(hidden, tokens, rows_per_thread):
     """h[t] = x[t] * g and sumsq[t, i] = sum of x[t, r]^2 over the `rows_per_thread` rows r of
-    invocation i: the first layer's norm input (later layers' come from `residual_norm`)."""
+    invocation i: the first layer's norm input (later layers' come from matmul's residual_norm)."""
     R = rows_per_thread
     parts = (hidden + R - 1) // R
 
@@ -383,62 +383,67 @@ def norm_partials(hidden, tokens, rows_per_thread):
     return Kernel(f"norm_partials_h{hidden}_t{tokens}_r{R}", func, ((parts + WG - 1) // WG, tokens, 1))
 
 
-@functools.cache
-def residual_norm(fmt, k_dim, rows, tokens, block, rows_per_thread):
-    """y[t] += W . x[t] (a projection and its residual add), then the next norm's input from the
-    new y: h[t, o] = y[t, o] * g[o] and sumsq[t, i] over invocation i's rows (see `rms_scale`)."""
-    R = rows_per_thread
-    shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, rows, k_dim)
-    threads = (rows + R - 1) // R
-
-    @T.prim_func(s_tir=True)
-    def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer((tokens, rows), F32),
-             g: T.Buffer((rows,), F32), h: T.Buffer((tokens, rows), F32), sumsq: T.Buffer((tokens, threads), F32),
-             step: T.Buffer((STEP_WORDS,), I32)):
-        for tb in T.thread_binding(tokens // block, "blockIdx.y"):
-            for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
-                for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
-                    with T.sblock("residual_norm"):
-                        acc = T.sblock_alloc_buffer((R * block,), F32, scope="local")
-                        wq = T.sblock_alloc_buffer((R * QUANT_VECTORS[fmt],), U32X4, scope="local")
-                        sv = T.sblock_alloc_buffer((R,), U32X4, scope="local")
-                        dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
-                        xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
-                        xs = T.sblock_alloc_buffer((32,), F32, scope="local")
-                        sx = T.sblock_alloc_buffer((1,), F32, scope="local")
-                        codes = T.sblock_alloc_buffer((R * 32 if block > 1 else 1,), F32, scope="local")
-                        ss = T.sblock_alloc_buffer((block,), F32, scope="local")
-                        out = T.sblock_alloc_buffer((1,), F32, scope="local")
-                        if ob * DOT_WG + tx < threads and tb * block < step[0]:
-                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
-                                     tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
-                            for t in T.unroll(block):
+@T.macro
+def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok, threads):
+    """matmul's loop nest; g, h and sumsq are used (and passed) in mode "residual_norm" only."""
+    for tb in T.thread_binding(groups, "blockIdx.y"):
+        for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
+            for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
+                with T.sblock("matmul"):
+                    acc = T.sblock_alloc_buffer((R * n_tok,), F32, scope="local")
+                    wq = T.sblock_alloc_buffer((R * QUANT_VECTORS[fmt],), U32X4, scope="local")
+                    sv = T.sblock_alloc_buffer((R,), U32X4, scope="local")
+                    dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
+                    xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                    xs = T.sblock_alloc_buffer((32,), F32, scope="local")
+                    sx = T.sblock_alloc_buffer((1,), F32, scope="local")
+                    codes = T.sblock_alloc_buffer((R * 32 if n_tok > 1 else 1,), F32, scope="local")
+                    t0 = T.sblock_alloc_buffer((1,), I32, scope="local")
+                    ss = T.sblock_alloc_buffer((n_tok,), F32, scope="local")  # residual_norm's sums of squares
+                    out = T.sblock_alloc_buffer((1,), F32, scope="local")
+                    if ob * DOT_WG + tx < threads and tb * n_tok < step[0]:
+                        # The head reads only the chunk's last token.
+                        if mode == "last":
+                            t0[0] = step[0] - 1
+                        else:
+                            t0[0] = tb * n_tok
+                        dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
+                                 t0[0], n_tok, acc, wq, sv, xv, xs, sx, dm, codes)
+                        if mode == "residual_norm":
+                            for t in T.unroll(n_tok):
                                 ss[t] = T.float32(0)
-                            for r in T.unroll(R):
-                                if (ob * DOT_WG + tx) * R + r < rows:
-                                    for t in T.unroll(block):
-                                        if tb * block + t < step[0]:
-                                            out[0] = y[tb * block + t, (ob * DOT_WG + tx) * R + r] + acc[r * block + t]
-                                            y[tb * block + t, (ob * DOT_WG + tx) * R + r] = out[0]
-                                            h[tb * block + t, (ob * DOT_WG + tx) * R + r] = (
+                        for r in T.unroll(R):
+                            if (ob * DOT_WG + tx) * R + r < rows:
+                                for t in T.unroll(n_tok):
+                                    if mode == "last":
+                                        y[(ob * DOT_WG + tx) * R + r] = acc[r]
+                                    elif tb * n_tok + t < step[0]:
+                                        if mode == "accumulate":
+                                            y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = (
+                                                y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] + acc[r * n_tok + t])
+                                        else:
+                                            out[0] = y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] + acc[r * n_tok + t]
+                                            y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = out[0]
+                                            h[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = (
                                                 out[0] * g[(ob * DOT_WG + tx) * R + r])
                                             ss[t] = ss[t] + out[0] * out[0]
-                            for t in T.unroll(block):
-                                if tb * block + t < step[0]:
-                                    sumsq[tb * block + t, ob * DOT_WG + tx] = ss[t]
-
-    return Kernel(f"residual_norm_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}", func,
-                  ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1))
+                        if mode == "residual_norm":
+                            for t in T.unroll(n_tok):
+                                if tb * n_tok + t < step[0]:
+                                    sumsq[tb * n_tok + t, ob * DOT_WG + tx] = ss[t]
 
 
 @functools.cache
 def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
-    """y[t, o] (=|+=) x[t, :] . W[o, :]; an invocation owns `rows_per_thread` rows and `block` tokens.
+    """y[t, o] += x[t, :] . W[o, :]; an invocation owns `rows_per_thread` rows and `block` tokens.
 
-    mode "store" writes, "accumulate" adds into y (fuses the residual add),
-    "last" computes only the chunk's last token into y[o] (the logits head).
+    mode "accumulate" adds into y (the residual add); "residual_norm" too, and then writes the next
+    norm's input from the new y: h[t, o] = y[t, o] * g[o] and sumsq[t, i] over invocation i's rows
+    (see `rms_scale`); "last" computes only the chunk's last token into y[o] (the logits head).
     Rows past the end (when rows % rows_per_thread != 0) are computed from clamped reads and dropped.
     """
+    if mode not in ("accumulate", "residual_norm", "last"):
+        raise ValueError(f"unknown matmul mode {mode!r}")
     R = rows_per_thread
     shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, rows, k_dim)
     groups = 1 if mode == "last" else tokens // block
@@ -446,41 +451,19 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
     y_shape = (rows,) if mode == "last" else (tokens, rows)
     threads = (rows + R - 1) // R
 
-    @T.prim_func(s_tir=True)
-    def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer(y_shape, F32),
-             step: T.Buffer((STEP_WORDS,), I32)):
-        for tb in T.thread_binding(groups, "blockIdx.y"):
-            for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
-                for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
-                    with T.sblock("matmul"):
-                        acc = T.sblock_alloc_buffer((R * n_tok,), F32, scope="local")
-                        wq = T.sblock_alloc_buffer((R * QUANT_VECTORS[fmt],), U32X4, scope="local")
-                        sv = T.sblock_alloc_buffer((R,), U32X4, scope="local")
-                        dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
-                        xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
-                        xs = T.sblock_alloc_buffer((32,), F32, scope="local")
-                        sx = T.sblock_alloc_buffer((1,), F32, scope="local")
-                        codes = T.sblock_alloc_buffer((R * 32 if n_tok > 1 else 1,), F32, scope="local")
-                        t0 = T.sblock_alloc_buffer((1,), I32, scope="local")
-                        if ob * DOT_WG + tx < threads and tb * n_tok < step[0]:
-                            # The head reads only the chunk's last token.
-                            if mode == "last":
-                                t0[0] = step[0] - 1
-                            else:
-                                t0[0] = tb * n_tok
-                            dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
-                                     t0[0], n_tok, acc, wq, sv, xv, xs, sx, dm, codes)
-                            for r in T.unroll(R):
-                                if (ob * DOT_WG + tx) * R + r < rows:
-                                    for t in T.unroll(n_tok):
-                                        if mode == "last":
-                                            y[(ob * DOT_WG + tx) * R + r] = acc[r]
-                                        elif tb * n_tok + t < step[0]:
-                                            if mode == "accumulate":
-                                                y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = (
-                                                    y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] + acc[r * n_tok + t])
-                                            else:
-                                                y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = acc[r * n_tok + t]
+    if mode == "residual_norm":
+        @T.prim_func(s_tir=True)
+        def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer(y_shape, F32),
+                 g: T.Buffer((rows,), F32), h: T.Buffer((tokens, rows), F32), sumsq: T.Buffer((tokens, threads), F32),
+                 step: T.Buffer((STEP_WORDS,), I32)):
+            _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok,
+                    threads)
+    else:
+        @T.prim_func(s_tir=True)
+        def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer(y_shape, F32),
+                 step: T.Buffer((STEP_WORDS,), I32)):
+            _matmul(fmt, mode, x, w, y, None, None, None, step, rows, R, n_blk, quant_vectors, per_scale, groups,
+                    n_tok, threads)
 
     return Kernel(f"matmul_{mode}_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}", func,
                   ((threads + DOT_WG - 1) // DOT_WG, groups, 1))
