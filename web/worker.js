@@ -164,7 +164,12 @@ function compileKernels(device, info, manifest, files, pipelines) {
 function adapterVariant(manifest, info) {
   const text = [info.vendor, info.device, info.description].map((v) => v || '').join(' ').toLowerCase();
   const found = Object.entries(manifest.variants || {}).find(([name]) => text.includes(name));
-  return found ? found[1] : {};
+  if (!found) return {};
+  const unknown = Object.entries(found[1]).flat().filter((k) => !(k in manifest.kernels));
+  if (unknown.length) {
+    throw { name: 'ModelError', message: `the manifest's ${found[0]} variant names unknown kernels ${unknown.slice(0, 3)}: rebuild` };
+  }
+  return found[1];
 }
 
 async function requestDevice() {

@@ -42,3 +42,20 @@ def test_missing_bytes_and_damaged_shards_are_named():
     files = folder(bytes(16), [], {"a": (8, 16)})
     with pytest.raises(ModelError, match="'a' runs past the last shard"):
         list(Artifacts(files.__getitem__).weight_arrays())
+
+
+def test_kernel_variants_are_matched_by_adapter_name_and_checked():
+    files = folder(bytes(4), [], {"a": (0, 4)})
+    manifest = json.loads(files["manifest.json"])
+    manifest["kernels"] = {"head_r8": {}, "head_r32": {}}
+    manifest["variants"] = {"llvmpipe": {"head_r8": "head_r32"}}
+    files["manifest.json"] = json.dumps(manifest).encode()
+    artifacts = Artifacts(files.__getitem__)
+    assert artifacts.variant_for({"vendor": "llvmpipe", "device": "llvmpipe (LLVM 15.0.6, 256 bits)"}) == (
+        "llvmpipe", {"head_r8": "head_r32"})
+    assert artifacts.variant_for({"device": "SwiftShader Device (Subzero)"}) == (None, {})
+    assert artifacts.variant_for({}) == (None, {})
+    manifest["variants"] = {"llvmpipe": {"head_r8": "head_r64"}}
+    files["manifest.json"] = json.dumps(manifest).encode()
+    with pytest.raises(ModelError, match="llvmpipe variant names unknown kernels \\['head_r64'\\]"):
+        Artifacts(files.__getitem__).variant_for({"device": "llvmpipe"})

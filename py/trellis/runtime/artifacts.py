@@ -44,6 +44,10 @@ class Artifacts:
         text = " ".join(str(adapter_info.get(k) or "") for k in ("vendor", "device", "description")).lower()
         for name, swaps in self.manifest.get("variants", {}).items():
             if name in text:
+                kernels = self.manifest.get("kernels", {})
+                unknown = [k for pair in swaps.items() for k in pair if k not in kernels]
+                if unknown:
+                    raise ModelError(f"the manifest's {name} variant names unknown kernels {unknown[:3]}: rebuild")
                 return name, swaps
         return None, {}
 
