@@ -173,18 +173,20 @@ def repeated_kernel_times(backend, ex, names) -> dict:
     return per_kernel
 
 
-def decode_steps(ex, backend, count, first_token=5) -> tuple[list, list]:
-    """Seconds per decode step (to the logits on the host) and host seconds per step (writes,
+def decode_step(ex, backend, token) -> tuple[float, float]:
+    """Seconds of one decode step (to the logits on the host), and of its host part (writes,
     encoding and submission only)."""
-    step_times, host_times = [], []
-    for i in range(count):
-        t = time.perf_counter()
-        ex.submit_decode(first_token + i)
-        host = time.perf_counter() - t
-        backend.read_back(ex.submit_read())  # waits for the GPU
-        step_times.append(time.perf_counter() - t)
-        host_times.append(host)
-    return step_times, host_times
+    t = time.perf_counter()
+    ex.submit_decode(token)
+    host = time.perf_counter() - t
+    backend.read_back(ex.submit_read())  # waits for the GPU
+    return time.perf_counter() - t, host
+
+
+def layer_dispatches(plan: list[dict]) -> int:
+    """Dispatches of the plan's first layer: those reading its weights or its KV cache."""
+    return sum(1 for d in plan if str(d["args"].get("w", "")).startswith("blk.0.")
+               or {d["args"].get("k_cache"), d["args"].get("v_cache")} & {"k.0", "v.0"})
 
 
 def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decode_tokens, lines):
@@ -218,13 +220,13 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     flops, nbytes = decode_cost(artifacts.model, ex.weight_bytes, ex.position + decode_tokens // 2)
     step_times, host_times, shares, default_steps, gbps = [], [], [], [], []
     for i in range(decode_tokens):
-        step, host = decode_steps(ex, backend, 1, 5 + i)
+        step, host = decode_step(ex, backend, 5 + i)
         gbps.append(stream_gbps(ceilings))
-        step_times += step
-        host_times += host
-        shares.append(max(flops / (ceilings["gflops"] * 1e9), nbytes / (gbps[-1] * 1e9)) / step[0])
+        step_times.append(step)
+        host_times.append(host)
+        shares.append(max(flops / (ceilings["gflops"] * 1e9), nbytes / (gbps[-1] * 1e9)) / step)
         if plain is not None:
-            default_steps += decode_steps(plain, backend, 1, 5 + i)[0]
+            default_steps.append(decode_step(plain, backend, 5 + i)[0])
     del plain
     step_s = statistics.median(step_times)
 
@@ -258,7 +260,8 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
                                             f"same minutes: {statistics.median(default_steps) * 1e3:.1f} ms)"
                                             if ex.variant else "none"),
         ("dispatches per decode token", f"{ex.dispatches_per_token} "
-                                        f"({(ex.dispatches_per_token - 3) / artifacts.model['n_layers']:.0f} per layer)"),
+                                        f"({layer_dispatches(artifacts.manifest['plans']['decode']['dispatches'])}"
+                                        " per layer)"),
         ("host time per decode step (no GPU wait)",
          f"median {statistics.median(host_times) * 1e3:.2f} ms, p99 {max(host_times) * 1e3:.2f} ms"),
         ("decode step vs roofline", f"{statistics.median(shares) * 100:.1f}% (median over the steps, each against "

@@ -144,7 +144,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         "argmax": {"tokens": 0, "dispatches": graph.argmax_plan(config, kernels)},
     }
     variants = {}
-    for tokens in (chunk, 1):
+    for tokens in (plans["prefill"]["tokens"], plans["decode"]["tokens"]):
         for adapter, swaps in graph.adapter_variants(config, formats, tokens, kernels).items():
             variants.setdefault(adapter, {}).update(swaps)
 

@@ -349,12 +349,16 @@ def rms_norm(hidden, tokens, eps):
 
 
 @T.macro
-def rms_scale(sumsq, t, parts, hidden, eps, rs, i):
-    """rs[i] = 1 / sqrt(mean of x[t]^2 + eps), from token t's partial sums of squares."""
-    rs[i] = T.float32(0)
-    for p in range(parts):
-        rs[i] = rs[i] + sumsq[t, p]
-    rs[i] = T.float32(1) / T.sqrt(rs[i] / T.float32(hidden) + T.float32(eps))
+def rms_scale(acc, n_acc, t0, n_tok, sumsq, parts, hidden, eps, rs):
+    """acc[i] /= rms of x[t0 + i % n_tok] for i < n_acc (dot products laid out [row, token]), the
+    rms from each token's partial sums of squares: rs[t] = 1 / sqrt(mean of x[t0 + t]^2 + eps)."""
+    for t in T.unroll(n_tok):
+        rs[t] = T.float32(0)
+        for p in range(parts):
+            rs[t] = rs[t] + sumsq[t0 + t, p]
+        rs[t] = T.float32(1) / T.sqrt(rs[t] / T.float32(hidden) + T.float32(eps))
+    for i in T.unroll(n_acc):
+        acc[i] = acc[i] * rs[i % n_tok]
 
 
 @functools.cache
@@ -500,10 +504,7 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps):
                         if ob * DOT_WG + tx < threads and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R, ffn,
                                      tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
-                            for t in T.unroll(block):
-                                rms_scale(sumsq, tb * block + t, parts, hidden, eps, rs, t)
-                            for i in T.unroll(2 * R * block):
-                                acc[i] = acc[i] * rs[i % block]
+                            rms_scale(acc, 2 * R * block, tb * block, block, sumsq, parts, hidden, eps, rs)
                             for r in T.unroll(R):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:
@@ -555,10 +556,7 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                         if pb * DOT_WG + tx < threads and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
                                      2 * P, 0, tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
-                            for t in T.unroll(block):
-                                rms_scale(sumsq, tb * block + t, parts, hidden, eps, rs, t)
-                            for i in T.unroll(2 * P * block):
-                                acc[i] = acc[i] * rs[i % block]
+                            rms_scale(acc, 2 * P * block, tb * block, block, sumsq, parts, hidden, eps, rs)
                             for i in T.unroll(P):
                                 for t in T.unroll(block):
                                     if tb * block + t < step[0]:
