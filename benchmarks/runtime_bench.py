@@ -3,11 +3,12 @@
     python3 benchmarks/runtime_bench.py [--models tiny,smollm2] [--prompt-tokens 128] [--decode-tokens 8]
 
 For each adapter (lavapipe; SwiftShader too when Chromium's ICD is installed) it first measures the
-adapter's ceilings with calibration kernels (best GFLOP/s, best GB/s), then per model: prefill
+adapter's ceilings with calibration kernels (best GFLOP/s, best GB/s, and per packed weight format
+the unpack floor: the rate of a kernel that does nothing but dequantize and multiply-add), then per model: prefill
 tokens/s, decode tokens/s, dispatches per decode token, host time per decode step (encoding and
 submitting, without the wait for the GPU), GPU time per kernel (timestamp queries, or each dispatch
 repeated alone), the decode step as a share of the roofline (each step against a streaming read run
-right after it), with an adapter's kernel variants the same steps with the default kernels, and GPU
+right after it) and the ceiling the unpack floors put on that share, with an adapter's kernel variants the same steps with the default kernels, and GPU
 memory against the weight and KV-cache bytes.
 The numpy reference forward pass runs beside it as a yardstick. Writes benchmarks/results/runtime.md.
 """
@@ -46,31 +47,67 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 }
 """
 FLOPS_PER_INVOCATION = 1024 * 4 * 4 * 2  # iterations x fma per iteration x lanes x 2
-BYTES_WGSL = """
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+# Streaming reads of one array of words. Two orders: grid-strided (neighbouring invocations read
+# neighbouring words) and chunked (each invocation streams its own contiguous chunk: the order a CPU
+# core's prefetcher likes; software adapters run invocations on CPU cores). `@BODY@` consumes the word `w`.
+STREAM_WGSL = """
+@group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
-  let stride = n.x * 64u;
+  let b = f32(id.x) * 1e-9;
+@XS@
   var s = vec4<f32>(0.0);
-  for (var i = id.x; i < arrayLength(&src); i += stride) { s += src[i]; }
+  @LOOP@ {
+    let w = src[i];
+@BODY@
+  }
   out[id.x] = s.x + s.y + s.z + s.w;
 }
 """
-# The same read with each invocation streaming its own contiguous chunk: the order a CPU core's
-# prefetcher likes (software adapters run invocations on CPU cores). The ceiling is the better of the two.
-BYTES_CHUNKED_WGSL = """
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
-  let chunk = (arrayLength(&src) + n.x * 64u - 1u) / (n.x * 64u);
-  let end = min((id.x + 1u) * chunk, arrayLength(&src));
-  var s = vec4<f32>(0.0);
-  for (var i = id.x * chunk; i < end; i++) { s += src[i]; }
-  out[id.x] = s.x + s.y + s.z + s.w;
+STREAM_ORDERS = {
+    "grid-strided": "for (var i = id.x; i < arrayLength(&src); i += n.x * 64u)",
+    "chunked": "let chunk = (arrayLength(&src) + n.x * 64u - 1u) / (n.x * 64u);\n"
+               "  for (var i = id.x * chunk; i < min((id.x + 1u) * chunk, arrayLength(&src)); i++)",
 }
-"""
+# The unpack floors: the least work a decode kernel does per packed weight word, as the model's kernels
+# do it (a mask, a conversion and a multiply-add per weight; x pre-scaled by the weight's bit position),
+# with x held in registers: no x, scale or output traffic. Their rate against the streaming read bounds
+# the share of the roofline any kernel dequantizing in f32 can reach.
+UNPACK_TERMS = {  # format -> (the f32 terms of one 32-bit word `c`, x's scale per term)
+    "q4_1": ([f"f32(bitcast<i32>(w.{{c}} & {15 << 4 * j}u))" for j in range(7)] + ["f32(w.{c} >> 28u)"],
+             [16.0 ** -j for j in range(7)] + [1.0]),
+    "q8_0": (["f32(bitcast<i32>(w.{c} << 24u))"] + [f"f32(bitcast<i32>((w.{{c}} << {s}u) & 4278190080u))"
+                                                   for s in (16, 8, 0)], [2.0 ** -24] * 4),
+}
+X_BASE, X_STEP = 0.11, 0.01  # x_j = (X_BASE + X_STEP * j + 1e-9 * invocation) * scale_j
+
+
+def stream_wgsl(order: str, kind: str) -> str:
+    """The streaming read (`kind` "stream") or an unpack floor ("q4_1", "q8_0") in `order`."""
+    if kind == "stream":
+        xs, body = "", "    s += bitcast<vec4<f32>>(w);"
+    else:
+        terms, scales = UNPACK_TERMS[kind]
+        xs = "\n".join(f"  let x{j} = (b + {X_BASE + X_STEP * j}) * {scale!r};" for j, scale in enumerate(scales))
+        body = "\n".join(f"    s.{c} = fma({term.format(c=c)}, x{j}, s.{c});"
+                         for c in "xyzw" for j, term in enumerate(terms))
+    return STREAM_WGSL.replace("@XS@", xs).replace("@LOOP@", STREAM_ORDERS[order]).replace("@BODY@", body)
+
+
+def unpack_reference(kind: str, words) -> float:
+    """What an unpack floor's invocations sum to over `words` (uint32), in float64 (x's 1e-9 term left out)."""
+    import numpy as np
+
+    w = np.asarray(words, dtype=np.uint32).astype(np.int64)
+    _, scales = UNPACK_TERMS[kind]
+    if kind == "q4_1":
+        values = [((w >> 4 * j) & 15) * 16.0 ** j for j in range(8)]
+        values[7] = (w >> 28).astype(np.float64)
+    else:
+        values = [(((w >> 8 * j) & 255) ^ 128) - 128 for j in range(4)]  # the signed bytes
+        values = [v * 2.0 ** 24 for v in values]
+    return float(sum((v * ((X_BASE + X_STEP * j) * scales[j])).sum() for j, v in enumerate(values)))
 
 
 def best_of(fn, repeats=5):
@@ -82,20 +119,18 @@ def best_of(fn, repeats=5):
     return min(times)
 
 
-def calibrate(backend) -> dict:
-    """Best GFLOP/s (register-only FMAs) and GB/s (the better of two streaming reads) the adapter reaches."""
+def calibrate(backend, rounds: int = 5) -> dict:
+    """Best GFLOP/s (register-only FMAs) and GB/s (the better of two streaming reads) the adapter reaches,
+    and per packed weight format the unpack floor's rate as a fraction of the streaming read's
+    (`unpack`; medians over rounds that run them in turn, as this machine drifts)."""
+    import numpy as np
+
     device = backend.device
-    results = {"gbps": 0.0}
+    groups = 256
+    out = backend.create_buffer("out", 4 * groups * 64)
+    src = backend.create_buffer("src", 64 << 20)
 
-    def out():
-        return [backend.create_buffer("out", 4 * 256 * 64)]
-
-    def streamed():
-        return [backend.create_buffer("src", 64 << 20), *out()]
-
-    for label, code, groups, make in [("flops", FLOPS_WGSL, 256, out), ("bytes", BYTES_WGSL, 256, streamed),
-                                      ("bytes", BYTES_CHUNKED_WGSL, 256, streamed)]:
-        buffers = make()
+    def kernel(code, buffers):
         pipeline = device.create_compute_pipeline(
             layout="auto", compute={"module": device.create_shader_module(code=code), "entry_point": "main"})
         group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
@@ -109,16 +144,48 @@ def calibrate(backend) -> dict:
             p.dispatch_workgroups(groups)
             p.end()
             device.queue.submit([encoder.finish()])
-            device.queue.read_buffer(buffers[-1], 0, 4)
+            return device.queue.read_buffer(out)
 
         run()  # compile
-        seconds = best_of(run)
-        if label == "flops":
-            results["gflops"] = groups * 64 * FLOPS_PER_INVOCATION / seconds / 1e9
-        elif buffers[0].size / seconds / 1e9 > results["gbps"]:
-            results["gbps"] = buffers[0].size / seconds / 1e9
-            results["stream"] = (run, buffers[0].size)  # kept: decode steps are paired with it
+        return run
+
+    results = {"gflops": groups * 64 * FLOPS_PER_INVOCATION / best_of(kernel(FLOPS_WGSL, [out])) / 1e9}
+    # Each unpack floor is first checked against numpy on random words: the rate is of the work claimed.
+    probe = np.random.default_rng(7).integers(0, 2**32, 1 << 14, dtype=np.uint64).astype(np.uint32)
+    probe_src = backend.create_buffer("probe", probe.nbytes, probe.tobytes())
+    for kind in UNPACK_TERMS:
+        for order in STREAM_ORDERS:
+            got = float(np.frombuffer(kernel(stream_wgsl(order, kind), [probe_src, out])(), np.float32)
+                        .astype(np.float64).sum())
+            want = unpack_reference(kind, probe)
+            if abs(got - want) > 1e-3 * abs(want):
+                raise AssertionError(f"the {kind} unpack floor ({order}) sums to {got}, numpy to {want}")
+    runs = {(kind, order): kernel(stream_wgsl(order, kind), [src, out])
+            for kind in ("stream", *UNPACK_TERMS) for order in STREAM_ORDERS}
+    times = {key: [] for key in runs}
+    for _ in range(rounds):
+        for key, run in runs.items():
+            t = time.perf_counter()
+            run()
+            times[key].append(time.perf_counter() - t)
+    best = {kind: min((key for key in times if key[0] == kind), key=lambda key: min(times[key]))
+            for kind in ("stream", *UNPACK_TERMS)}
+    stream = times[best["stream"]]
+    results["gbps"] = src.size / min(stream) / 1e9
+    results["stream"] = (runs[best["stream"]], src.size)  # kept: decode steps are paired with it
+    results["stream_order"] = best["stream"][1]
+    results["unpack"] = {kind: statistics.median(s / u for s, u in zip(stream, times[best[kind]]))
+                         for kind in UNPACK_TERMS}
+    results["unpack_gbps"] = {kind: src.size / min(times[best[kind]]) / 1e9 for kind in UNPACK_TERMS}
     return results
+
+
+def unpack_ceiling(roofline_s: float, nbytes: float, gbps: float, format_bytes: dict, unpack: dict) -> float:
+    """The share of the roofline a decode step would reach if each packed weight byte went at its
+    format's unpack floor and every other byte (KV cache, f32 weights) at the streaming rate."""
+    floored = sum(format_bytes.get(kind, 0) for kind in unpack)
+    seconds = (nbytes - floored + sum(format_bytes.get(kind, 0) / rate for kind, rate in unpack.items())) / (gbps * 1e9)
+    return roofline_s / seconds
 
 
 def stream_gbps(ceilings) -> float:
@@ -240,6 +307,11 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     roofline_s = max(flops / (ceilings["gflops"] * 1e9), nbytes / (statistics.median(gbps) * 1e9))
     kv_bytes = sum(spec.get("per_context", 0) * context for n, spec in artifacts.manifest["buffers"].items()
                    if spec["kind"] == "kv")
+    format_bytes = {}
+    for array, kind in artifacts.manifest["formats"].items():
+        format_bytes[kind] = format_bytes.get(kind, 0) + artifacts.manifest["weights"]["arrays"][array]["bytes"]
+    share = statistics.median(shares)
+    ceiling = unpack_ceiling(roofline_s, nbytes, statistics.median(gbps), format_bytes, ceilings["unpack"])
 
     ref_tps = None
     if gguf_path:
@@ -264,10 +336,15 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
                                         " per layer)"),
         ("host time per decode step (no GPU wait)",
          f"median {statistics.median(host_times) * 1e3:.2f} ms, p99 {max(host_times) * 1e3:.2f} ms"),
-        ("decode step vs roofline", f"{statistics.median(shares) * 100:.1f}% (median over the steps, each against "
+        ("decode step vs roofline", f"{share * 100:.1f}% (median over the steps, each against "
                                     f"a streaming read right after it: {min(gbps):.2f}-{max(gbps):.2f} GB/s; "
                                     f"{flops / 1e6:.0f} MFLOP, {nbytes / 2**20:.1f} MiB; roofline "
                                     f"{roofline_s * 1e3:.1f} ms at the median)"),
+        ("ceiling for f32-dequantizing kernels (unpack floors)",
+         f"{ceiling * 100:.1f}% of roofline, with "
+         + ", ".join(f"{kind} ({format_bytes[kind] / 2**20:.1f} MiB) at {ceilings['unpack'][kind] * 100:.0f}%"
+                     for kind in ceilings["unpack"] if kind in format_bytes)
+         + f" of the streaming rate; this step reaches {share / ceiling * 100:.0f}% of it"),
         ("GPU memory allocated", f"{allocated / 2**20:.1f} MiB = "
                                  f"{allocated / (ex.weight_bytes + kv_bytes):.2f} x (weights "
                                  f"{ex.weight_bytes / 2**20:.1f} MiB + KV {kv_bytes / 2**20:.1f} MiB at context {context})"),
@@ -289,8 +366,13 @@ def run_adapter(label, args, lines):
     backend = WgpuBackend(timestamps=True)
     ceilings = calibrate(backend)
     lines.append(f"\n## {label}: {backend.adapter_info.get('device', '?')} ({backend.adapter_info.get('description', '')})\n")
+    floors = ", ".join(f"{kind} {ceilings['unpack_gbps'][kind]:.2f} GB/s ({rate * 100:.0f}%)"
+                       for kind, rate in ceilings["unpack"].items())
     lines.append(f"Calibration: best {ceilings['gflops']:.2f} GFLOP/s (register FMAs), "
-                 f"best {ceilings['gbps']:.2f} GB/s (streaming read, the better of grid-strided and chunked).")
+                 f"best {ceilings['gbps']:.2f} GB/s (streaming read, the better of grid-strided and chunked: "
+                 f"{ceilings['stream_order']}). Unpack floors (each packed weight word masked, converted and "
+                 f"multiply-added with x in registers, nothing else; the rate as a share of the streaming read's, "
+                 f"median over rounds that run both): {floors}.")
     emit(lines[-2:])
     for model in args.models.split(","):
         start = len(lines)
