@@ -159,17 +159,56 @@ function compileKernels(device, info, manifest, files, pipelines) {
   };
 }
 
-// {kernel: its replacement} of the manifest's kernel variant for this adapter: the first whose name
-// occurs in the adapter's vendor, device or description, in lower case (Artifacts.variant_for's rule).
+// {kernel: its replacement} of the manifest's kernel variant for this adapter: the first whose adapter
+// name occurs in the adapter's vendor, architecture, device or description, in lower case, and whose
+// subgroup size, if it needs one, is the device's (Artifacts.variant_for's rule).
 function adapterVariant(manifest, info) {
-  const text = [info.vendor, info.device, info.description].map((v) => v || '').join(' ').toLowerCase();
-  const found = Object.entries(manifest.variants || {}).find(([name]) => text.includes(name));
+  const text = [info.vendor, info.architecture, info.device, info.description].map((v) => v || '').join(' ')
+    .toLowerCase();
+  const found = Object.entries(manifest.variants || {}).find(([, v]) => text.includes(v.adapter)
+    && (v.subgroup_size == null || v.subgroup_size === info.subgroup_size));
   if (!found) return {};
-  const unknown = Object.entries(found[1]).flat().filter((k) => !(k in manifest.kernels));
+  const unknown = Object.entries(found[1].kernels).flat().filter((k) => !(k in manifest.kernels));
   if (unknown.length) {
     throw { name: 'ModelError', message: `the manifest's ${found[0]} variant names unknown kernels ${unknown.slice(0, 3)}: rebuild` };
   }
-  return found[1];
+  return found[1].kernels;
+}
+
+// What the subgroup probe's 64 invocations write: the subgroup size and their lane in it (the probe
+// of py/trellis/runtime/wgpu_backend.py).
+const SUBGROUP_PROBE = `enable subgroups;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) size: u32,
+        @builtin(subgroup_invocation_id) lane: u32) {
+  out[i] = size;
+  out[64u + i] = lane;
+}`;
+
+// The device's subgroup size, if every subgroup of a 64-invocation workgroup has it and its lanes
+// follow the local index (what TVM's subgroup code assumes), else null.
+async function subgroupSize(device) {
+  const usage = GPUBufferUsage;
+  const out = device.createBuffer({ size: 512, usage: usage.STORAGE | usage.COPY_SRC });
+  const read = device.createBuffer({ size: 512, usage: usage.MAP_READ | usage.COPY_DST });
+  const pipeline = await device.createComputePipelineAsync({ label: 'subgroup-probe', layout: 'auto',
+    compute: { module: device.createShaderModule({ code: SUBGROUP_PROBE }), entryPoint: 'main' } });
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(pipeline);
+  pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
+    entries: [{ binding: 0, resource: { buffer: out } }] }));
+  pass.dispatchWorkgroups(1);
+  pass.end();
+  encoder.copyBufferToBuffer(out, 0, read, 0, 512);
+  device.queue.submit([encoder.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const words = new Uint32Array(read.getMappedRange().slice(0));
+  read.destroy();
+  out.destroy();
+  const size = words[0];
+  return size && words.slice(0, 64).every((s, i) => s === size && words[64 + i] === i % size) ? size : null;
 }
 
 async function requestDevice() {
@@ -181,10 +220,13 @@ async function requestDevice() {
     maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
     maxBufferSize: adapter.limits.maxBufferSize,
   };
-  const device = await adapter.requestDevice({ requiredLimits });
+  const subgroups = adapter.features.has('subgroups');  // for kernel variants that share loads across lanes
+  const device = await adapter.requestDevice({ requiredLimits, requiredFeatures: subgroups ? ['subgroups'] : [] });
   const i = adapter.info || {};
   const info = { vendor: i.vendor, architecture: i.architecture, device: i.device, description: i.description,
     isFallbackAdapter: i.isFallbackAdapter ?? adapter.isFallbackAdapter };
+  const size = subgroups ? await subgroupSize(device).catch(() => null) : null;
+  if (size) info.subgroup_size = size;
   return { device, info };
 }
 

@@ -22,7 +22,7 @@ from kernels.llm.gguf_model import read_config, read_tokenizer, tensors_by_name
 from kernels.llm.pack import pack_linear, pack_vector, rope_table, weight_format
 from trellis.errors import ModelError
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: variants name their adapter and subgroup size
 SHARD_LIMIT = 32 * 1024 * 1024
 DEFAULT_CHUNK = 32
 HERE = Path(__file__).resolve().parent
@@ -144,9 +144,10 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         "argmax": {"tokens": 0, "dispatches": graph.argmax_plan(config, kernels)},
     }
     variants = {}
-    for tokens in (plans["prefill"]["tokens"], plans["decode"]["tokens"]):
-        for adapter, swaps in graph.adapter_variants(config, formats, tokens, kernels).items():
-            variants.setdefault(adapter, {}).update(swaps)
+    for tokens, block in ((chunk, graph.PREFILL_BLOCK), (1, 1)):
+        for name, variant in graph.adapter_variants(config, formats, tokens, block, kernels).items():
+            variants.setdefault(name, {**variant, "kernels": {}})["kernels"].update(variant["kernels"])
+    variants = {name: variant for name, variant in variants.items() if variant["kernels"]}
 
     # Kernels: lower only those whose WGSL is missing or was made from other sources.
     kernel_key = _sources_hash("kernels.py", "wgsl.py")
@@ -164,10 +165,10 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         (out / file).write_text(source)
         kernel_info[name] = {"wgsl": file, **info}
         _log(f"kernel {i}/{len(kernels)} {name} ({time.time() - t0:.1f}s)")
-    for adapter, swaps in variants.items():
-        for default, variant in swaps.items():
-            if kernel_info[default]["bindings"] != kernel_info[variant]["bindings"]:
-                raise ModelError(f"{adapter}'s variant {variant} binds other buffers than {default}")
+    for name, variant in variants.items():
+        for default, swap in variant["kernels"].items():
+            if kernel_info[default]["bindings"] != kernel_info[swap]["bindings"]:
+                raise ModelError(f"variant {name}'s {swap} binds other buffers than {default}")
 
     # Weights: repack only when the GGUF or the packer changed.
     stat = os.stat(gguf_path)

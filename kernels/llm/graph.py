@@ -8,6 +8,8 @@ next layer's norm input): 6 dispatches. The first layer's norm input comes from 
 the embedding; after the last layer, a plain residual add, the final norm and the head (last token only).
 """
 
+from dataclasses import dataclass
+
 from kernels.llm import kernels as K
 from kernels.llm.gguf_model import LlamaConfig
 
@@ -19,10 +21,26 @@ PREFILL_BLOCK = 8  # tokens per invocation in prefill matmuls (register blocking
 ROWS_PER_THREAD = {1: 8, PREFILL_BLOCK: 8}
 SMALL_MODEL_ROWS_PER_THREAD = {1: 4, PREFILL_BLOCK: 4}
 HEAD_ROWS_PER_THREAD = 8  # fewer x reads per weight; the one-token path keeps one row's codes live at a time
-# Adapters that run a kernel faster in another form (same bindings), by the name they report; the
-# executor picks the form at run time. Lavapipe (LLVM) ran the SmolLM2 head ~1.4x faster with 32
-# rows per invocation (10 against 14 ms), where SwiftShader ran it 2x slower and compiled it longer.
-ADAPTER_HEAD_ROWS = {"llvmpipe": 32}
+
+
+@dataclass(frozen=True)
+class Form:
+    """How a plan's one-token dot-product kernels are shaped (the default, or an adapter's variant)."""
+    head_rows: int = HEAD_ROWS_PER_THREAD  # rows per invocation of the logits head
+    x_lanes: int = 1  # lanes of a subgroup that share each x load (K.dot_rows_decode); 1: none
+
+
+# Adapters that run kernels faster in another form (same bindings): (variant name, the adapter's
+# name as it reports it, the subgroup size the form needs or None, form). The executor and the
+# browser's worker take the first that fits the adapter. Lavapipe (LLVM) ran the SmolLM2 head ~1.4x
+# faster with 32 rows per invocation (10 against 14 ms), where SwiftShader ran it 2x slower and
+# compiled it longer. Both pay per storage load and lane (x's loads were 20-45% of a projection's time
+# on lavapipe), so with subgroups a lane loads an eighth (lavapipe) or a quarter (SwiftShader) of x.
+ADAPTER_FORMS = [
+    ("llvmpipe-subgroups-8", "llvmpipe", 8, Form(head_rows=32, x_lanes=8)),
+    ("llvmpipe", "llvmpipe", None, Form(head_rows=32)),
+    ("swiftshader-subgroups-4", "swiftshader", 4, Form(x_lanes=4)),
+]
 
 
 def rows_per_thread(c: LlamaConfig, block: int) -> int:
@@ -74,11 +92,15 @@ def linear_groups(c: LlamaConfig, names) -> dict:
     return groups
 
 
-def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict) -> list[dict]:
+def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, form: Form = Form()) -> list[dict]:
     """Dispatches for `tokens` tokens per run; fills `kernels` (name -> Kernel) with what it uses.
 
-    `formats` maps each weight array of `linear_groups` to its format.
+    `formats` maps each weight array of `linear_groups` to its format; `form` shapes the one-token
+    dot products (the head's, and with `block` 1 every projection's).
     """
+
+    def lanes(weight):  # shared x loads serve one token of quantized weights
+        return form.x_lanes if block == 1 and formats[weight] != "f32" else 1
 
     def use(kernel: K.Kernel, **args) -> dict:
         kernels.setdefault(kernel.name, kernel)
@@ -96,9 +118,9 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict) 
     def residual(weight, k_dim, x, next_norm):
         """The residual add of a projection, writing the input of the norm `next_norm` (None: none)."""
         if next_norm is None:
-            return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "accumulate", rows),
+            return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "accumulate", rows, lanes(weight)),
                        x=x, w=weight, y="x", step="step")
-        return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "residual_norm", rows),
+        return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "residual_norm", rows, lanes(weight)),
                    x=x, w=weight, y="x", g=next_norm, h="h", sumsq="sumsq", step="step")
 
     for i in range(c.n_layers):
@@ -106,43 +128,47 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict) 
         next_norm = f"blk.{i + 1}.attn_norm.weight" if i + 1 < c.n_layers else None
         steps += [
             use(K.qkv_rope(formats[p + "attn_qkv"], c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.context,
-                           tokens, block, _pairs(c, rows // 2), parts, c.rms_eps),
+                           tokens, block, _pairs(c, rows // 2), parts, c.rms_eps, lanes(p + "attn_qkv")),
                 x="h", w=p + "attn_qkv", rope="rope", q="q", k_cache=f"k.{i}", v_cache=f"v.{i}", sumsq="sumsq",
                 step="step"),
             use(scores, q="q", k_cache=f"k.{i}", scores="scores", step="step"),
             use(values, scores="scores", v_cache=f"v.{i}", out="attn", step="step"),
             residual(p + "attn_output.weight", q_rows, "attn", p + "ffn_norm.weight"),
             use(K.gate_up_silu(formats[p + "ffn_gate_up"], c.hidden, c.ffn, tokens, block, _divisor(c.ffn, rows // 2),
-                               parts, c.rms_eps),
+                               parts, c.rms_eps, lanes(p + "ffn_gate_up")),
                 x="h", w=p + "ffn_gate_up", act="act", sumsq="sumsq", step="step"),
             residual(p + "ffn_down.weight", c.ffn, "act", next_norm),
         ]
     # The head's norm stays a dispatch: the head has the most invocations, each would read every partial sum.
+    head = _head_weight(formats)
     steps += [
         use(K.rms_norm(c.hidden, tokens, c.rms_eps), x="x", g="output_norm.weight", y="h", step="step"),
-        use(_head(c, formats, tokens, HEAD_ROWS_PER_THREAD), x="h", w=_head_weight(formats), y="logits", step="step"),
+        use(K.matmul(formats[head], c.hidden, c.vocab, tokens, 1, "last", form.head_rows,
+                     form.x_lanes if formats[head] != "f32" else 1), x="h", w=head, y="logits", step="step"),
     ]
     return steps
 
 
-def adapter_variants(c: LlamaConfig, formats: dict, tokens: int, kernels: dict) -> dict:
-    """adapter name -> {kernel of `plan(..., tokens)`: the kernel that adapter runs instead}; fills
-    `kernels` with the variants."""
-    default = _head(c, formats, tokens, HEAD_ROWS_PER_THREAD)
+def adapter_variants(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict) -> dict:
+    """variant name -> {"adapter", "subgroup_size" (where the form needs one), "kernels": {kernel of
+    `plan(..., tokens, block)`: the kernel that variant runs instead}}; fills `kernels` with them."""
+    default = plan(c, formats, tokens, block, {})
     out = {}
-    for adapter, rows in ADAPTER_HEAD_ROWS.items():
-        variant = _head(c, formats, tokens, rows)
-        kernels.setdefault(variant.name, variant)
-        out[adapter] = {default.name: variant.name}
+    for name, adapter, subgroup_size, form in ADAPTER_FORMS:
+        steps = plan(c, formats, tokens, block, kernels, form)
+        swaps = {}
+        for d, v in zip(default, steps):
+            if swaps.setdefault(d["kernel"], v["kernel"]) != v["kernel"]:
+                raise ValueError(f"variant {name} runs {d['kernel']} in two forms")
+        swaps = {d: v for d, v in swaps.items() if d != v}
+        out[name] = {"adapter": adapter, "kernels": swaps}
+        if subgroup_size:
+            out[name]["subgroup_size"] = subgroup_size
     return out
 
 
 def _head_weight(formats: dict) -> str:
     return "output.weight" if "output.weight" in formats else "token_embd.weight"
-
-
-def _head(c: LlamaConfig, formats: dict, tokens: int, rows_per_thread: int) -> K.Kernel:
-    return K.matmul(formats[_head_weight(formats)], c.hidden, c.vocab, tokens, 1, "last", rows_per_thread)
 
 
 def mask_plan(c: LlamaConfig, kernels: dict) -> list[dict]:

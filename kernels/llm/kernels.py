@@ -6,6 +6,10 @@ On lavapipe a storage-buffer load costs about the same whether it fetches 4 or 1
 and activations are read as 16-byte vectors and every load is reused across several rows (register
 blocking) and, in prefill, across several tokens.
 
+On adapters with subgroups, the one-token dot products can share x's loads across a subgroup
+(`x_lanes`): each lane loads one vector and subgroupShuffle hands it to the others, as a kernel
+variant for adapters whose subgroup size is known (graph.ADAPTER_FORMS).
+
 Shapes are static per model; what changes per step (tokens in the chunk, start position) is read from
 a small `step` storage buffer, so grids and uniforms stay constant and bind groups are made once.
 
@@ -134,6 +138,7 @@ class Kernel:
     name: str
     func: object  # tvm PrimFunc
     grid: tuple  # workgroups (x, y, z)
+    subgroups: bool = False  # uses subgroup builtins (the device needs WebGPU's "subgroups" feature)
 
 
 @T.macro
@@ -187,12 +192,13 @@ def shifted_dot(fmt: str, wq, xs):
 
 @T.macro
 def dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, acc, wq, sv, xv, xs,
-                    sx):
+                    sx, lanes, x_lane, xl):
     """dot_rows for one token, with fewer operations per weight (decode is most of a step's time).
 
     Each row's scale vector is loaded once for the `per_scale` blocks it holds (not once per block),
     x is read and scaled once per block for all rows (`shifted_code`), and the products are fused
-    multiply-adds."""
+    multiply-adds. With `lanes` > 1, a block's 8 x vectors take 8 / lanes loads: lane `x_lane` of each
+    group of `lanes` invocations (a subgroup or part of one) loads one, and shuffles share them."""
     for i in T.unroll(n_rows):
         acc[i] = T.float32(0)
     for g in range((n_blk + per_scale - 1) // per_scale):
@@ -200,8 +206,14 @@ def dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, ru
             sv[r] = w[quant_vectors + g, _row(row0, r, run, stride)]
         for bi in T.unroll(per_scale):
             if n_blk % per_scale == 0 or g * per_scale + bi < n_blk:
-                for v in T.unroll(8):
-                    xv[v] = x[t0, (g * per_scale + bi) * 8 + v]
+                if lanes == 1:
+                    for v in T.unroll(8):
+                        xv[v] = x[t0, (g * per_scale + bi) * 8 + v]
+                else:
+                    for v0 in T.unroll(8 // lanes):
+                        xl[0] = x[t0, (g * per_scale + bi) * 8 + v0 * lanes + x_lane]
+                        for v in T.unroll(lanes):
+                            xv[v0 * lanes + v] = T.tvm_warp_shuffle(T.uint32(0xFFFFFFFF), xl[0], v, lanes, lanes)
                 if fmt == "q4_1":
                     sx[0] = vector_sum(xv)
                 for j in T.unroll(32):
@@ -255,14 +267,14 @@ def _dot_rows_blocks(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, r
 
 @T.macro
 def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, xs, sx,
-             dm, codes):
+             dm, codes, lanes, x_lane, xl):
     """acc[r * n_tok + t] = W[row r] . x[t0 + t] for r < n_rows, t < n_tok, where row r is
     row0 + r % run + (r // run) * stride (runs of consecutive rows, e.g. gate rows then up rows).
     One token of quantized weights (decode, the head) takes dot_rows_decode, the rest
-    _dot_rows_blocks."""
+    _dot_rows_blocks (which has no `lanes` form)."""
     if n_tok == 1 and per_scale > 0:
         dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, acc, wq, sv, xv,
-                        xs, sx)
+                        xs, sx, lanes, x_lane, xl)
     else:
         _dot_rows_blocks(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv,
                          xv, sx, dm, codes)
@@ -271,6 +283,29 @@ def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stri
 def _dot_setup(fmt, rows, cols):
     shape = weight_shape(fmt, rows, cols)
     return shape, cols // 32, weight_vectors(fmt, cols)[0], BLOCKS_PER_SCALE_VECTOR[fmt]
+
+
+def _check_lanes(x_lanes: int, tokens_per_invocation: int, fmt: str) -> None:
+    if x_lanes not in (1, 2, 4, 8):
+        raise ValueError(f"x_lanes {x_lanes} does not divide a block's 8 x vectors into lanes")
+    if x_lanes > 1 and (tokens_per_invocation != 1 or fmt == "f32"):
+        raise ValueError("shared x loads (x_lanes > 1) exist for one token of quantized weights only")
+
+
+def _computes(inv, threads, lanes):
+    """Whether invocation `inv` runs its dot products. With lanes sharing x loads, all lanes of a group
+    whose first has outputs do (a shuffle reads lanes that must run); those past `threads` read
+    clamped rows and store nothing (`_stores`)."""
+    return inv < threads if lanes == 1 else inv - inv % lanes < threads
+
+
+def _stores(inv, threads, lanes, condition):
+    """`condition`, and with lanes sharing x loads, that invocation `inv` has outputs (`_computes`)."""
+    return condition if lanes == 1 else T.And(condition, inv < threads)
+
+
+def _suffix(x_lanes: int) -> str:
+    return f"_l{x_lanes}" if x_lanes > 1 else ""
 
 
 @functools.cache  # one parse per distinct kernel, however many layers use it
@@ -388,7 +423,8 @@ def norm_partials(hidden, tokens, rows_per_thread):
 
 
 @T.macro
-def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok, threads):
+def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok, threads,
+            lanes):
     """matmul's loop nest; g, h and sumsq are used (and passed) in mode "residual_norm" only."""
     for tb in T.thread_binding(groups, "blockIdx.y"):
         for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
@@ -399,20 +435,21 @@ def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors
                     sv = T.sblock_alloc_buffer((R,), U32X4, scope="local")
                     dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
                     xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                    xl = T.sblock_alloc_buffer((1,), F32X4, scope="local")
                     xs = T.sblock_alloc_buffer((32,), F32, scope="local")
                     sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                     codes = T.sblock_alloc_buffer((R * 32 if n_tok > 1 else 1,), F32, scope="local")
                     t0 = T.sblock_alloc_buffer((1,), I32, scope="local")
                     ss = T.sblock_alloc_buffer((n_tok,), F32, scope="local")  # residual_norm's sums of squares
                     out = T.sblock_alloc_buffer((1,), F32, scope="local")
-                    if ob * DOT_WG + tx < threads and tb * n_tok < step[0]:
+                    if _computes(ob * DOT_WG + tx, threads, lanes) and tb * n_tok < step[0]:
                         # The head reads only the chunk's last token.
                         if mode == "last":
                             t0[0] = step[0] - 1
                         else:
                             t0[0] = tb * n_tok
                         dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, R, R, 0,
-                                 t0[0], n_tok, acc, wq, sv, xv, xs, sx, dm, codes)
+                                 t0[0], n_tok, acc, wq, sv, xv, xs, sx, dm, codes, lanes, tx % lanes, xl)
                         if mode == "residual_norm":
                             for t in T.unroll(n_tok):
                                 ss[t] = T.float32(0)
@@ -433,18 +470,19 @@ def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors
                                             ss[t] = ss[t] + out[0] * out[0]
                         if mode == "residual_norm":
                             for t in T.unroll(n_tok):
-                                if tb * n_tok + t < step[0]:
+                                if _stores(ob * DOT_WG + tx, threads, lanes, tb * n_tok + t < step[0]):
                                     sumsq[tb * n_tok + t, ob * DOT_WG + tx] = ss[t]
 
 
 @functools.cache
-def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
+def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread, x_lanes=1):
     """y[t, o] += x[t, :] . W[o, :]; an invocation owns `rows_per_thread` rows and `block` tokens.
 
     mode "accumulate" adds into y (the residual add); "residual_norm" too, and then writes the next
     norm's input from the new y: h[t, o] = y[t, o] * g[o] and sumsq[t, i] over invocation i's rows
     (see `rms_scale`); "last" computes only the chunk's last token into y[o] (the logits head).
-    Rows past the end (when rows % rows_per_thread != 0) are computed from clamped reads and dropped.
+    Rows past the end (when rows % rows_per_thread != 0) are computed from clamped reads and dropped
+    (and so are invocations past the end, with `x_lanes`: see dot_rows_decode).
     """
     if mode not in ("accumulate", "residual_norm", "last"):
         raise ValueError(f"unknown matmul mode {mode!r}")
@@ -454,6 +492,7 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
     n_tok = 1 if mode == "last" else block
     y_shape = (rows,) if mode == "last" else (tokens, rows)
     threads = (rows + R - 1) // R
+    _check_lanes(x_lanes, n_tok, fmt)
 
     if mode == "residual_norm":
         @T.prim_func(s_tir=True)
@@ -461,20 +500,20 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread):
                  g: T.Buffer((rows,), F32), h: T.Buffer((tokens, rows), F32), sumsq: T.Buffer((tokens, threads), F32),
                  step: T.Buffer((STEP_WORDS,), I32)):
             _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok,
-                    threads)
+                    threads, x_lanes)
     else:
         @T.prim_func(s_tir=True)
         def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer(y_shape, F32),
                  step: T.Buffer((STEP_WORDS,), I32)):
             _matmul(fmt, mode, x, w, y, None, None, None, step, rows, R, n_blk, quant_vectors, per_scale, groups,
-                    n_tok, threads)
+                    n_tok, threads, x_lanes)
 
-    return Kernel(f"matmul_{mode}_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}", func,
-                  ((threads + DOT_WG - 1) // DOT_WG, groups, 1))
+    return Kernel(f"matmul_{mode}_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}{_suffix(x_lanes)}", func,
+                  ((threads + DOT_WG - 1) // DOT_WG, groups, 1), x_lanes > 1)
 
 
 @functools.cache
-def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps):
+def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps, x_lanes=1):
     """act[t, o] = silu(n[t] . W[o]) * (n[t] . W[ffn + o]), where n[t] = x[t] / rms is the RMSNorm of
     x = h / g (`rms_scale`, from `parts` partial sums): W stacks the gate rows over the up rows, so
     the norm, the two GEMVs and the SiLU-mul are one pass. An invocation owns `rows_per_thread` outputs."""
@@ -483,6 +522,7 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps):
         raise ValueError(f"FFN size {ffn} is not a multiple of {R}")
     shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, 2 * ffn, hidden)
     threads = ffn // R
+    _check_lanes(x_lanes, block, fmt)
 
     @T.prim_func(s_tir=True)
     def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4), act: T.Buffer((tokens, ffn), F32),
@@ -498,26 +538,27 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps):
                         sv = T.sblock_alloc_buffer((2 * R,), U32X4, scope="local")
                         dm = T.sblock_alloc_buffer((4 * R,), F32, scope="local")
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
+                        xl = T.sblock_alloc_buffer((1,), F32X4, scope="local")
                         xs = T.sblock_alloc_buffer((32,), F32, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                         codes = T.sblock_alloc_buffer((2 * R * 32 if block > 1 else 1,), F32, scope="local")
-                        if ob * DOT_WG + tx < threads and tb * block < step[0]:
+                        if _computes(ob * DOT_WG + tx, threads, x_lanes) and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R, ffn,
-                                     tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
+                                     tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes, x_lanes, tx % x_lanes, xl)
                             rms_scale(acc, 2 * R * block, tb * block, block, sumsq, parts, hidden, eps, rs)
                             for r in T.unroll(R):
                                 for t in T.unroll(block):
-                                    if tb * block + t < step[0]:
+                                    if _stores(ob * DOT_WG + tx, threads, x_lanes, tb * block + t < step[0]):
                                         act[tb * block + t, (ob * DOT_WG + tx) * R + r] = (
                                             acc[r * block + t] / (T.float32(1) + T.exp(-acc[r * block + t]))
                                             * acc[(R + r) * block + t])
 
-    return Kernel(f"gate_up_silu_{fmt}_h{hidden}_f{ffn}_t{tokens}_r{R}_s{parts}", func,
-                  ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1))
+    return Kernel(f"gate_up_silu_{fmt}_h{hidden}_f{ffn}_t{tokens}_r{R}_s{parts}{_suffix(x_lanes)}", func,
+                  ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1), x_lanes > 1)
 
 
 @functools.cache
-def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs_per_thread, parts, eps):
+def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs_per_thread, parts, eps, x_lanes=1):
     """The RMSNorm (finished from `parts` partial sums, `rms_scale`), Q, K, V projections,
     interleaved RoPE and the KV-cache append in one kernel.
 
@@ -533,6 +574,7 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
         raise ValueError(f"{pairs} row pairs (head dim {head_dim}) do not split into groups of {P}")
     threads = pairs // P
     half = head_dim // 2
+    _check_lanes(x_lanes, block, fmt)
 
     @T.prim_func(s_tir=True)
     def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4),
@@ -552,14 +594,16 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                         xs = T.sblock_alloc_buffer((32,), F32, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                         cs = T.sblock_alloc_buffer((2,), F32, scope="local")
+                        xl = T.sblock_alloc_buffer((1,), F32X4, scope="local")
                         codes = T.sblock_alloc_buffer((2 * P * 32 if block > 1 else 1,), F32, scope="local")
-                        if pb * DOT_WG + tx < threads and tb * block < step[0]:
+                        if _computes(pb * DOT_WG + tx, threads, x_lanes) and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
-                                     2 * P, 0, tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes)
+                                     2 * P, 0, tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes, x_lanes,
+                                     tx % x_lanes, xl)
                             rms_scale(acc, 2 * P * block, tb * block, block, sumsq, parts, hidden, eps, rs)
                             for i in T.unroll(P):
                                 for t in T.unroll(block):
-                                    if tb * block + t < step[0]:
+                                    if _stores(pb * DOT_WG + tx, threads, x_lanes, tb * block + t < step[0]):
                                         # Rows 2p, 2p+1 of pair p = invocation * P + i; acc[(2i + j) * block + t].
                                         cs[0] = rope[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) % half, 0]
                                         cs[1] = rope[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) % half, 1]
@@ -582,8 +626,8 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                                                     ((pb * DOT_WG + tx) * P + i) * 2 - q_rows - kv_rows + 1] = (
                                                 acc[(2 * i + 1) * block + t])
 
-    return Kernel(f"qkv_rope_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}_s{parts}", func,
-                  ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1))
+    return Kernel(f"qkv_rope_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}_s{parts}{_suffix(x_lanes)}", func,
+                  ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1), x_lanes > 1)
 
 
 def half_check(head_dim: int, pairs_per_thread: int) -> bool:

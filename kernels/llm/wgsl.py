@@ -15,6 +15,8 @@ _UNIFORM = re.compile(r"@group\(0\) @binding\((\d+)\) var<uniform> podArgs : POD
 _STRUCT = re.compile(r"struct PODArgs \{([^}]*)\}")
 _WORKGROUP = re.compile(r"@workgroup_size\((\d+), (\d+), (\d+)\)")
 _WGSL_SIZES = {"f32": 4, "i32": 4, "u32": 4}
+SUBGROUPS = "enable subgroups;"  # what TVM writes when a kernel uses subgroup builtins
+NO_SUBGROUP_UNIFORMITY = "diagnostic(off, subgroup_uniformity);"
 MAX_STORAGE_BINDINGS = 8  # WebGPU's default maxStorageBuffersPerShaderStage: what every adapter offers
 
 
@@ -23,8 +25,13 @@ def lower(kernel: Kernel) -> tuple[str, dict]:
     mod = tvm.IRModule({kernel.name: kernel.func.with_attr("global_symbol", kernel.name)})
     # Without CSE disabled, TVM adds `cse_v*` parameters that the dispatcher would have to know about.
     with tvm.transform.PassContext(config={"tirx.disable_cse_tir": True}):
-        lib = tvm.tirx.build(mod, target=tvm.target.Target("webgpu", host="llvm"))
+        target = tvm.target.Target({"kind": "webgpu", "supports_subgroups": kernel.subgroups}, host="llvm")
+        lib = tvm.tirx.build(mod, target=target)
     source = lib.imports[0].inspect_source()
+    if kernel.subgroups:
+        # The kernel shuffles inside branches that WGSL's uniformity analysis cannot prove uniform
+        # per subgroup; kernels.dot_rows_decode makes whole lane groups take them together.
+        source = source.replace(SUBGROUPS, SUBGROUPS + "\n" + NO_SUBGROUP_UNIFORMITY, 1)
     bindings = [
         {"binding": int(b), "name": name, "access": access, "type": ty}
         for b, access, name, ty in _BINDING.findall(source)
@@ -43,6 +50,7 @@ def lower(kernel: Kernel) -> tuple[str, dict]:
     workgroup = [int(v) for v in _WORKGROUP.search(source).groups()]
     info = {
         "entry_point": f"{kernel.name}_kernel",
+        **({"features": ["subgroups"]} if kernel.subgroups else {}),
         "bindings": bindings,
         "uniform": {"binding": int(uniform.group(1)), "size": max(16, offset), "fields": fields},
         "workgroup_size": workgroup,

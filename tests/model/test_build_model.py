@@ -50,12 +50,23 @@ def test_adapter_variants_stand_in_for_plan_kernels(built):
     m = _manifest(built)
     planned = {d["kernel"] for plan in m["plans"].values() for d in plan["dispatches"]}
     assert m["variants"], "the build names no kernel variants"
-    for adapter, swaps in m["variants"].items():
-        assert adapter == adapter.lower() and swaps
-        for default, variant in swaps.items():
-            assert default in planned and variant not in planned and variant != default
-            assert m["kernels"][variant]["bindings"] == m["kernels"][default]["bindings"]
-            assert (built / "out" / m["kernels"][variant]["wgsl"]).exists()
+    for name, variant in m["variants"].items():
+        assert variant["adapter"] == variant["adapter"].lower() and variant["kernels"]
+        for default, swap in variant["kernels"].items():
+            assert default in planned and swap not in planned and swap != default
+            assert m["kernels"][swap]["bindings"] == m["kernels"][default]["bindings"]
+            assert (built / "out" / m["kernels"][swap]["wgsl"]).exists()
+            # Kernels that shuffle across lanes say so, for the device (the browser's Tint needs both lines).
+            source = (built / "out" / m["kernels"][swap]["wgsl"]).read_text()
+            lanes = variant.get("subgroup_size")
+            assert ("subgroupShuffle" in source) == (m["kernels"][swap].get("features") == ["subgroups"])
+            assert ("enable subgroups;\ndiagnostic(off, subgroup_uniformity);" in source) == ("subgroupShuffle" in source)
+            if lanes is None:
+                assert "subgroupShuffle" not in source
+    for kernel in planned:
+        assert "subgroup" not in (built / "out" / m["kernels"][kernel]["wgsl"]).read_text()
+    assert any("subgroupShuffle" in (built / "out" / m["kernels"][swap]["wgsl"]).read_text()
+               for variant in m["variants"].values() if variant.get("subgroup_size") for swap in variant["kernels"].values())
 
 
 def test_shards_are_bounded_and_hashed(built):

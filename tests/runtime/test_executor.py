@@ -35,28 +35,49 @@ def test_prefill_and_16_decode_steps_match_reference(tiny_executor, reference):
 
 
 def test_adapter_variant_is_chosen_by_adapter_name(tiny_model, tiny_executor, reference, wgpu_backend):
-    """On lavapipe the executor runs the model's llvmpipe kernel variants; the default kernels
-    (what other adapters run) give the same logits there."""
+    """On lavapipe the executor runs the model's llvmpipe kernel variants (with subgroups, those
+    that share x loads across 8 lanes; test_matches_reference_prefill_and_16_decode_steps checks
+    them); the default kernels (what other adapters run) give the same logits there."""
     from trellis.runtime import Artifacts, Executor
 
     artifacts = Artifacts.from_dir(tiny_model[1])
     assert artifacts.variant_for({"vendor": "Google", "device": "SwiftShader Device (Subzero)"}) == (None, {})
     assert artifacts.variant_for({"device": "LLVMPIPE (LLVM 15)"})[0] == "llvmpipe"
+    assert artifacts.variant_for({"device": "LLVMPIPE (LLVM 15)", "subgroup_size": 8})[0] == "llvmpipe-subgroups-8"
     name, swaps = artifacts.variant_for(wgpu_backend.adapter_info)
     assert tiny_executor.variant == name
     decode = artifacts.manifest["plans"]["decode"]["dispatches"]
     assert all(tiny_executor.kernel_of(d) == swaps.get(d["kernel"], d["kernel"]) for d in decode)
     if "llvmpipe" in wgpu_backend.adapter_info.get("device", ""):  # the test machines' adapter
+        assert wgpu_backend.adapter_info.get("subgroup_size") == 8 and name == "llvmpipe-subgroups-8"
         assert any(tiny_executor.kernel_of(d) != d["kernel"] for d in decode)
 
     plain = Executor(artifacts, wgpu_backend, context=64, variants=False)
     assert plain.variant is None and all(plain.kernel_of(d) == d["kernel"] for d in decode)
+    _check_against_reference(plain, reference, 4)
+
+
+def test_four_lane_variant_matches_reference(tiny_model, reference, wgpu_backend):
+    """SwiftShader's variant (x loads shared across groups of 4 lanes) is right wherever its lane
+    groups tile the subgroups: here lavapipe's 8 lanes (the browser tests run it on SwiftShader)."""
+    from trellis.runtime import Artifacts, Executor
+
+    artifacts = Artifacts.from_dir(tiny_model[1])
+    if wgpu_backend.adapter_info.get("subgroup_size", 1) % 4:
+        pytest.fail(f"this adapter has no subgroups of a multiple of 4 lanes: {wgpu_backend.adapter_info}")
+    ex = Executor(artifacts, wgpu_backend, context=64, variants="swiftshader-subgroups-4")
+    decode = artifacts.manifest["plans"]["decode"]["dispatches"]
+    assert sum(ex.kernel_of(d).endswith("_l4") for d in decode) >= 5
+    _check_against_reference(ex, reference, 16)
+
+
+def _check_against_reference(ex, reference, steps):
     reference.reset()
-    got, want = plain.prefill(PROMPT), reference.forward(PROMPT)[-1]
+    got, want = ex.prefill(PROMPT), reference.forward(PROMPT)[-1]
     assert rel_err(got, want) <= 1e-3
-    for _ in range(4):
+    for _ in range(steps):
         token = int(np.argmax(want))
-        got, want = plain.decode(token), reference.forward([token])[-1]
+        got, want = ex.decode(token), reference.forward([token])[-1]
         assert rel_err(got, want) <= 1e-3
 
 

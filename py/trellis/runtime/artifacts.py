@@ -7,7 +7,7 @@ from pathlib import Path
 
 from trellis.errors import ModelError
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: variants name their adapter and subgroup size
 # Where `python3 build.py model` puts the embedded SmolLM2 (inside the checkout's build output).
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[3] / "build" / "models" / "smollm2-135m-instruct"
 
@@ -39,17 +39,36 @@ class Artifacts:
 
     def variant_for(self, adapter_info: dict) -> tuple[str | None, dict]:
         """(name, {kernel: its replacement}) of the kernel variant the manifest has for this adapter:
-        the first whose name occurs in the adapter's vendor, device or description (lower case), or
-        (None, {}). web/worker.js applies the same rule."""
-        text = " ".join(str(adapter_info.get(k) or "") for k in ("vendor", "device", "description")).lower()
-        for name, swaps in self.manifest.get("variants", {}).items():
-            if name in text:
-                kernels = self.manifest.get("kernels", {})
-                unknown = [k for pair in swaps.items() for k in pair if k not in kernels]
-                if unknown:
-                    raise ModelError(f"the manifest's {name} variant names unknown kernels {unknown[:3]}: rebuild")
-                return name, swaps
+        the first whose adapter name occurs in the adapter's vendor, architecture, device or
+        description (lower case) and whose subgroup size, if it needs one, is the adapter's
+        (`adapter_info["subgroup_size"]`, which the backend measured); or (None, {}).
+        web/worker.js applies the same rule."""
+        text = " ".join(str(adapter_info.get(k) or "")
+                        for k in ("vendor", "architecture", "device", "description")).lower()
+        for name, variant in self.manifest.get("variants", {}).items():
+            needs = variant.get("subgroup_size")
+            if variant["adapter"] in text and needs in (None, adapter_info.get("subgroup_size")):
+                return name, self._checked(name, variant)
         return None, {}
+
+    def variant_named(self, name: str, adapter_info: dict) -> dict:
+        """{kernel: its replacement} of the variant `name`, whatever the adapter's name, if the adapter
+        can run it: its lane groups must tile the adapter's subgroups."""
+        variants = self.manifest.get("variants", {})
+        if name not in variants:
+            raise ModelError(f"the model has no kernel variant {name!r} (it has {sorted(variants)})")
+        variant = variants[name]
+        needs, has = variant.get("subgroup_size"), adapter_info.get("subgroup_size")
+        if needs and not (has and has % needs == 0):
+            raise ModelError(f"variant {name} needs subgroups of a multiple of {needs} lanes; this adapter's: {has}")
+        return self._checked(name, variant)
+
+    def _checked(self, name: str, variant: dict) -> dict:
+        kernels = self.manifest.get("kernels", {})
+        unknown = [k for pair in variant["kernels"].items() for k in pair if k not in kernels]
+        if unknown:
+            raise ModelError(f"the manifest's {name} variant names unknown kernels {unknown[:3]}: rebuild")
+        return variant["kernels"]
 
     def read_text(self, name: str) -> str:
         return self._read(name).decode("utf-8")

@@ -10,6 +10,9 @@ from typing import Awaitable, Protocol, Sequence
 
 
 class Backend(Protocol):
+    # vendor, architecture, device, description; and "subgroup_size" where the device runs WGSL's
+    # subgroup builtins with that one size and lanes in local-index order (the kernel variants
+    # that share loads across lanes need both).
     adapter_info: dict
     limits: dict
 

@@ -18,14 +18,17 @@ TOKENS_BETWEEN_CHECKS = 4
 
 class Executor:
     def __init__(self, artifacts: Artifacts, backend, context: int | None = None, prepare: bool = True,
-                 variants: bool = True):
+                 variants: bool | str = True):
         """Allocates the buffers and uploads the weights; with `prepare`, also builds the plans (else call
         `prepare()` before running: the browser uploads weights while its kernels still compile).
-        With `variants`, runs the kernel variants the model has for the backend's adapter (`variant`
-        names them; None: the default kernels)."""
+        With `variants`, runs the kernel variants the model has for the backend's adapter, or with a
+        variant's name that one (`variant` names them; None: the default kernels)."""
         m = artifacts.manifest
-        self.variant, self._swaps = (artifacts.variant_for(getattr(backend, "adapter_info", {}))
-                                     if variants else (None, {}))
+        info = getattr(backend, "adapter_info", {})
+        if isinstance(variants, str):
+            self.variant, self._swaps = variants, artifacts.variant_named(variants, info)
+        else:
+            self.variant, self._swaps = artifacts.variant_for(info) if variants else (None, {})
         self.backend, self.model = backend, artifacts.model
         self.vocab_size = self.model["vocab"]
         limit = self.model["context"]

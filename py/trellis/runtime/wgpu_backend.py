@@ -15,6 +15,19 @@ typedef void (*dispatch_fn)(void *pass, uint32_t x, uint32_t y, uint32_t z);
 void trellis_encode_pass(void *pass, size_t n, void *const *pipelines, void *const *groups, const uint32_t *xyz,
                          set_pipeline_fn set_pipeline, set_group_fn set_group, dispatch_fn dispatch);
 """
+# What the subgroup probe's 64 invocations write: the subgroup size and their lane in it.
+_SUBGROUP_PROBE = """
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) size: u32,
+        @builtin(subgroup_invocation_id) lane: u32) {
+  out[i] = size;
+  out[64u + i] = lane;
+}
+"""
+# Naga runs the subgroup builtins but accepts neither their enable-extension nor the diagnostic
+# rule that Tint (the browser) needs for kernels that shuffle under non-uniform branches.
+_NAGA_UNSUPPORTED = ("enable subgroups;", "diagnostic(off, subgroup_uniformity);")
 # Prepared plans kept: a decode step uses two or three plan lists; a kept list keeps its bind groups
 # (and so its buffers) alive, hence a bound rather than every list ever submitted.
 _KEPT_PLANS = 8
@@ -63,9 +76,10 @@ class WgpuBackend:
         # Kernels stay within WebGPU's default limits except, for long contexts, buffer sizes.
         want = {"max-storage-buffer-binding-size": have["max-storage-buffer-binding-size"],
                 "max-buffer-size": have["max-buffer-size"]}
-        features = ["timestamp-query"] if timestamps and "timestamp-query" in adapter.features else []
+        features = [f for f, wanted in (("timestamp-query", timestamps), ("subgroup", True))
+                    if wanted and f in adapter.features]
         self.device = adapter.request_device_sync(required_limits=want, required_features=features)
-        self.timestamps = bool(features)
+        self.timestamps = "timestamp-query" in features
         self.limits = dict(self.device.limits)
         self._queue = self.device.queue
         self._storage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
@@ -84,6 +98,31 @@ class WgpuBackend:
         self._encoder = self._load_encoder()
         self.native_encoder = self._encoder is not None
         self._plans = {}  # id(list) -> (list, length, segments), most recently used last
+        if "subgroup" in features:
+            size = self._subgroup_size()
+            if size:
+                self.adapter_info["subgroup_size"] = size
+
+    def _subgroup_size(self) -> int | None:
+        """The device's subgroup size, if every subgroup of a 64-invocation workgroup has it and
+        its lanes follow the local index (what TVM's subgroup code assumes); else None."""
+        wgpu = self._wgpu
+        out = self.device.create_buffer(size=4 * 128, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        pipeline = self.create_kernel("subgroup-probe", _SUBGROUP_PROBE, "main")
+        group = self.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
+            {"binding": 0, "resource": {"buffer": out, "offset": 0, "size": out.size}}])
+        encoder = self.device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, group)
+        compute.dispatch_workgroups(1)
+        compute.end()
+        self._queue.submit([encoder.finish()])
+        words = memoryview(self._queue.read_buffer(out)).cast("I")
+        size = words[0]
+        if size and all(words[i] == size and words[64 + i] == i % size for i in range(64)):
+            return size
+        return None
 
     def _load_encoder(self):
         """(ffi, encode function, wgpu-native's three pass calls) or None when the library isn't built."""
@@ -119,6 +158,8 @@ class WgpuBackend:
             self._write(self._queue._internal, buffer._internal, offset, self._ffi.from_buffer(data), len(data))
 
     def create_kernel(self, label, wgsl, entry_point):
+        for directive in _NAGA_UNSUPPORTED:
+            wgsl = wgsl.replace(directive, "")
         module = self.device.create_shader_module(label=label, code=wgsl)
         return self.device.create_compute_pipeline(
             label=label, layout="auto", compute={"module": module, "entry_point": entry_point})
