@@ -40,6 +40,8 @@ def test_page_loads_and_reports_progress(page):
     info, progress = load["info"], load["progress"]
     assert info["model"] == MODEL_ID and info["vocab_size"] == 269  # the site's /models/<id>/ name
     assert info["adapter"]["architecture"] == "swiftshader"  # Chromium's WebGPU on the CPU
+    # Its subgroups have 4 lanes, so the worker and the engine run the kernels that share x loads.
+    assert info["adapter"]["subgroup_size"] == 4 and info["variant"] == "swiftshader-subgroups-4"
     fractions = [r["progress"] for r in progress]
     assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] == 1
     weights = [r for r in progress if r.get("stage") == "weights"]
