@@ -99,8 +99,8 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     dot products (the head's, and with `block` 1 every projection's).
     """
 
-    def lanes(weight):  # shared x loads serve one token of quantized weights
-        return form.x_lanes if block == 1 and formats[weight] != "f32" else 1
+    def lanes(weight, tokens_per_invocation=block):  # shared x loads serve one token of quantized weights
+        return form.x_lanes if tokens_per_invocation == 1 and formats[weight] != "f32" else 1
 
     def use(kernel: K.Kernel, **args) -> dict:
         kernels.setdefault(kernel.name, kernel)
@@ -143,8 +143,8 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     head = _head_weight(formats)
     steps += [
         use(K.rms_norm(c.hidden, tokens, c.rms_eps), x="x", g="output_norm.weight", y="h", step="step"),
-        use(K.matmul(formats[head], c.hidden, c.vocab, tokens, 1, "last", form.head_rows,
-                     form.x_lanes if formats[head] != "f32" else 1), x="h", w=head, y="logits", step="step"),
+        use(K.matmul(formats[head], c.hidden, c.vocab, tokens, 1, "last", form.head_rows, lanes(head, 1)),
+            x="h", w=head, y="logits", step="step"),
     ]
     return steps
 

@@ -197,8 +197,10 @@ def dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, ru
 
     Each row's scale vector is loaded once for the `per_scale` blocks it holds (not once per block),
     x is read and scaled once per block for all rows (`shifted_code`), and the products are fused
-    multiply-adds. With `lanes` > 1, a block's 8 x vectors take 8 / lanes loads: lane `x_lane` of each
-    group of `lanes` invocations (a subgroup or part of one) loads one, and shuffles share them."""
+    multiply-adds. With `lanes` > 1, a block's 8 x vectors take 8 / lanes loads: each invocation
+    loads the one its `x_lane` (local index % lanes) names, and subgroupShuffle hands every
+    subgroup lane v's (v < lanes) to all. So subgroups must hold a multiple of `lanes` invocations
+    in local-index order, which the backends check (their subgroup probe)."""
     for i in T.unroll(n_rows):
         acc[i] = T.float32(0)
     for g in range((n_blk + per_scale - 1) // per_scale):
