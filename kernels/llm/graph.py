@@ -27,7 +27,9 @@ HEAD_ROWS_PER_THREAD = 8  # fewer x reads per weight; the one-token path keeps o
 class Form:
     """How a plan's one-token dot-product kernels are shaped (the default, or an adapter's variant)."""
     head_rows: int = HEAD_ROWS_PER_THREAD  # rows per invocation of the logits head
-    x_lanes: int = 1  # lanes of a subgroup that share each x load (K.dot_rows_decode); 1: none
+    # Lanes of a subgroup that share loads: x's in the one-token dot products (K.dot_rows_decode)
+    # and the scores in attention (K.attention_values); 1: none.
+    lanes: int = 1
 
 
 # Adapters that run kernels faster in another form (same bindings): (variant name, the adapter's
@@ -35,11 +37,12 @@ class Form:
 # browser's worker take the first that fits the adapter. Lavapipe (LLVM) ran the SmolLM2 head ~1.4x
 # faster with 32 rows per invocation (10 against 14 ms), where SwiftShader ran it 2x slower and
 # compiled it longer. Both pay per storage load and lane (x's loads were 20-45% of a projection's time
-# on lavapipe), so with subgroups a lane loads an eighth (lavapipe) or a quarter (SwiftShader) of x.
+# on lavapipe), so with subgroups a lane loads an eighth (lavapipe) or a quarter (SwiftShader) of x
+# (and of attention's scores, which it also exponentiates once rather than once per lane).
 ADAPTER_FORMS = [
-    ("llvmpipe-subgroups-8", "llvmpipe", 8, Form(head_rows=32, x_lanes=8)),
+    ("llvmpipe-subgroups-8", "llvmpipe", 8, Form(head_rows=32, lanes=8)),
     ("llvmpipe", "llvmpipe", None, Form(head_rows=32)),
-    ("swiftshader-subgroups-4", "swiftshader", 4, Form(x_lanes=4)),
+    ("swiftshader-subgroups-4", "swiftshader", 4, Form(lanes=4)),
 ]
 
 
@@ -100,7 +103,7 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     """
 
     def lanes(weight, tokens_per_invocation=block):  # shared x loads serve one token of quantized weights
-        return form.x_lanes if tokens_per_invocation == 1 and formats[weight] != "f32" else 1
+        return form.lanes if tokens_per_invocation == 1 and formats[weight] != "f32" else 1
 
     def use(kernel: K.Kernel, **args) -> dict:
         kernels.setdefault(kernel.name, kernel)
@@ -109,7 +112,8 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     steps = [use(K.embed(formats["token_embd.weight"], c.vocab, c.hidden, tokens),
                  ids="ids", w="token_embd.weight", x="x", step="step")]
     scores = K.attention_scores(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens)
-    values = K.attention_values(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens)
+    values = K.attention_values(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens,
+                                form.lanes if (c.head_dim // 4) % form.lanes == 0 else 1)
     q_rows = c.n_heads * c.head_dim
     rows, parts = rows_per_thread(c, block), norm_parts(c, block)
     steps.append(use(K.norm_partials(c.hidden, tokens, rows), x="x", g="blk.0.attn_norm.weight", h="h",

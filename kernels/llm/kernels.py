@@ -675,13 +675,21 @@ def attention_scores(n_heads, n_kv, head_dim, context, tokens):
 
 
 @functools.cache
-def attention_values(n_heads, n_kv, head_dim, context, tokens):
+def attention_values(n_heads, n_kv, head_dim, context, tokens, lanes=1):
     """out[t, h, d:d+4] = softmax(scores[:, t, h]) . v[:, h // group, d:d+4]; one invocation per 4 outputs.
 
     Each invocation redoes the max and the normalizer over the keys: cheaper here than a barrier.
+    With `lanes` > 1 (subgroups of a multiple of `lanes` invocations, in local-index order, as in
+    dot_rows_decode), lanes take turns: each loads and exponentiates one key of each `lanes` and
+    subgroupShuffle hands them round, the same values in the same order.
     """
     group = n_heads // n_kv
     dv = head_dim // 4
+    if lanes > 1 and dv % lanes:
+        raise ValueError(f"{dv} invocations per head do not fill groups of {lanes} lanes")
+
+    def shuffled(value, v):
+        return T.tvm_warp_shuffle(T.uint32(0xFFFFFFFF), value, v, lanes, lanes)
 
     @T.prim_func(s_tir=True)
     def func(scores: T.Buffer((context, tokens, n_heads), F32), v_cache: T.Buffer((context, n_kv * dv), F32X4),
@@ -692,19 +700,41 @@ def attention_values(n_heads, n_kv, head_dim, context, tokens):
                     with T.sblock("values"):
                         acc = T.sblock_alloc_buffer((3,), F32, scope="local")  # max, sum, current weight
                         o = T.sblock_alloc_buffer((1,), F32X4, scope="local")
+                        mine = T.sblock_alloc_buffer((1,), F32, scope="local")  # this lane's key (lanes > 1)
                         if t < step[0]:
                             acc[0] = T.float32(-3.0e38)
-                            for key in range(step[1] + t + 1):
-                                acc[0] = T.max(acc[0], scores[key, t, h])
-                            acc[1] = T.float32(0)
-                            o[0] = T.Broadcast(T.float32(0), 4)
-                            for key in range(step[1] + t + 1):
-                                acc[2] = T.exp(scores[key, t, h] - acc[0])
-                                acc[1] = acc[1] + acc[2]
-                                o[0] = o[0] + T.Broadcast(acc[2], 4) * v_cache[key, (h // group) * dv + d]
+                            if lanes == 1:
+                                for key in range(step[1] + t + 1):
+                                    acc[0] = T.max(acc[0], scores[key, t, h])
+                                acc[1] = T.float32(0)
+                                o[0] = T.Broadcast(T.float32(0), 4)
+                                for key in range(step[1] + t + 1):
+                                    acc[2] = T.exp(scores[key, t, h] - acc[0])
+                                    acc[1] = acc[1] + acc[2]
+                                    o[0] = o[0] + T.Broadcast(acc[2], 4) * v_cache[key, (h // group) * dv + d]
+                            else:
+                                # Keys past the token's own read as -3e38: their weight is exp(-huge) = 0.
+                                for k0 in range((step[1] + t + lanes) // lanes):
+                                    mine[0] = T.if_then_else(k0 * lanes + d % lanes <= step[1] + t,
+                                                             scores[k0 * lanes + d % lanes, t, h], T.float32(-3.0e38))
+                                    for v in T.unroll(lanes):
+                                        acc[0] = T.max(acc[0], shuffled(mine[0], v))
+                                acc[1] = T.float32(0)
+                                o[0] = T.Broadcast(T.float32(0), 4)
+                                for k0 in range((step[1] + t + lanes) // lanes):
+                                    mine[0] = T.exp(T.if_then_else(k0 * lanes + d % lanes <= step[1] + t,
+                                                                   scores[k0 * lanes + d % lanes, t, h],
+                                                                   T.float32(-3.0e38)) - acc[0])
+                                    for v in T.unroll(lanes):
+                                        if k0 * lanes + v <= step[1] + t:
+                                            acc[2] = shuffled(mine[0], v)
+                                            acc[1] = acc[1] + acc[2]
+                                            o[0] = o[0] + T.Broadcast(acc[2], 4) * v_cache[k0 * lanes + v,
+                                                                                            (h // group) * dv + d]
                             out[t, h * dv + d] = o[0] / T.Broadcast(acc[1], 4)
 
-    return Kernel(f"attention_values_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}", func, (n_heads, tokens, 1))
+    return Kernel(f"attention_values_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}{_suffix(lanes)}", func,
+                  (n_heads, tokens, 1), lanes > 1)
 
 
 @functools.cache
