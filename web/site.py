@@ -3,6 +3,7 @@ into one folder, and serve that folder on 127.0.0.1.
 
     site/
       index.html demo.css demo.js trellis.js trellis.d.ts worker.js grammar.js trellis_grammar.wasm
+      subgroup_probe.wgsl
       trellis.zip            py/trellis plus web/worker.py (as trellis_worker), unpacked by the worker
       pyodide/               the npm pyodide package's runtime files (never a CDN)
       models.json            {"default": id, "models": [ids]}
@@ -26,6 +27,7 @@ WEB = Path(__file__).resolve().parent
 ROOT = WEB.parent
 DEFAULT_PYODIDE = ROOT / "build" / "node" / "node_modules" / "pyodide"
 DEFAULT_GRAMMAR_WASM = ROOT / "build" / "grammar" / "wasm" / "trellis_grammar.wasm"
+SUBGROUP_PROBE = ROOT / "py" / "trellis" / "runtime" / "subgroup_probe.wgsl"  # the desktop backend runs it too
 PAGE_FILES = ("index.html", "demo.css", "demo.js", "trellis.js", "trellis.d.ts", "worker.js", "grammar.js")
 # What loadPyodide fetches from its indexURL (no packages: the engine needs only the stdlib).
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
@@ -101,6 +103,7 @@ def build_site(out: Path, models, *, default: str | None = None, pyodide_dir: Pa
     for name in PAGE_FILES:
         shutil.copy2(_need(WEB / name, "part of the checkout"), out / name)
     shutil.copy2(grammar_wasm, out / "trellis_grammar.wasm")
+    shutil.copy2(SUBGROUP_PROBE, out / SUBGROUP_PROBE.name)
     for name in PYODIDE_FILES:
         _place(Path(pyodide_dir) / name, out / "pyodide" / name)
     package_archive(out / "trellis.zip")

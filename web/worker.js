@@ -175,25 +175,15 @@ function adapterVariant(manifest, info) {
   return found[1].kernels;
 }
 
-// What the subgroup probe's 64 invocations write: the subgroup size and their lane in it (the probe
-// of py/trellis/runtime/wgpu_backend.py).
-const SUBGROUP_PROBE = `enable subgroups;
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) size: u32,
-        @builtin(subgroup_invocation_id) lane: u32) {
-  out[i] = size;
-  out[64u + i] = lane;
-}`;
-
 // The device's subgroup size, if every subgroup of a 64-invocation workgroup has it and its lanes
 // follow the local index (what TVM's subgroup code assumes), else null.
 async function subgroupSize(device) {
   const usage = GPUBufferUsage;
   const out = device.createBuffer({ size: 512, usage: usage.STORAGE | usage.COPY_SRC });
   const read = device.createBuffer({ size: 512, usage: usage.MAP_READ | usage.COPY_DST });
+  const code = await (await fetch(new URL('subgroup_probe.wgsl', SITE))).text();  // the desktop's probe too
   const pipeline = await device.createComputePipelineAsync({ label: 'subgroup-probe', layout: 'auto',
-    compute: { module: device.createShaderModule({ code: SUBGROUP_PROBE }), entryPoint: 'main' } });
+    compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
   const encoder = device.createCommandEncoder();
   const pass = encoder.beginComputePass();
   pass.setPipeline(pipeline);

@@ -15,16 +15,7 @@ typedef void (*dispatch_fn)(void *pass, uint32_t x, uint32_t y, uint32_t z);
 void trellis_encode_pass(void *pass, size_t n, void *const *pipelines, void *const *groups, const uint32_t *xyz,
                          set_pipeline_fn set_pipeline, set_group_fn set_group, dispatch_fn dispatch);
 """
-# What the subgroup probe's 64 invocations write: the subgroup size and their lane in it.
-_SUBGROUP_PROBE = """
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) size: u32,
-        @builtin(subgroup_invocation_id) lane: u32) {
-  out[i] = size;
-  out[64u + i] = lane;
-}
-"""
+SUBGROUP_PROBE = Path(__file__).with_name("subgroup_probe.wgsl")  # web/worker.js runs it too
 # Naga runs the subgroup builtins but accepts neither their enable-extension nor the diagnostic
 # rule that Tint (the browser) needs for kernels that shuffle under non-uniform branches.
 _NAGA_UNSUPPORTED = ("enable subgroups;", "diagnostic(off, subgroup_uniformity);")
@@ -108,7 +99,7 @@ class WgpuBackend:
         its lanes follow the local index (what TVM's subgroup code assumes); else None."""
         wgpu = self._wgpu
         out = self.device.create_buffer(size=4 * 128, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
-        pipeline = self.create_kernel("subgroup-probe", _SUBGROUP_PROBE, "main")
+        pipeline = self.create_kernel("subgroup-probe", SUBGROUP_PROBE.read_text(), "main")
         group = self.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
             {"binding": 0, "resource": {"buffer": out, "offset": 0, "size": out.size}}])
         encoder = self.device.create_command_encoder()
