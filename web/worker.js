@@ -215,7 +215,9 @@ async function requestDevice() {
   const i = adapter.info || {};
   const info = { vendor: i.vendor, architecture: i.architecture, device: i.device, description: i.description,
     isFallbackAdapter: i.isFallbackAdapter ?? adapter.isFallbackAdapter };
-  const size = subgroups ? await subgroupSize(device).catch(() => null) : null;
+  // Only one size will do: a device that picks a size per pipeline could give the probe another.
+  const oneSize = (i.subgroupMinSize ?? 0) === (i.subgroupMaxSize ?? 0);
+  const size = subgroups && oneSize ? await subgroupSize(device).catch(() => null) : null;
   if (size) info.subgroup_size = size;
   return { device, info };
 }
