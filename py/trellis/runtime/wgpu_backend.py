@@ -89,6 +89,7 @@ class WgpuBackend:
         self._encoder = self._load_encoder()
         self.native_encoder = self._encoder is not None
         self._plans = {}  # id(list) -> (list, length, segments), most recently used last
+        self._uniforms = {}  # uniform bytes -> buffer
         if "subgroup" in features:
             size = self._subgroup_size()
             if size:
@@ -156,10 +157,14 @@ class WgpuBackend:
             label=label, layout="auto", compute={"module": module, "entry_point": entry_point})
 
     def create_dispatch(self, kernel, buffers, uniform, uniform_binding, grid):
-        wgpu = self._wgpu
-        ubuf = self.device.create_buffer(size=max(16, len(uniform)), usage=wgpu.BufferUsage.UNIFORM
-                                         | wgpu.BufferUsage.COPY_DST)
-        self._queue.write_buffer(ubuf, 0, uniform)
+        # Dispatches with the same uniform bytes share a buffer: wgpu-core tracks every distinct
+        # buffer a submission uses, each step.
+        ubuf = self._uniforms.get(uniform)
+        if ubuf is None:
+            wgpu = self._wgpu
+            ubuf = self._uniforms[uniform] = self.device.create_buffer(
+                size=max(16, len(uniform)), usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+            self._queue.write_buffer(ubuf, 0, uniform)
         entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
                    for i, b in enumerate(buffers)]
         entries.append({"binding": uniform_binding, "resource": {"buffer": ubuf, "offset": 0, "size": ubuf.size}})
