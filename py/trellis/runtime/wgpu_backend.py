@@ -91,7 +91,10 @@ class WgpuBackend:
         self._plans = {}  # id(list) -> (list, length, segments), most recently used last
         self._uniforms = {}  # uniform bytes -> buffer
         if "subgroup" in features:
-            size = self._subgroup_size()
+            try:
+                size = self._subgroup_size()
+            except (wgpu.GPUError, RuntimeError):  # a device that cannot run it runs the default kernels
+                size = None
             if size:
                 self.adapter_info["subgroup_size"] = size
 
