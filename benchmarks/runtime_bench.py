@@ -4,12 +4,13 @@
 
 For each adapter (lavapipe; SwiftShader too when Chromium's ICD is installed) it first measures the
 adapter's ceilings with calibration kernels (best GFLOP/s, best GB/s, and per packed weight format
-the unpack floor: the rate of a kernel that does nothing but dequantize and multiply-add), then per model: prefill
-tokens/s, decode tokens/s, dispatches per decode token, host time per decode step (encoding and
-submitting, without the wait for the GPU), GPU time per kernel (timestamp queries, or each dispatch
-repeated alone), the decode step as a share of the roofline (each step against a streaming read run
-right after it) and the ceiling the unpack floors put on that share, with an adapter's kernel variants the same steps with the default kernels, and GPU
-memory against the weight and KV-cache bytes.
+the unpack floor: the rate of a kernel that does nothing but dequantize and multiply-add), then per
+model: prefill tokens/s, decode tokens/s, dispatches per decode token, host time per decode step
+(encoding and submitting, without the wait for the GPU), GPU time per kernel (timestamp queries, or
+each dispatch repeated alone), the decode step as a share of the roofline (each step against a
+streaming read run right after it) and the ceiling the unpack floors put on that share, with an
+adapter's kernel variants the same steps with the default kernels, and GPU memory against the
+weight and KV-cache bytes.
 The numpy reference forward pass runs beside it as a yardstick. Writes benchmarks/results/runtime.md.
 """
 
@@ -101,9 +102,8 @@ def unpack_reference(kind: str, words) -> float:
 
     w = np.asarray(words, dtype=np.uint32).astype(np.int64)
     _, scales = UNPACK_TERMS[kind]
-    if kind == "q4_1":
-        values = [((w >> 4 * j) & 15) * 16.0 ** j for j in range(8)]
-        values[7] = (w >> 28).astype(np.float64)
+    if kind == "q4_1":  # the top nibble is shifted down, the others masked in place
+        values = [((w >> 4 * j) & 15) * 16.0 ** j for j in range(7)] + [w >> 28]
     else:
         values = [(((w >> 8 * j) & 255) ^ 128) - 128 for j in range(4)]  # the signed bytes
         values = [v * 2.0 ** 24 for v in values]

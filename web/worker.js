@@ -176,12 +176,12 @@ function adapterVariant(manifest, info) {
 }
 
 // The device's subgroup size, if every subgroup of a 64-invocation workgroup has it and its lanes
-// follow the local index (what TVM's subgroup code assumes), else null.
-async function subgroupSize(device) {
+// follow the local index (what TVM's subgroup code assumes), else null. `probe`: the probe's source.
+async function subgroupSize(device, probe) {
   const usage = GPUBufferUsage;
   const out = device.createBuffer({ size: 512, usage: usage.STORAGE | usage.COPY_SRC });
   const read = device.createBuffer({ size: 512, usage: usage.MAP_READ | usage.COPY_DST });
-  const code = await (await fetch(new URL('subgroup_probe.wgsl', SITE))).text();  // the desktop's probe too
+  const code = await probe;
   const pipeline = await device.createComputePipelineAsync({ label: 'subgroup-probe', layout: 'auto',
     compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
   const encoder = device.createCommandEncoder();
@@ -203,6 +203,9 @@ async function subgroupSize(device) {
 
 async function requestDevice() {
   if (!self.navigator.gpu) throw { name: 'RuntimeBackendError', message: 'this browser has no WebGPU (navigator.gpu is missing)' };
+  // The desktop's subgroup probe too, fetched while the adapter and device come.
+  const probe = fetch(new URL('subgroup_probe.wgsl', SITE)).then((r) => r.text());
+  probe.catch(() => {});  // (unused when the device has no subgroups)
   const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) throw { name: 'RuntimeBackendError', message: 'no WebGPU adapter is available' };
   // Kernels stay within WebGPU's default limits except buffer sizes (weights, long contexts).
@@ -217,7 +220,7 @@ async function requestDevice() {
     isFallbackAdapter: i.isFallbackAdapter ?? adapter.isFallbackAdapter };
   // Only one size will do: a device that picks a size per pipeline could give the probe another.
   const oneSize = (i.subgroupMinSize ?? 0) === (i.subgroupMaxSize ?? 0);
-  const size = subgroups && oneSize ? await subgroupSize(device).catch(() => null) : null;
+  const size = subgroups && oneSize ? await subgroupSize(device, probe).catch(() => null) : null;
   if (size) info.subgroup_size = size;
   return { device, info };
 }

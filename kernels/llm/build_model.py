@@ -137,15 +137,15 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         raise ModelError(f"unsupported attention layout (heads, KV heads, head dim): {config}")
 
     kernels = {}
-    plans = {
-        "prefill": {"tokens": chunk, "dispatches": graph.plan(config, formats, chunk, graph.PREFILL_BLOCK, kernels)},
-        "decode": {"tokens": 1, "dispatches": graph.plan(config, formats, 1, 1, kernels)},
-        "mask": {"tokens": 0, "dispatches": graph.mask_plan(config, kernels)},
-        "argmax": {"tokens": 0, "dispatches": graph.argmax_plan(config, kernels)},
-    }
+    shapes = {"prefill": (chunk, graph.PREFILL_BLOCK), "decode": (1, 1)}  # tokens per run, per invocation
+    plans = {name: {"tokens": tokens, "dispatches": graph.plan(config, formats, tokens, block, kernels)}
+             for name, (tokens, block) in shapes.items()}
+    plans["mask"] = {"tokens": 0, "dispatches": graph.mask_plan(config, kernels)}
+    plans["argmax"] = {"tokens": 0, "dispatches": graph.argmax_plan(config, kernels)}
     variants = {}
-    for tokens, block in ((chunk, graph.PREFILL_BLOCK), (1, 1)):
-        for name, variant in graph.adapter_variants(config, formats, tokens, block, kernels).items():
+    for plan_name, (tokens, block) in shapes.items():
+        for name, variant in graph.adapter_variants(config, formats, tokens, block, plans[plan_name]["dispatches"],
+                                                    kernels).items():
             variants.setdefault(name, {**variant, "kernels": {}})["kernels"].update(variant["kernels"])
     variants = {name: variant for name, variant in variants.items() if variant["kernels"]}
 

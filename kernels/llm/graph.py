@@ -153,10 +153,11 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     return steps
 
 
-def adapter_variants(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict) -> dict:
+def adapter_variants(c: LlamaConfig, formats: dict, tokens: int, block: int, default: list[dict],
+                     kernels: dict) -> dict:
     """variant name -> {"adapter", "subgroup_size" (where the form needs one), "kernels": {kernel of
-    `plan(..., tokens, block)`: the kernel that variant runs instead}}; fills `kernels` with them."""
-    default = plan(c, formats, tokens, block, {})
+    `default`, the plan(..., tokens, block): the kernel that variant runs instead}}; fills `kernels`
+    with them."""
     out = {}
     for name, adapter, subgroup_size, form in ADAPTER_FORMS:
         steps = plan(c, formats, tokens, block, kernels, form)

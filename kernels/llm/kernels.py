@@ -7,8 +7,9 @@ and activations are read as 16-byte vectors and every load is reused across seve
 blocking) and, in prefill, across several tokens.
 
 On adapters with subgroups, the one-token dot products can share x's loads across a subgroup
-(`x_lanes`): each lane loads one vector and subgroupShuffle hands it to the others, as a kernel
-variant for adapters whose subgroup size is known (graph.ADAPTER_FORMS).
+(`x_lanes`), and attention its scores: each lane loads one value and subgroupShuffle hands it to
+the others (`shuffled`), as kernel variants for adapters whose subgroup size is known
+(graph.ADAPTER_FORMS).
 
 Shapes are static per model; what changes per step (tokens in the chunk, start position) is read from
 a small `step` storage buffer, so grids and uniforms stay constant and bind groups are made once.
@@ -67,6 +68,11 @@ def lane_of(vector, i, count: int):
     for j in range(count - 2, -1, -1):
         out = T.Select(i == j, lane(vector, j), out)
     return out
+
+
+def shuffled(value, v, lanes: int):
+    """`value` as subgroup lane v holds it (the subgroup's lanes share loads in groups of `lanes`)."""
+    return T.tvm_warp_shuffle(T.uint32(0xFFFFFFFF), value, v, lanes, lanes)
 
 
 def nibble_bit(j):
@@ -215,7 +221,7 @@ def dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, ru
                     for v0 in T.unroll(8 // lanes):
                         xl[0] = x[t0, (g * per_scale + bi) * 8 + v0 * lanes + x_lane]
                         for v in T.unroll(lanes):
-                            xv[v0 * lanes + v] = T.tvm_warp_shuffle(T.uint32(0xFFFFFFFF), xl[0], v, lanes, lanes)
+                            xv[v0 * lanes + v] = shuffled(xl[0], v, lanes)
                 if fmt == "q4_1":
                     sx[0] = vector_sum(xv)
                 for j in T.unroll(32):
@@ -688,8 +694,10 @@ def attention_values(n_heads, n_kv, head_dim, context, tokens, lanes=1):
     if lanes > 1 and dv % lanes:
         raise ValueError(f"{dv} invocations per head do not fill groups of {lanes} lanes")
 
-    def shuffled(value, v):
-        return T.tvm_warp_shuffle(T.uint32(0xFFFFFFFF), value, v, lanes, lanes)
+    def lane_score(scores, k0, t, h, d, step):
+        """Lane d's key of group k0; keys past the token's own read as -3e38 (weight exp(-huge) = 0)."""
+        key = k0 * lanes + d % lanes
+        return T.if_then_else(key <= step[1] + t, scores[key, t, h], T.float32(-3.0e38))
 
     @T.prim_func(s_tir=True)
     def func(scores: T.Buffer((context, tokens, n_heads), F32), v_cache: T.Buffer((context, n_kv * dv), F32X4),
@@ -713,21 +721,17 @@ def attention_values(n_heads, n_kv, head_dim, context, tokens, lanes=1):
                                     acc[1] = acc[1] + acc[2]
                                     o[0] = o[0] + T.Broadcast(acc[2], 4) * v_cache[key, (h // group) * dv + d]
                             else:
-                                # Keys past the token's own read as -3e38: their weight is exp(-huge) = 0.
                                 for k0 in range((step[1] + t + lanes) // lanes):
-                                    mine[0] = T.if_then_else(k0 * lanes + d % lanes <= step[1] + t,
-                                                             scores[k0 * lanes + d % lanes, t, h], T.float32(-3.0e38))
+                                    mine[0] = lane_score(scores, k0, t, h, d, step)
                                     for v in T.unroll(lanes):
-                                        acc[0] = T.max(acc[0], shuffled(mine[0], v))
+                                        acc[0] = T.max(acc[0], shuffled(mine[0], v, lanes))
                                 acc[1] = T.float32(0)
                                 o[0] = T.Broadcast(T.float32(0), 4)
                                 for k0 in range((step[1] + t + lanes) // lanes):
-                                    mine[0] = T.exp(T.if_then_else(k0 * lanes + d % lanes <= step[1] + t,
-                                                                   scores[k0 * lanes + d % lanes, t, h],
-                                                                   T.float32(-3.0e38)) - acc[0])
+                                    mine[0] = T.exp(lane_score(scores, k0, t, h, d, step) - acc[0])
                                     for v in T.unroll(lanes):
                                         if k0 * lanes + v <= step[1] + t:
-                                            acc[2] = shuffled(mine[0], v)
+                                            acc[2] = shuffled(mine[0], v, lanes)
                                             acc[1] = acc[1] + acc[2]
                                             o[0] = o[0] + T.Broadcast(acc[2], 4) * v_cache[k0 * lanes + v,
                                                                                             (h // group) * dv + d]

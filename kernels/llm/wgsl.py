@@ -30,7 +30,7 @@ def lower(kernel: Kernel) -> tuple[str, dict]:
     source = lib.imports[0].inspect_source()
     if kernel.subgroups:
         # The kernel shuffles inside branches that WGSL's uniformity analysis cannot prove uniform
-        # per subgroup; kernels.dot_rows_decode makes whole lane groups take them together.
+        # per subgroup; kernels._computes makes whole lane groups take them together.
         source = source.replace(SUBGROUPS, SUBGROUPS + "\n" + NO_SUBGROUP_UNIFORMITY, 1)
     bindings = [
         {"binding": int(b), "name": name, "access": access, "type": ty}
