@@ -55,10 +55,10 @@ def default_gguf() -> str:
     return str(smollm2_gguf_path())
 
 
-def _weight_arrays(tensors: dict, groups: dict, config):
+def _weight_arrays(tensors: dict, groups: dict, formats: dict, config):
     """(name, array) for every GPU weight array, in a stable order."""
     for name, members in groups.items():
-        yield name, pack_linear([tensors[m] for m in members])
+        yield name, pack_linear([tensors[m] for m in members], graph.row_tile(formats, name))
     grouped = {m for members in groups.values() for m in members}
     for name, tensor in tensors.items():
         if name not in grouped:
@@ -181,7 +181,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         _log("weights up to date")
     else:
         _log("packing weights")
-        weights = write_shards(_weight_arrays(tensors, groups, config), out)
+        weights = write_shards(_weight_arrays(tensors, groups, formats, config), out)
         total = sum(s["bytes"] for s in weights["shards"])
         _log(f"weights: {len(weights['arrays'])} arrays, {len(weights['shards'])} shards, {total / 2**20:.1f} MiB")
 

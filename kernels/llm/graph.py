@@ -21,6 +21,11 @@ PREFILL_BLOCK = 8  # tokens per invocation in prefill matmuls (register blocking
 ROWS_PER_THREAD = {1: 8, PREFILL_BLOCK: 8}
 SMALL_MODEL_ROWS_PER_THREAD = {1: 4, PREFILL_BLOCK: 4}
 HEAD_ROWS_PER_THREAD = 8  # fewer x reads per weight; the one-token path keeps one row's codes live at a time
+# Rows per tile of the weights' layout (K.weight_shape): the rows a projection's invocation owns
+# (ROWS_PER_THREAD; gate/up rows take half a tile each), and for the head the rows per invocation
+# of lavapipe's form (ADAPTER_FORMS), whose 32 rows per invocation ran slower from tiles of 8.
+ROW_TILE = 8
+HEAD_ROW_TILE = 32
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,11 @@ def buffers(c: LlamaConfig, chunk: int) -> dict:
     return out
 
 
+def row_tile(formats: dict, weight: str) -> int:
+    """Rows per tile of weight array `weight` (of `linear_groups`) in the layout K.weight_shape describes."""
+    return HEAD_ROW_TILE if weight == _head_weight(formats) else ROW_TILE
+
+
 def linear_groups(c: LlamaConfig, names) -> dict:
     """GPU weight array -> the GGUF tensors stacked into it (Q/K/V and gate/up are fused)."""
     groups = {"token_embd.weight": ["token_embd.weight"]}
@@ -109,7 +119,10 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
         kernels.setdefault(kernel.name, kernel)
         return {"kernel": kernel.name, "args": args}
 
-    steps = [use(K.embed(formats["token_embd.weight"], c.vocab, c.hidden, tokens),
+    def tile(weight):
+        return row_tile(formats, weight)
+
+    steps = [use(K.embed(formats["token_embd.weight"], c.vocab, c.hidden, tokens, tile("token_embd.weight")),
                  ids="ids", w="token_embd.weight", x="x", step="step")]
     scores = K.attention_scores(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens)
     values = K.attention_values(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens,
@@ -122,9 +135,11 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     def residual(weight, k_dim, x, next_norm):
         """The residual add of a projection, writing the input of the norm `next_norm` (None: none)."""
         if next_norm is None:
-            return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "accumulate", rows, lanes(weight)),
+            return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "accumulate", rows, tile(weight),
+                                lanes(weight)),
                        x=x, w=weight, y="x", step="step")
-        return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "residual_norm", rows, lanes(weight)),
+        return use(K.matmul(formats[weight], k_dim, c.hidden, tokens, block, "residual_norm", rows, tile(weight),
+                            lanes(weight)),
                    x=x, w=weight, y="x", g=next_norm, h="h", sumsq="sumsq", step="step")
 
     for i in range(c.n_layers):
@@ -132,14 +147,15 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
         next_norm = f"blk.{i + 1}.attn_norm.weight" if i + 1 < c.n_layers else None
         steps += [
             use(K.qkv_rope(formats[p + "attn_qkv"], c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.context,
-                           tokens, block, _pairs(c, rows // 2), parts, c.rms_eps, lanes(p + "attn_qkv")),
+                           tokens, block, _pairs(c, rows // 2), parts, c.rms_eps, tile(p + "attn_qkv"),
+                           lanes(p + "attn_qkv")),
                 x="h", w=p + "attn_qkv", rope="rope", q="q", k_cache=f"k.{i}", v_cache=f"v.{i}", sumsq="sumsq",
                 step="step"),
             use(scores, q="q", k_cache=f"k.{i}", scores="scores", step="step"),
             use(values, scores="scores", v_cache=f"v.{i}", out="attn", step="step"),
             residual(p + "attn_output.weight", q_rows, "attn", p + "ffn_norm.weight"),
             use(K.gate_up_silu(formats[p + "ffn_gate_up"], c.hidden, c.ffn, tokens, block, _divisor(c.ffn, rows // 2),
-                               parts, c.rms_eps, lanes(p + "ffn_gate_up")),
+                               parts, c.rms_eps, tile(p + "ffn_gate_up"), lanes(p + "ffn_gate_up")),
                 x="h", w=p + "ffn_gate_up", act="act", sumsq="sumsq", step="step"),
             residual(p + "ffn_down.weight", c.ffn, "act", next_norm),
         ]
@@ -147,7 +163,7 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     head = _head_weight(formats)
     steps += [
         use(K.rms_norm(c.hidden, tokens, c.rms_eps), x="x", g="output_norm.weight", y="h", step="step"),
-        use(K.matmul(formats[head], c.hidden, c.vocab, tokens, 1, "last", form.head_rows, lanes(head, 1)),
+        use(K.matmul(formats[head], c.hidden, c.vocab, tokens, 1, "last", form.head_rows, tile(head), lanes(head, 1)),
             x="h", w=head, y="logits", step="step"),
     ]
     return steps

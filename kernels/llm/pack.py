@@ -38,8 +38,9 @@ def _rows(tensor) -> np.ndarray:
     return np.concatenate([quants, padded.view(np.uint32).reshape(rows, scale_vectors, 4)], axis=1)
 
 
-def pack_linear(tensors) -> np.ndarray:
-    """One u32 array [vector, row, 4] (column-major) of weights stacked by rows (one format, same width)."""
+def pack_linear(tensors, tile: int) -> np.ndarray:
+    """One u32 array [tile, vector, row in tile, 4] of weights stacked by rows (one format, same width), the
+    rows in tiles of `tile` (the last padded with zeros)."""
     formats = {weight_format(t) for t in tensors}
     columns = {int(t.shape[0]) for t in tensors}
     if len(formats) != 1 or len(columns) != 1:
@@ -47,8 +48,11 @@ def pack_linear(tensors) -> np.ndarray:
         raise ModelError(f"fused weights must share one type and width: {names}")
     fmt, cols = formats.pop(), columns.pop()
     stacked = np.concatenate([_rows(t) for t in tensors], axis=0)
-    assert stacked.shape[1::-1] == weight_shape(fmt, stacked.shape[0], cols)
-    return np.ascontiguousarray(stacked.transpose(1, 0, 2))
+    tiles, vectors, _ = weight_shape(fmt, stacked.shape[0], cols, tile)
+    assert stacked.shape[1] == vectors
+    padded = np.zeros((tiles * tile, vectors, 4), np.uint32)
+    padded[:stacked.shape[0]] = stacked
+    return np.ascontiguousarray(padded.reshape(tiles, tile, vectors, 4).transpose(0, 2, 1, 3))
 
 
 def pack_vector(tensor) -> np.ndarray:

@@ -94,9 +94,10 @@ def test_packed_q4_1_keeps_gguf_values(built):
     reader = gguf.GGUFReader(str(built / "tiny.gguf"))
     tensor = next(t for t in reader.tensors if t.name == "blk.0.attn_q.weight")
     expected = gguf.dequantize(tensor.data, tensor.tensor_type).reshape(64, 64)
-    # Stored [vector, row, 4]; Q/K/V stacked by rows, Q first. Per row: 8 nibble words (2 blocks),
-    # then (d, m) per block as f32 bits.
-    packed = array("blk.0.attn_qkv").transpose(1, 0, 2).reshape(128, -1)[:64]
+    # Stored [tile, vector, row in tile, 4]; Q/K/V stacked by rows, Q first. Per row: 8 nibble words
+    # (2 blocks), then (d, m) per block as f32 bits.
+    tiled = array("blk.0.attn_qkv")
+    packed = tiled.transpose(0, 2, 1, 3).reshape(-1, tiled.shape[1] * 4)[:64]
     qs, sc = packed[:, :8], packed[:, 8:].view(np.float32)
     k = np.arange(64)
     j = k % 32
@@ -105,6 +106,12 @@ def test_packed_q4_1_keeps_gguf_values(built):
     got = sc[:, (k // 32) * 2] * nibbles + sc[:, (k // 32) * 2 + 1]
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
     assert read_config(reader).rope_theta == 10000.0
+    # The head's rows (the tied embedding's) fill whole tiles: the last one is padded with zeros.
+    head = array("token_embd.weight")
+    vocab = read_config(reader).vocab
+    assert head.shape[0] * head.shape[2] >= vocab > (head.shape[0] - 1) * head.shape[2]
+    rows = head.transpose(0, 2, 1, 3).reshape(-1, head.shape[1] * 4)
+    assert rows[vocab:].size and not rows[vocab:].any() and rows[vocab - 1].any()
 
 
 def test_rebuild_skips_up_to_date_outputs(built, capsys):
