@@ -21,10 +21,11 @@ PREFILL_BLOCK = 8  # tokens per invocation in prefill matmuls (register blocking
 ROWS_PER_THREAD = {1: 8, PREFILL_BLOCK: 8}
 SMALL_MODEL_ROWS_PER_THREAD = {1: 4, PREFILL_BLOCK: 4}
 HEAD_ROWS_PER_THREAD = 8  # fewer x reads per weight; the one-token path keeps one row's codes live at a time
-# Rows per tile of the weights' layout (K.weight_shape): the rows a projection's invocation owns
-# (ROWS_PER_THREAD; gate/up rows take half a tile each), and for the head the rows per invocation
-# of lavapipe's form (ADAPTER_FORMS), whose 32 rows per invocation ran slower from tiles of 8.
-ROW_TILE = 8
+# Rows per tile of the weights' layout (K.weight_shape). SmolLM2's decode step on lavapipe, against
+# tiles of 8 rows (one projection invocation's): 4 rows 1.17x, 16 rows 0.89x, 32 rows 0.88x, 64 rows
+# 1.02x the time; SwiftShader's did not change from 8 to 32. The head's tile is the rows per
+# invocation of lavapipe's form (ADAPTER_FORMS), which ran slower from tiles of 8.
+ROW_TILE = 16
 HEAD_ROW_TILE = 32
 
 
