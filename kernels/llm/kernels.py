@@ -61,10 +61,11 @@ def weight_shape(fmt: str, rows: int, cols: int, tile: int) -> tuple[int, int, i
     return -(-rows // tile), sum(weight_vectors(fmt, cols)), tile
 
 
-def weight_at(w, vector, row):
-    """Vector `vector` of row `row` of a weight buffer shaped by `weight_shape`."""
+def weight_at(w, vector, row, *word):
+    """Vector `vector` of row `row` of a weight buffer shaped by `weight_shape`; with `word`, that u32
+    word of it, from the weight as a buffer of words (shaped weight_shape + (4,))."""
     tile = w.shape[2]
-    return w[row // tile, vector, row % tile]
+    return w[row // tile, vector, row % tile, *word]
 
 
 def lane(vector, i: int):
@@ -330,13 +331,13 @@ def _suffix(x_lanes: int) -> str:
 @functools.cache  # one parse per distinct kernel, however many layers use it
 def embed(fmt, vocab, hidden, tokens, tile):
     """x[t] = dequantized row ids[t] of the embedding; reads the weight as plain u32 words."""
-    tiles, rows_v, _ = weight_shape(fmt, vocab, hidden, tile)
+    shape = weight_shape(fmt, vocab, hidden, tile)
     qv = weight_vectors(fmt, hidden)[0]
     per_scale = BLOCKS_PER_SCALE_VECTOR[fmt]
     total = tokens * hidden
 
     def word(w, row, vec, i):  # u32 word i of vector vec of `row`
-        return w[(((row // tile) * rows_v + vec) * tile + row % tile) * 4 + i]
+        return weight_at(w, vec, row, i)
 
     def element(w, row, k):
         blk, j = k // 32, k % 32
@@ -353,7 +354,7 @@ def embed(fmt, vocab, hidden, tokens, tile):
         return T.reinterpret(F32, word(w, row, k // 4, k % 4))
 
     @T.prim_func(s_tir=True)
-    def func(ids: T.Buffer((tokens,), I32), w: T.Buffer((tiles * rows_v * tile * 4,), U32),
+    def func(ids: T.Buffer((tokens,), I32), w: T.Buffer((*shape, 4), U32),
              x: T.Buffer((tokens, hidden), F32), step: T.Buffer((STEP_WORDS,), I32)):
         for bx in T.thread_binding((total + WG - 1) // WG, "blockIdx.x"):
             for tx in T.thread_binding(WG, "threadIdx.x"):

@@ -23,20 +23,13 @@ def reference(tiny_model):
 
 def test_prefill_and_16_decode_steps_match_reference(tiny_executor, reference):
     tiny_executor.reset()
-    reference.reset()
-    got = tiny_executor.prefill(PROMPT)
-    want = reference.forward(PROMPT)[-1]
-    assert len(got) == 269 and rel_err(got, want) <= 1e-3
-    for _ in range(16):
-        token = int(np.argmax(want))
-        got, want = tiny_executor.decode(token), reference.forward([token])[-1]
-        assert rel_err(got, want) <= 1e-3
+    assert len(_check_against_reference(tiny_executor, reference, 16)) == 269
     assert tiny_executor.position == len(PROMPT) + 16
 
 
 def test_adapter_variant_is_chosen_by_adapter_name(tiny_model, tiny_executor, reference, wgpu_backend):
     """On lavapipe the executor runs the model's llvmpipe kernel variants (with subgroups, those
-    that share x loads across 8 lanes; test_matches_reference_prefill_and_16_decode_steps checks
+    that share x loads across 8 lanes; test_prefill_and_16_decode_steps_match_reference checks
     them); the default kernels (what other adapters run) give the same logits there."""
     from trellis.runtime import Artifacts, Executor
 
@@ -72,13 +65,16 @@ def test_four_lane_variant_matches_reference(tiny_model, reference, wgpu_backend
 
 
 def _check_against_reference(ex, reference, steps):
+    """Prefill PROMPT and decode `steps` greedy tokens, each step's logits within 1e-3 of the
+    reference's; returns the prefill's logits."""
     reference.reset()
-    got, want = ex.prefill(PROMPT), reference.forward(PROMPT)[-1]
-    assert rel_err(got, want) <= 1e-3
+    first, want = ex.prefill(PROMPT), reference.forward(PROMPT)[-1]
+    assert rel_err(first, want) <= 1e-3
     for _ in range(steps):
         token = int(np.argmax(want))
         got, want = ex.decode(token), reference.forward([token])[-1]
         assert rel_err(got, want) <= 1e-3
+    return first
 
 
 def test_prefill_in_pieces_matches_one_piece(tiny_executor, reference):
