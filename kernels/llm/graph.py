@@ -1,10 +1,9 @@
 """The Llama forward pass as kernels, buffers and dispatch plans (a prefill chunk, a decode step; and
 the small plans run after either: the grammar's bitmask, the greedy argmax).
 
-Per layer: qkv_rope (the attention norm, Q/K/V, RoPE, KV append), attention_scores,
-attention_values, residual_norm (output projection + residual, and the FFN norm's input),
-gate_up_silu (the FFN norm, gate/up, SiLU-mul), residual_norm (down projection + residual, and the
-next layer's norm input): 6 dispatches. The first layer's norm input comes from norm_partials after
+Per layer: qkv_rope (the attention norm, Q/K/V, RoPE, KV append), attention, residual_norm (output
+projection + residual, and the FFN norm's input), gate_up_silu (the FFN norm, gate/up, SiLU-mul),
+residual_norm (down projection + residual, and the next layer's norm input): 5 dispatches. The first layer's norm input comes from norm_partials after
 the embedding; after the last layer, a plain residual add, the final norm and the head (last token only).
 """
 
@@ -27,6 +26,10 @@ HEAD_ROWS_PER_THREAD = 8  # fewer x reads per weight; the one-token path keeps o
 # invocation of lavapipe's form (ADAPTER_FORMS), which ran slower from tiles of 8.
 ROW_TILE = 16
 HEAD_ROW_TILE = 32
+# Attention: the query heads of a KV head share a workgroup and its key and value loads, as many as
+# fit this many query floats in registers. SmolLM2's 3 heads a workgroup (against 1) ran one-token
+# attention 0.82x (lavapipe) and 0.62x (SwiftShader) the time.
+ATTENTION_QUERY_FLOATS = 192
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class Form:
     """How a plan's one-token dot-product kernels are shaped (the default, or an adapter's variant)."""
     head_rows: int = HEAD_ROWS_PER_THREAD  # rows per invocation of the logits head
     # Lanes of a subgroup that share loads: x's in the one-token dot products (K.dot_rows_decode)
-    # and the scores in attention (K.attention_values); 1: none.
+    # and the scores in attention (K.attention); 1: none.
     lanes: int = 1
 
 
@@ -76,7 +79,6 @@ def buffers(c: LlamaConfig, chunk: int) -> dict:
         "q": {"bytes": 4 * chunk * q_rows, "kind": "activation"},
         "attn": {"bytes": 4 * chunk * q_rows, "kind": "activation"},
         "act": {"bytes": 4 * chunk * c.ffn, "kind": "activation"},
-        "scores": {"bytes": 0, "per_context": 4 * chunk * c.n_heads, "kind": "activation"},
         "logits": {"bytes": 4 * c.vocab, "kind": "output"},
         "bitmask": {"bytes": 4 * ((c.vocab + 31) // 32), "kind": "input"},
         "argmax": {"bytes": 8 * K.ARGMAX_PARTS, "kind": "activation"},
@@ -125,9 +127,9 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
 
     steps = [use(K.embed(formats["token_embd.weight"], c.vocab, c.hidden, tokens, tile("token_embd.weight")),
                  ids="ids", w="token_embd.weight", x="x", step="step")]
-    scores = K.attention_scores(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens)
-    values = K.attention_values(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens,
-                                form.lanes if (c.head_dim // 4) % form.lanes == 0 else 1)
+    attention = K.attention(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens,
+                            form.lanes if (c.head_dim // 4) % form.lanes == 0 else 1,
+                            _divisor(c.n_heads // c.n_kv_heads, max(1, ATTENTION_QUERY_FLOATS // c.head_dim)))
     q_rows = c.n_heads * c.head_dim
     rows, parts = rows_per_thread(c, block), norm_parts(c, block)
     steps.append(use(K.norm_partials(c.hidden, tokens, rows), x="x", g="blk.0.attn_norm.weight", h="h",
@@ -152,8 +154,7 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
                            lanes(p + "attn_qkv")),
                 x="h", w=p + "attn_qkv", rope="rope", q="q", k_cache=f"k.{i}", v_cache=f"v.{i}", sumsq="sumsq",
                 step="step"),
-            use(scores, q="q", k_cache=f"k.{i}", scores="scores", step="step"),
-            use(values, scores="scores", v_cache=f"v.{i}", out="attn", step="step"),
+            use(attention, q="q", k_cache=f"k.{i}", v_cache=f"v.{i}", out="attn", step="step"),
             residual(p + "attn_output.weight", q_rows, "attn", p + "ffn_norm.weight"),
             use(K.gate_up_silu(formats[p + "ffn_gate_up"], c.hidden, c.ffn, tokens, block, _divisor(c.ffn, rows // 2),
                                parts, c.rms_eps, tile(p + "ffn_gate_up"), lanes(p + "ffn_gate_up")),

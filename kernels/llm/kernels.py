@@ -1,7 +1,9 @@
 """TensorIR kernels of the Llama forward pass, written for software WebGPU adapters.
 
-Every kernel is barrier-free: each invocation owns its outputs and keeps partial sums in registers
+The kernels are barrier-free: each invocation owns its outputs and keeps partial sums in registers
 (lavapipe and SwiftShader run workgroup barriers and shared-memory reductions about 10x slower).
+Only the default form of attention has barriers (two per tile of keys); its subgroup forms, which
+software adapters run, have none.
 On lavapipe a storage-buffer load costs about the same whether it fetches 4 or 16 bytes, so weights
 and activations are read as 16-byte vectors and every load is reused across several rows (register
 blocking) and, in prefill, across several tokens.
@@ -657,101 +659,103 @@ def half_check(head_dim: int, pairs_per_thread: int) -> bool:
 
 
 @functools.cache
-def attention_scores(n_heads, n_kv, head_dim, context, tokens):
-    """scores[key, t, h] = q[t, h] . k[key, h // group] / sqrt(d) for every key the token may see.
+def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1):
+    """out[t, h] = softmax(q[t, h] . k[:, h // group] / sqrt(d)) . v[:, h // group] in one pass over
+    the keys the token may see (an online softmax: the running max rescales the sums as it grows),
+    so scores never leave the workgroup and attention costs one dispatch, not two: lavapipe pays
+    ~50 us a dispatch (waking its threads), about a layer's attention work at short contexts.
 
-    A workgroup per (head, token); its invocations stride over the keys. The [key, t, h] layout keeps
-    the indexing independent of the context size chosen at run time.
+    A workgroup per (`heads` query heads of one KV head, token) takes the keys in tiles: each
+    invocation scores one key of the tile for each head (the whole dot products: every key is
+    loaded once per workgroup), then all fold the tile into their share of the outputs. Default:
+    dv invocations, one output vector per head each, the tile's scores through workgroup memory
+    between two barriers. With `lanes` > 1 (subgroups of a multiple of `lanes` invocations in
+    local-index order, as in dot_rows_decode), `lanes` invocations, dv / lanes output vectors per
+    head each, and subgroupShuffle hands the scores round: no barrier.
     """
     group = n_heads // n_kv
-    scale = 1.0 / head_dim**0.5
     dv = head_dim // 4
+    scale = 1.0 / head_dim**0.5
+    if lanes > 1 and dv % lanes:
+        raise ValueError(f"{dv} output vectors per head do not split over {lanes} lanes")
+    if group % heads:
+        raise ValueError(f"{heads} heads per workgroup do not divide the {group} query heads of a KV head")
+    tile = lanes if lanes > 1 else dv  # keys per tile: one per invocation
+    per_lane = dv // tile  # output vectors per invocation and head
+    H = heads
 
     @T.prim_func(s_tir=True)
     def func(q: T.Buffer((tokens, n_heads * dv), F32X4), k_cache: T.Buffer((context, n_kv * dv), F32X4),
-             scores: T.Buffer((context, tokens, n_heads), F32), step: T.Buffer((STEP_WORDS,), I32)):
+             v_cache: T.Buffer((context, n_kv * dv), F32X4), out: T.Buffer((tokens, n_heads * dv), F32X4),
+             step: T.Buffer((STEP_WORDS,), I32)):
         for t in T.thread_binding(tokens, "blockIdx.y"):
-            for h in T.thread_binding(n_heads, "blockIdx.x"):
-                for tx in T.thread_binding(WG, "threadIdx.x"):
-                    with T.sblock("scores"):
-                        acc = T.sblock_alloc_buffer((1,), F32X4, scope="local")
-                        qv = T.sblock_alloc_buffer((dv,), F32X4, scope="local")
+            for hb in T.thread_binding(n_heads // H, "blockIdx.x"):
+                for i in T.thread_binding(tile, "threadIdx.x"):
+                    with T.sblock("attention"):
+                        tile_scores = T.sblock_alloc_buffer((H * tile,), F32, scope="shared")
+                        qv = T.sblock_alloc_buffer((H * dv,), F32X4, scope="local")
+                        o = T.sblock_alloc_buffer((H * per_lane,), F32X4, scope="local")
+                        dot = T.sblock_alloc_buffer((1,), F32X4, scope="local")
+                        # per head: running max, its successor, normalizer, this invocation's key's score
+                        acc = T.sblock_alloc_buffer((4 * H,), F32, scope="local")
+                        w = T.sblock_alloc_buffer((1,), F32, scope="local")  # a key's weight
                         if t < step[0]:
-                            # The query once into registers, not once per key: loads are what software
-                            # adapters pay most for.
-                            for d in T.unroll(dv):
-                                qv[d] = q[t, h * dv + d]
+                            for d in T.unroll(H * dv):
+                                qv[d] = q[t, hb * H * dv + d]
+                            for j in T.unroll(H * per_lane):
+                                o[j] = T.Broadcast(T.float32(0), 4)
+                            for hh in T.unroll(H):
+                                acc[4 * hh] = T.float32(-3.0e38)
+                                acc[4 * hh + 2] = T.float32(0)
                             # Causal: token t sits at position step[1] + t and sees keys up to it.
-                            for i in range((step[1] + t + WG) // WG):
-                                if i * WG + tx <= step[1] + t:
-                                    acc[0] = T.Broadcast(T.float32(0), 4)
-                                    for d in T.unroll(dv):
-                                        acc[0] = acc[0] + qv[d] * k_cache[i * WG + tx, (h // group) * dv + d]
-                                    scores[i * WG + tx, t, h] = (lane(acc[0], 0) + lane(acc[0], 1) + lane(acc[0], 2)
-                                                                 + lane(acc[0], 3)) * T.float32(scale)
+                            for k0 in range((step[1] + t + tile) // tile):
+                                for hh in T.unroll(H):
+                                    acc[4 * hh + 3] = T.float32(-3.0e38)
+                                if k0 * tile + i <= step[1] + t:
+                                    for hh in T.unroll(H):
+                                        dot[0] = T.Broadcast(T.float32(0), 4)
+                                        for d in T.unroll(dv):
+                                            dot[0] = dot[0] + qv[hh * dv + d] * k_cache[
+                                                k0 * tile + i, (hb * H // group) * dv + d]
+                                        acc[4 * hh + 3] = (lane(dot[0], 0) + lane(dot[0], 1) + lane(dot[0], 2)
+                                                           + lane(dot[0], 3)) * T.float32(scale)
+                                if lanes == 1:
+                                    for hh in T.unroll(H):
+                                        tile_scores[hh * tile + i] = acc[4 * hh + 3]
+                                    T.tvm_storage_sync("shared")
+                                for hh in T.unroll(H):
+                                    acc[4 * hh + 1] = acc[4 * hh]
+                                    for v in T.unroll(tile):
+                                        acc[4 * hh + 1] = T.max(acc[4 * hh + 1], tile_scores[hh * tile + v] if lanes == 1
+                                                                else shuffled(acc[4 * hh + 3], v, lanes))
+                                    # Rescale what the earlier tiles summed (exp(-huge) = 0 on the first).
+                                    w[0] = T.exp(acc[4 * hh] - acc[4 * hh + 1])
+                                    acc[4 * hh + 2] = acc[4 * hh + 2] * w[0]
+                                    for j in T.unroll(per_lane):
+                                        o[hh * per_lane + j] = o[hh * per_lane + j] * T.Broadcast(w[0], 4)
+                                    acc[4 * hh] = acc[4 * hh + 1]
+                                    if lanes > 1:
+                                        acc[4 * hh + 3] = T.exp(acc[4 * hh + 3] - acc[4 * hh])  # past the keys: 0
+                                for v in T.unroll(tile):
+                                    if k0 * tile + v <= step[1] + t:
+                                        for hh in T.unroll(H):
+                                            if lanes == 1:
+                                                w[0] = T.exp(tile_scores[hh * tile + v] - acc[4 * hh])
+                                            else:
+                                                w[0] = shuffled(acc[4 * hh + 3], v, lanes)
+                                            acc[4 * hh + 2] = acc[4 * hh + 2] + w[0]
+                                            for j in T.unroll(per_lane):
+                                                o[hh * per_lane + j] = o[hh * per_lane + j] + T.Broadcast(w[0], 4) * v_cache[
+                                                    k0 * tile + v, (hb * H // group) * dv + i * per_lane + j]
+                                if lanes == 1:
+                                    T.tvm_storage_sync("shared")
+                            for hh in T.unroll(H):
+                                for j in T.unroll(per_lane):
+                                    out[t, (hb * H + hh) * dv + i * per_lane + j] = (
+                                        o[hh * per_lane + j] / T.Broadcast(acc[4 * hh + 2], 4))
 
-    return Kernel(f"attention_scores_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}", func, (n_heads, tokens, 1))
-
-
-@functools.cache
-def attention_values(n_heads, n_kv, head_dim, context, tokens, lanes=1):
-    """out[t, h, d:d+4] = softmax(scores[:, t, h]) . v[:, h // group, d:d+4]; one invocation per 4 outputs.
-
-    Each invocation redoes the max and the normalizer over the keys: cheaper here than a barrier.
-    With `lanes` > 1 (subgroups of a multiple of `lanes` invocations, in local-index order, as in
-    dot_rows_decode), lanes take turns: each loads and exponentiates one key of each `lanes` and
-    subgroupShuffle hands them round, the same values in the same order.
-    """
-    group = n_heads // n_kv
-    dv = head_dim // 4
-    if lanes > 1 and dv % lanes:
-        raise ValueError(f"{dv} invocations per head do not fill groups of {lanes} lanes")
-
-    def lane_score(scores, k0, t, h, d, step):
-        """Lane d's key of group k0; keys past the token's own read as -3e38 (weight exp(-huge) = 0)."""
-        key = k0 * lanes + d % lanes
-        return T.if_then_else(key <= step[1] + t, scores[key, t, h], T.float32(-3.0e38))
-
-    @T.prim_func(s_tir=True)
-    def func(scores: T.Buffer((context, tokens, n_heads), F32), v_cache: T.Buffer((context, n_kv * dv), F32X4),
-             out: T.Buffer((tokens, n_heads * dv), F32X4), step: T.Buffer((STEP_WORDS,), I32)):
-        for t in T.thread_binding(tokens, "blockIdx.y"):
-            for h in T.thread_binding(n_heads, "blockIdx.x"):
-                for d in T.thread_binding(dv, "threadIdx.x"):
-                    with T.sblock("values"):
-                        acc = T.sblock_alloc_buffer((3,), F32, scope="local")  # max, sum, current weight
-                        o = T.sblock_alloc_buffer((1,), F32X4, scope="local")
-                        mine = T.sblock_alloc_buffer((1,), F32, scope="local")  # this lane's key (lanes > 1)
-                        if t < step[0]:
-                            acc[0] = T.float32(-3.0e38)
-                            if lanes == 1:
-                                for key in range(step[1] + t + 1):
-                                    acc[0] = T.max(acc[0], scores[key, t, h])
-                                acc[1] = T.float32(0)
-                                o[0] = T.Broadcast(T.float32(0), 4)
-                                for key in range(step[1] + t + 1):
-                                    acc[2] = T.exp(scores[key, t, h] - acc[0])
-                                    acc[1] = acc[1] + acc[2]
-                                    o[0] = o[0] + T.Broadcast(acc[2], 4) * v_cache[key, (h // group) * dv + d]
-                            else:
-                                for k0 in range((step[1] + t + lanes) // lanes):
-                                    mine[0] = lane_score(scores, k0, t, h, d, step)
-                                    for v in T.unroll(lanes):
-                                        acc[0] = T.max(acc[0], shuffled(mine[0], v, lanes))
-                                acc[1] = T.float32(0)
-                                o[0] = T.Broadcast(T.float32(0), 4)
-                                for k0 in range((step[1] + t + lanes) // lanes):
-                                    mine[0] = T.exp(lane_score(scores, k0, t, h, d, step) - acc[0])
-                                    for v in T.unroll(lanes):
-                                        if k0 * lanes + v <= step[1] + t:
-                                            acc[2] = shuffled(mine[0], v, lanes)
-                                            acc[1] = acc[1] + acc[2]
-                                            o[0] = o[0] + T.Broadcast(acc[2], 4) * v_cache[k0 * lanes + v,
-                                                                                            (h // group) * dv + d]
-                            out[t, h * dv + d] = o[0] / T.Broadcast(acc[1], 4)
-
-    return Kernel(f"attention_values_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}{_suffix(lanes)}", func,
-                  (n_heads, tokens, 1), lanes > 1)
+    return Kernel(f"attention_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}_g{H}{_suffix(lanes)}", func,
+                  (n_heads // H, tokens, 1), lanes > 1)
 
 
 @functools.cache

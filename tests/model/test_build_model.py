@@ -29,8 +29,8 @@ def test_manifest_describes_every_dispatch(built):
     arrays = m["weights"]["arrays"]
     for plan in ("prefill", "decode"):
         dispatches = m["plans"][plan]["dispatches"]
-        # embed, the first norm's input, 6 per layer, final norm and head
-        assert len(dispatches) == 1 + 1 + 6 * 2 + 2
+        # embed, the first norm's input, 5 per layer, final norm and head
+        assert len(dispatches) == 1 + 1 + 5 * 2 + 2
         for d in dispatches:
             kernel = m["kernels"][d["kernel"]]
             source = (built / "out" / kernel["wgsl"]).read_text()
