@@ -8,7 +8,8 @@ the unpack floor: the rate of a kernel that does nothing but dequantize and mult
 model: prefill tokens/s, decode tokens/s, dispatches per decode token, host time per decode step
 (encoding and submitting, without the wait for the GPU), GPU time per kernel (timestamp queries, or
 each dispatch repeated alone), the decode step as a share of the roofline (each step against a
-streaming read run right after it) and the ceiling the unpack floors put on that share, with an
+streaming read run right after it) and the ceilings the unpack floors, and they with the plan's
+fixed cost (the decode plan with every kernel returning at once), put on that share, with an
 adapter's kernel variants the same steps with the default kernels, and GPU memory against the
 weight and KV-cache bytes.
 The numpy reference forward pass runs beside it as a yardstick. Writes benchmarks/results/runtime.md.
@@ -250,6 +251,15 @@ def decode_step(ex, backend, token) -> tuple[float, float]:
     return time.perf_counter() - t, host
 
 
+def idle_step(ex, backend) -> float:
+    """Seconds of the decode plan with every kernel returning at once (zero tokens in the step
+    words): what its dispatches, workgroup launches and the logits' read-back cost by themselves."""
+    backend.write_buffer(ex.buffers["step"], 0, struct.pack("<4i", 0, ex.position - 1, 0, 0))
+    t = time.perf_counter()
+    backend.run(ex._plans["decode"], read=(ex.buffers["logits"], 4 * ex.vocab_size))
+    return time.perf_counter() - t
+
+
 def layer_dispatches(plan: list[dict]) -> int:
     """Dispatches of the plan's first layer: those reading its weights or its KV cache."""
     return sum(1 for d in plan if str(d["args"].get("w", "")).startswith("blk.0.")
@@ -285,10 +295,11 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
         plain.prefill(prompt)
         plain.decode(3)
     flops, nbytes = decode_cost(artifacts.model, ex.weight_bytes, ex.position + decode_tokens // 2)
-    step_times, host_times, shares, default_steps, gbps = [], [], [], [], []
+    step_times, host_times, shares, default_steps, gbps, idle_times = [], [], [], [], [], []
     for i in range(decode_tokens):
         step, host = decode_step(ex, backend, 5 + i)
         gbps.append(stream_gbps(ceilings))
+        idle_times.append(idle_step(ex, backend))
         step_times.append(step)
         host_times.append(host)
         shares.append(max(flops / (ceilings["gflops"] * 1e9), nbytes / (gbps[-1] * 1e9)) / step)
@@ -312,6 +323,10 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
         format_bytes[kind] = format_bytes.get(kind, 0) + artifacts.manifest["weights"]["arrays"][array]["bytes"]
     share = statistics.median(shares)
     ceiling = unpack_ceiling(roofline_s, nbytes, statistics.median(gbps), format_bytes, ceilings["unpack"])
+    # The unpack floors' time plus the plan's fixed cost: what the step would take with every kernel
+    # at its floor, on this adapter as it dispatches.
+    idle_s = statistics.median(idle_times)
+    fixed_ceiling = roofline_s / (roofline_s / ceiling + idle_s)
 
     ref_tps = None
     if gguf_path:
@@ -345,6 +360,11 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
          + ", ".join(f"{kind} ({format_bytes[kind] / 2**20:.1f} MiB) at {ceilings['unpack'][kind] * 100:.0f}%"
                      for kind in ceilings["unpack"] if kind in format_bytes)
          + f" of the streaming rate; this step reaches {share / ceiling * 100:.0f}% of it"),
+        ("fixed cost of the decode plan (every kernel returning at once)",
+         f"{idle_s * 1e3:.1f} ms (median, one run after each step: {min(idle_times) * 1e3:.1f}-"
+         f"{max(idle_times) * 1e3:.1f} ms; {idle_s / ex.dispatches_per_token * 1e6:.0f} us a dispatch)"),
+        ("ceiling with the unpack floors and the fixed cost",
+         f"{fixed_ceiling * 100:.1f}% of roofline; this step reaches {share / fixed_ceiling * 100:.0f}% of it"),
         ("GPU memory allocated", f"{allocated / 2**20:.1f} MiB = "
                                  f"{allocated / (ex.weight_bytes + kv_bytes):.2f} x (weights "
                                  f"{ex.weight_bytes / 2**20:.1f} MiB + KV {kv_bytes / 2**20:.1f} MiB at context {context})"),
