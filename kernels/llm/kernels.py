@@ -9,8 +9,8 @@ and activations are read as 16-byte vectors and every load is reused across seve
 blocking) and, in prefill, across several tokens.
 
 On adapters with subgroups, the one-token dot products can share x's loads across a subgroup
-(`x_lanes`), and attention its scores: each lane loads one value and subgroupShuffle hands it to
-the others (`shuffled`), as kernel variants for adapters whose subgroup size is known
+(`x_lanes`), and attention its scores: each lane loads or computes one value and subgroupShuffle
+hands it to the others (`shuffled`), as kernel variants for adapters whose subgroup size is known
 (graph.ADAPTER_FORMS).
 
 Shapes are static per model; what changes per step (tokens in the chunk, start position) is read from
