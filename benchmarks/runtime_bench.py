@@ -8,7 +8,7 @@ the unpack floor: the rate of a kernel that does nothing but dequantize and mult
 model: prefill tokens/s, decode tokens/s, dispatches per decode token, host time per decode step
 (encoding and submitting, without the wait for the GPU), GPU time per kernel (timestamp queries, or
 each dispatch repeated alone), the decode step as a share of the roofline (each step against a
-streaming read run right after it) and the ceilings the unpack floors, and they with the plan's
+streaming read run soon after it) and the ceilings the unpack floors, and they with the plan's
 fixed cost (the decode plan with every kernel returning at once), put on that share, with an
 adapter's kernel variants the same steps with the default kernels, and GPU memory against the
 weight and KV-cache bytes.
@@ -287,7 +287,7 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     prefill_s = time.perf_counter() - t
 
     # This machine's speed drifts by up to 2x within minutes (a shared host), so each decode step is
-    # paired with a streaming read run right after it, and with a step of the default kernels when
+    # paired with a streaming read run soon after it (after the plan's fixed cost), and with a step of the default kernels when
     # the adapter has a variant: the shares and the variant's effect compare like with like.
     plain = None
     if ex.variant:
@@ -298,8 +298,8 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     step_times, host_times, shares, default_steps, gbps, idle_times = [], [], [], [], [], []
     for i in range(decode_tokens):
         step, host = decode_step(ex, backend, 5 + i)
+        idle_times.append(idle_step(ex, backend))  # right after the step, in its state (caches, threads)
         gbps.append(stream_gbps(ceilings))
-        idle_times.append(idle_step(ex, backend))
         step_times.append(step)
         host_times.append(host)
         shares.append(max(flops / (ceilings["gflops"] * 1e9), nbytes / (gbps[-1] * 1e9)) / step)
@@ -352,7 +352,7 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
         ("host time per decode step (no GPU wait)",
          f"median {statistics.median(host_times) * 1e3:.2f} ms, p99 {max(host_times) * 1e3:.2f} ms"),
         ("decode step vs roofline", f"{share * 100:.1f}% (median over the steps, each against "
-                                    f"a streaming read right after it: {min(gbps):.2f}-{max(gbps):.2f} GB/s; "
+                                    f"a streaming read soon after it: {min(gbps):.2f}-{max(gbps):.2f} GB/s; "
                                     f"{flops / 1e6:.0f} MFLOP, {nbytes / 2**20:.1f} MiB; roofline "
                                     f"{roofline_s * 1e3:.1f} ms at the median)"),
         ("ceiling for f32-dequantizing kernels (unpack floors)",
@@ -361,7 +361,7 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
                      for kind in ceilings["unpack"] if kind in format_bytes)
          + f" of the streaming rate; this step reaches {share / ceiling * 100:.0f}% of it"),
         ("fixed cost of the decode plan (every kernel returning at once)",
-         f"{idle_s * 1e3:.1f} ms (median, one run after each step: {min(idle_times) * 1e3:.1f}-"
+         f"{idle_s * 1e3:.1f} ms (median, one run right after each step: {min(idle_times) * 1e3:.1f}-"
          f"{max(idle_times) * 1e3:.1f} ms; {idle_s / ex.dispatches_per_token * 1e6:.0f} us a dispatch)"),
         ("ceiling with the unpack floors and the fixed cost",
          f"{fixed_ceiling * 100:.1f}% of roofline; this step reaches {share / fixed_ceiling * 100:.0f}% of it"),
