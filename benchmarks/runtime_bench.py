@@ -287,8 +287,9 @@ def bench_model(name, folder, gguf_path, backend, ceilings, prompt_tokens, decod
     prefill_s = time.perf_counter() - t
 
     # This machine's speed drifts by up to 2x within minutes (a shared host), so each decode step is
-    # paired with a streaming read run soon after it (after the plan's fixed cost), and with a step of the default kernels when
-    # the adapter has a variant: the shares and the variant's effect compare like with like.
+    # paired with a run of the plan's fixed cost and a streaming read right after it, and with a step
+    # of the default kernels when the adapter has a variant: the shares and the variant's effect
+    # compare like with like.
     plain = None
     if ex.variant:
         plain = Executor(artifacts, backend, context=context, variants=False)

@@ -3,8 +3,9 @@ the small plans run after either: the grammar's bitmask, the greedy argmax).
 
 Per layer: qkv_rope (the attention norm, Q/K/V, RoPE, KV append), attention, residual_norm (output
 projection + residual, and the FFN norm's input), gate_up_silu (the FFN norm, gate/up, SiLU-mul),
-residual_norm (down projection + residual, and the next layer's norm input): 5 dispatches. The first layer's norm input comes from norm_partials after
-the embedding; after the last layer, a plain residual add, the final norm and the head (last token only).
+residual_norm (down projection + residual, and the next layer's norm input): 5 dispatches. The
+first layer's norm input comes from norm_partials after the embedding; after the last layer, a
+plain residual add, the final norm and the head (last token only).
 """
 
 from dataclasses import dataclass

@@ -726,8 +726,8 @@ def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1):
                                 for hh in T.unroll(H):
                                     acc[4 * hh + 1] = acc[4 * hh]
                                     for v in T.unroll(tile):
-                                        acc[4 * hh + 1] = T.max(acc[4 * hh + 1], tile_scores[hh * tile + v] if lanes == 1
-                                                                else shuffled(acc[4 * hh + 3], v, lanes))
+                                        acc[4 * hh + 1] = T.max(acc[4 * hh + 1], shuffled(acc[4 * hh + 3], v, lanes)
+                                                                if lanes > 1 else tile_scores[hh * tile + v])
                                     # Rescale what the earlier tiles summed (exp(-huge) = 0 on the first).
                                     w[0] = T.exp(acc[4 * hh] - acc[4 * hh + 1])
                                     acc[4 * hh + 2] = acc[4 * hh + 2] * w[0]
@@ -745,8 +745,9 @@ def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1):
                                                 w[0] = shuffled(acc[4 * hh + 3], v, lanes)
                                             acc[4 * hh + 2] = acc[4 * hh + 2] + w[0]
                                             for j in T.unroll(per_lane):
-                                                o[hh * per_lane + j] = o[hh * per_lane + j] + T.Broadcast(w[0], 4) * v_cache[
-                                                    k0 * tile + v, (hb * H // group) * dv + i * per_lane + j]
+                                                o[hh * per_lane + j] = o[hh * per_lane + j] + T.Broadcast(
+                                                    w[0], 4) * v_cache[k0 * tile + v,
+                                                                       (hb * H // group) * dv + i * per_lane + j]
                                 if lanes == 1:
                                     T.tvm_storage_sync("shared")
                             for hh in T.unroll(H):
