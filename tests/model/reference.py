@@ -9,6 +9,22 @@ import numpy as np
 from kernels.llm.gguf_model import dequantize, read_config, tensors_by_name
 
 
+def causal_attention(q, k, v, start: int) -> np.ndarray:
+    """softmax(q . k / sqrt(d)) . v [n, heads, d] for queries q [n, heads, d] at positions start..,
+    over the keys and values [start + n, KV heads, d] (grouped-query: a KV head serves heads / KV heads)."""
+    n, heads, d = q.shape
+    group = heads // k.shape[1]
+    keys = np.repeat(k, group, axis=1)  # [t, heads, d]
+    values = np.repeat(v, group, axis=1)
+    # A Python float keeps float32 (np.sqrt's float64 scalar would promote every later matmul).
+    scores = np.einsum("nhd,thd->hnt", q, keys) * (1.0 / d**0.5)
+    future = np.arange(len(k))[None, :] > np.arange(start, start + n)[:, None]
+    scores = np.where(future[None], -np.inf, scores)
+    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    scores /= scores.sum(axis=-1, keepdims=True)
+    return np.einsum("hnt,thd->nhd", scores, values)
+
+
 class ReferenceLlama:
     def __init__(self, gguf_path):
         reader = gguf.GGUFReader(str(gguf_path))
@@ -47,7 +63,6 @@ class ReferenceLlama:
         n, start = len(tokens), self.position
         positions = np.arange(start, start + n)
         x = w["token_embd.weight"][np.asarray(tokens)]
-        group = c.n_heads // c.n_kv_heads
         for i in range(c.n_layers):
             p = f"blk.{i}."
             h = self._rms_norm(x, w[p + "attn_norm.weight"])
@@ -57,15 +72,7 @@ class ReferenceLlama:
             q, k = self._rope(q, positions), self._rope(k, positions)
             self.k[i] = np.concatenate([self.k[i], k])
             self.v[i] = np.concatenate([self.v[i], v])
-            keys = np.repeat(self.k[i], group, axis=1)  # [t, heads, d]
-            values = np.repeat(self.v[i], group, axis=1)
-            # A Python float keeps float32 (np.sqrt's float64 scalar would promote every later matmul).
-            scores = np.einsum("nhd,thd->hnt", q, keys) * (1.0 / c.head_dim**0.5)
-            future = np.arange(start + n)[None, :] > positions[:, None]
-            scores = np.where(future[None], -np.inf, scores)
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            scores /= scores.sum(axis=-1, keepdims=True)
-            attn = np.einsum("hnt,thd->nhd", scores, values).reshape(n, c.n_heads * c.head_dim)
+            attn = causal_attention(q, self.k[i], self.v[i], start).reshape(n, c.n_heads * c.head_dim)
             x = x + attn @ w[p + "attn_output.weight"].T
             h = self._rms_norm(x, w[p + "ffn_norm.weight"])
             gate = h @ w[p + "ffn_gate.weight"].T

@@ -8,21 +8,10 @@ import pytest
 
 from kernels.llm import kernels as K
 from kernels.llm import wgsl
+from tests.model.reference import causal_attention
+from trellis.runtime.executor import Executor
 
 HEADS, KV_HEADS, HEAD_DIM, CONTEXT, TOKENS = 4, 2, 16, 40, 3
-
-
-def reference(q, k, v, start, tokens):
-    """out[t, h] for tokens at positions start.. (causal, grouped-query), in float64."""
-    group = HEADS // KV_HEADS
-    out = np.zeros((tokens, HEADS, HEAD_DIM))
-    for t in range(tokens):
-        for h in range(HEADS):
-            keys = k[:start + t + 1, h // group].astype(np.float64)
-            scores = keys @ q[t, h] / np.sqrt(HEAD_DIM)
-            weights = np.exp(scores - scores.max())
-            out[t, h] = weights @ v[:start + t + 1, h // group] / weights.sum()
-    return out
 
 
 @pytest.mark.parametrize("lanes,heads", [(1, 1), (1, 2), (4, 1), (4, 2)])
@@ -41,13 +30,11 @@ def test_attention_matches_numpy(wgpu_backend, lanes, heads):
             "out": bytes(4 * TOKENS * HEADS * HEAD_DIM), "step": struct.pack("<4i", count, start, 0, 0)}
     backend = wgpu_backend
     buffers = {name: backend.create_buffer(name, len(data[name]), data[name]) for name in data}
-    uniform = bytearray(info["uniform"]["size"])
-    struct.pack_into("<I", uniform, 0, info["grid"][0] - 1)
     pipeline = backend.create_kernel(kernel.name, source, info["entry_point"])
-    dispatch = backend.create_dispatch(pipeline, [buffers[b["name"]] for b in info["bindings"]], bytes(uniform),
-                                       info["uniform"]["binding"], info["grid"])
+    dispatch = backend.create_dispatch(pipeline, [buffers[b["name"]] for b in info["bindings"]],
+                                       Executor._uniform(info), info["uniform"]["binding"], info["grid"])
     got = np.frombuffer(backend.run([dispatch], read=(buffers["out"], len(data["out"]))), np.float32)
     got = got.reshape(TOKENS, HEADS, HEAD_DIM)
-    want = reference(q, k, v, start, count)
+    want = causal_attention(q[:count].astype(np.float64), k[:start + count], v[:start + count], start)
     assert np.abs(got[:count] - want).max() <= 1e-5 * np.abs(want).max()
     assert not got[count:].any()  # the unused slot is left as it was
