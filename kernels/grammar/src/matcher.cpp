@@ -33,9 +33,7 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
   scratch_.layer_on(pool_);
   seen_caches_.clear();
   for (int32_t id : cur.set.frames) {
-    const Frame f = pool_.get(id);
-    const int32_t ret = f.parent < 0 ? -1 : pool_.get(f.parent).state;
-    const TokenCache& c = g_->cache_for(f.state, is_mark(ret) ? -1 : ret);
+    const TokenCache& c = g_->cache_for(pool_.get(id).state, pool_.return_state(id));
     // Frames with the same cache share the accepted part; only the uncertain part differs.
     if (std::find(seen_caches_.begin(), seen_caches_.end(), &c) == seen_caches_.end()) {
       seen_caches_.push_back(&c);
@@ -146,24 +144,60 @@ bool Matcher::reaches_end(const StateSet& from, const std::vector<uint8_t>& byte
   return i == bytes.size() && cur.can_end;
 }
 
+// The cheapest way to finish node `id` (a frame: its rule, then the rules below it; a join:
+// those of its cheapest caller), over the stack graph, memoized in costs_: the cost and the
+// node that continues it (a join's cheapest return, a frame's parent).
+int64_t Matcher::finish_cost(const FramePool& pool, int32_t id) {
+  const Shortest& sh = g_->shortest();
+  const auto known = [&](int32_t n) { return n < 0 || costs_.count(n) > 0; };
+  const auto cost_of = [&](int32_t n) { return n < 0 ? int64_t(0) : costs_[n].first; };
+  std::vector<std::pair<int32_t, bool>> todo{{id, false}};  // (node, its successors pushed)
+  while (!todo.empty()) {
+    const auto [n, expanded] = todo.back();
+    if (!expanded && known(n)) {
+      todo.pop_back();
+      continue;
+    }
+    const Frame f = pool.get(n);
+    if (!expanded) {
+      todo.back().second = true;
+      costs_[n] = {Shortest::kInf, -1};  // in progress: a cycle back here costs infinitely
+      if (!is_join(f)) todo.push_back({f.parent, false});
+      else pool.for_each_return(n, [&](int32_t ret) { todo.push_back({ret, false}); });
+      continue;
+    }
+    todo.pop_back();
+    std::pair<int64_t, int32_t> best{Shortest::kInf, -1};
+    if (!is_join(f)) {
+      const int64_t sum = std::min(sh.dist[f.state], Shortest::kInf) + cost_of(f.parent);  // < 2^63
+      best = {std::min(sum, Shortest::kInf), f.parent};
+    } else {
+      pool.for_each_return(n, [&](int32_t ret) {
+        if (cost_of(ret) < best.first) best = {cost_of(ret), ret};
+      });
+    }
+    costs_[n] = best;
+  }
+  return costs_[id].first;
+}
+
 // A completion starts with a byte from some live frame, then finishes that frame's rule and
-// each rule below it in turn: it is at least the sum of their distances, which is reachable.
+// the rules below it along the cheapest path: at least the sum of their distances, reachable.
 int64_t Matcher::cheapest(const FramePool& pool, const StateSet& set, std::vector<uint8_t>* out) {
   if (out) out->clear();
   if (set.can_end) return 0;
-  const Shortest& sh = g_->shortest();
+  costs_.clear();
   int64_t best = Shortest::kInf;
   int32_t best_frame = -1;
   for (int32_t id : set.frames) {
-    int64_t cost = 0;
-    for (int32_t f = id; f >= 0 && cost < best; f = pool.get(f).parent)
-      if (!is_mark(pool.get(f).state)) cost = std::min(cost + sh.dist[pool.get(f).state], Shortest::kInf);
+    const int64_t cost = finish_cost(pool, id);
     if (cost < best) best = cost, best_frame = id;
   }
   if (best_frame < 0) return -1;
   if (!out || best > kMaxCompletion) return best;  // not spelled out (too long: the caller reports it)
-  for (int32_t f = best_frame; f >= 0; f = pool.get(f).parent)
-    if (!is_mark(pool.get(f).state)) sh.emit(g_->automaton, pool.get(f).state, out);
+  const Shortest& sh = g_->shortest();
+  for (int32_t n = best_frame; n >= 0; n = costs_[n].second)
+    if (!is_join(pool.get(n))) sh.emit(g_->automaton, pool.get(n).state, out);
   return best;
 }
 

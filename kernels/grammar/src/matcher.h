@@ -1,6 +1,8 @@
 // Token-level matching: the parser state after each accepted token, kept for rollback.
 #pragma once
 #include <cstdint>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar.h"
@@ -43,6 +45,7 @@ class Matcher {
   // The completion the distances find cheapest from `set` (checks unseen); its length or -1.
   // With `out` null, only the length.
   int64_t cheapest(const FramePool& pool, const StateSet& set, std::vector<uint8_t>* out);
+  int64_t finish_cost(const FramePool& pool, int32_t id);
   int64_t search_completion(const StateSet& from, std::vector<uint8_t>* out);
 
   Grammar* g_;
@@ -52,6 +55,7 @@ class Matcher {
   std::vector<uint8_t> text_;  // every byte accepted: the checks read it
   StateSet a_, b_;
   std::vector<const TokenCache*> seen_caches_;
+  std::unordered_map<int32_t, std::pair<int64_t, int32_t>> costs_;  // finish_cost's memo
   TokenWalker walker_;  // after scratch_: it walks speculative frames there
 };
 

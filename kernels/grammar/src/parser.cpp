@@ -18,6 +18,16 @@ inline uint32_t hash_frame(int32_t state, int32_t parent) {
 
 }  // namespace
 
+bool SeenFrames::contains(int32_t id) const {
+  if (slots_.empty()) return false;
+  const uint32_t mask = static_cast<uint32_t>(slots_.size()) - 1;
+  for (uint32_t h = hash_frame(id, 0) & mask;; h = (h + 1) & mask) {
+    const Slot& s = slots_[h];
+    if (s.gen != gen_) return false;
+    if (s.id == id) return true;
+  }
+}
+
 bool SeenFrames::insert(int32_t id) {
   if ((count_ + 1) * 2 > slots_.size()) grow();
   const uint32_t mask = static_cast<uint32_t>(slots_.size()) - 1;
@@ -54,16 +64,24 @@ void FramePool::layer_on(const FramePool& base) {
 }
 
 void FramePool::clear() {
-  if (frames_.empty()) return;  // nothing was added: the table is already empty
+  serial_ = 0;
+  if (frames_.empty()) return;  // nothing was added: the tables are already empty
   frames_.clear();
-  if (slots_.size() > 4096) slots_.assign(1024, -1);  // do not keep a huge table forever
+  joins_.clear();
+  join_ids_.clear();
+  edges_.clear();
+  // Huge tables are not kept forever.
+  if (slots_.size() > 4096) slots_.assign(1024, -1);
   else std::fill(slots_.begin(), slots_.end(), -1);
+  if (join_slots_.size() > 4096) join_slots_.assign(1024, -1);
+  else std::fill(join_slots_.begin(), join_slots_.end(), -1);
 }
 
 void FramePool::grow() {
   slots_.assign(std::max<size_t>(1024, slots_.size() * 2), -1);
   const uint32_t mask = static_cast<uint32_t>(slots_.size()) - 1;
   for (int32_t i = 0; i < size(); ++i) {
+    if (is_join(frames_[i])) continue;
     uint32_t h = hash_frame(frames_[i].state, frames_[i].parent) & mask;
     while (slots_[h] >= 0) h = (h + 1) & mask;
     slots_[h] = i;
@@ -71,7 +89,7 @@ void FramePool::grow() {
 }
 
 int32_t FramePool::intern(int32_t state, int32_t parent) {
-  if (parent < 0 && !is_mark(state)) return state;
+  if (parent < 0) return state;
   if ((size() + 1) * 2 > static_cast<int32_t>(slots_.size())) grow();
   const uint32_t mask = static_cast<uint32_t>(slots_.size()) - 1;
   uint32_t h = hash_frame(state, parent) & mask;
@@ -84,6 +102,64 @@ int32_t FramePool::intern(int32_t state, int32_t parent) {
   return size() - 1 + offset_;
 }
 
+namespace {
+
+uint32_t hash_join(int32_t rule, int32_t serial, int64_t from) {
+  const uint32_t mixed = uint32_t(rule) ^ (uint32_t(serial) * 0x9E3779B1u);
+  return hash_frame(static_cast<int32_t>(mixed), static_cast<int32_t>(uint64_t(from) ^ (uint64_t(from) >> 32)));
+}
+
+}  // namespace
+
+void FramePool::grow_joins() {
+  join_slots_.assign(std::max<size_t>(1024, join_slots_.size() * 2), -1);
+  const uint32_t mask = static_cast<uint32_t>(join_slots_.size()) - 1;
+  for (int32_t i = 0; i < static_cast<int32_t>(joins_.size()); ++i) {
+    const Join& j = joins_[i];
+    uint32_t h = hash_join(j.rule, j.serial, j.from) & mask;
+    while (join_slots_[h] >= 0) h = (h + 1) & mask;
+    join_slots_[h] = i;
+  }
+}
+
+int32_t FramePool::join(int32_t rule, int32_t serial, int64_t from, bool region, bool* made) {
+  if ((joins_.size() + 1) * 2 > join_slots_.size()) grow_joins();
+  const uint32_t mask = static_cast<uint32_t>(join_slots_.size()) - 1;
+  uint32_t h = hash_join(rule, serial, from) & mask;
+  for (; join_slots_[h] >= 0; h = (h + 1) & mask) {
+    const Join& j = joins_[join_slots_[h]];
+    if (j.rule == rule && j.serial == serial && j.from == from) {
+      *made = false;
+      return join_ids_[join_slots_[h]];
+    }
+  }
+  *made = true;
+  const int32_t index = static_cast<int32_t>(joins_.size());
+  join_slots_[h] = index;
+  joins_.push_back(Join{rule, serial, from, -1, 0, region});
+  frames_.push_back({kJoin, index});
+  join_ids_.push_back(size() - 1 + offset_);
+  return size() - 1 + offset_;
+}
+
+void FramePool::add_return(int32_t join, int32_t ret) {
+  Join& j = joins_[frames_[join - offset_].parent];
+  edges_.push_back({ret, j.first_edge});
+  j.first_edge = static_cast<int32_t>(edges_.size()) - 1;
+  ++j.n_rets;
+}
+
+int32_t FramePool::return_state(int32_t frame) const {
+  for (int32_t p = get(frame).parent; p >= 0;) {
+    const Frame f = get(p);
+    if (!is_join(f)) return f.state;
+    const Join& j = join_of(p);
+    if (j.n_rets != 1 || j.region) return -1;
+    for_each_return(p, [&](int32_t ret) { p = ret; });
+  }
+  return -1;
+}
+
 void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
   todo_.push_back(frame);
   while (!todo_.empty()) {
@@ -91,47 +167,43 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
     todo_.pop_back();
     if (!visited_.insert(id)) continue;
     const Frame f = pool.get(id);
-    if (is_mark(f.state)) {  // a region completed
-      if (f.parent < 0) out->can_end = true;
-      else todo_.push_back(f.parent);
+    if (is_join(f)) {  // a rule completed: every caller goes on
+      pool.for_each_return(id, [&](int32_t ret) { resume(ret, out); });
       continue;
     }
     if (a_.has_bytes(f.state)) out->frames.push_back(id);
     for (const Call* c = a_.calls_begin(f.state); c != a_.calls_end(f.state); ++c) {
-      int32_t ret = a_.tail[c->next] ? f.parent : pool.intern(c->next, f.parent);
+      const int32_t ret = a_.tail[c->next] ? f.parent : pool.intern(c->next, f.parent);
+      int64_t from = 0;
+      bool region = false;
       if (c->rule >= a_.first_node_rule) {
         const int32_t check = a_.check_of[c->rule];
         if (check >= 0) {  // zero-width: go on where the call returns, if the check holds
-          if (!passes(pool, f, check)) continue;
-          if (ret < 0) out->can_end = true;
-          else todo_.push_back(ret);
+          if (passes(pool, id, check)) resume(ret, out);
           continue;
         }
-        ret = pool.intern(mark_state(mode_ == CheckMode::evaluate ? len_ : -1), ret);  // a region
+        region = true;
+        from = mode_ == CheckMode::evaluate ? len_ : -1;
+      } else {
+        from = pool.region_from(id);
       }
-      todo_.push_back(pool.intern(a_.start[c->rule], ret));
+      bool made = false;
+      const int32_t join = pool.join(c->rule, serial_, from, region, &made);
+      pool.add_return(join, ret);
+      if (made) todo_.push_back(pool.intern(a_.start[c->rule], join));
+      // The rule already completed empty in this closure: this caller goes on at once too.
+      else if (visited_.contains(join)) resume(ret, out);
     }
-    if (a_.final[f.state]) {
-      if (f.parent < 0) out->can_end = true;
-      else todo_.push_back(f.parent);
-    }
+    if (a_.final[f.state]) resume(f.parent, out);
   }
 }
 
-bool Stepper::passes(FramePool& pool, const Frame& f, int32_t check) {
+bool Stepper::passes(FramePool& pool, int32_t frame, int32_t check) {
   if (mode_ != CheckMode::evaluate) {
     met_check_ = true;
     return mode_ == CheckMode::pass;
   }
-  int64_t from = 0;  // no region around the check: the whole text
-  for (int32_t p = f.parent; p >= 0;) {
-    const Frame g = pool.get(p);
-    if (is_mark(g.state)) {
-      from = mark_pos(g.state);
-      break;
-    }
-    p = g.parent;
-  }
+  const int64_t from = pool.region_from(frame);  // no region around the check: the whole text
   if (from < 0 || from > len_) return false;
   const CheckSpec& c = a_.checks[check];
   return run_check(c.kind, c.params.data(), static_cast<int32_t>(c.params.size()), text_ + from, len_ - from);
@@ -141,11 +213,13 @@ void Stepper::start(FramePool& pool, int32_t frame, StateSet* out) {
   out->frames.clear();
   out->can_end = false;
   visited_.clear();
+  serial_ = pool.begin_closure();
   close(pool, frame, out);
 }
 
 void Stepper::extend(FramePool& pool, const std::vector<int32_t>& frames, StateSet* out) {
   visited_.clear();
+  serial_ = pool.begin_closure();
   for (int32_t id : out->frames) visited_.insert(id);
   for (int32_t id : frames) close(pool, id, out);
 }
@@ -154,6 +228,7 @@ void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* 
   out->frames.clear();
   out->can_end = false;
   visited_.clear();
+  serial_ = pool.begin_closure();
   for (int32_t id : in.frames) {
     const Frame f = pool.get(id);
     int32_t next = a_.step(f.state, byte);

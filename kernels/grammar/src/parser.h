@@ -1,8 +1,12 @@
-// The byte-level parser: a set of stacks over the rule automata, shared as a tree of
-// interned frames. A frame is (state, parent); the parent is the frame to resume once the
-// state's rule completes, -1 being the bottom (the start rule, or the rule a mask-cache
-// walk began in). Calling a region rule pushes a marker frame below it that records where the
-// region's text starts; a check reads the text from its nearest marker.
+// The byte-level parser: a graph-structured stack over the rule automata. A frame is
+// (state, parent): the parent is a join, the point where the state's rule returns, or -1, the
+// bottom (the start rule, or the rule a mask-cache walk began in). A join is made once per rule
+// called in a closure (and per region start, below): every caller that calls the rule there
+// adds its return frame to the join, so stacks that differ only below the call share their top.
+// The live frames are then bounded by grammar states times input positions, however ambiguous
+// the grammar: a tree of stacks would hold one frame per derivation, exponentially many.
+// A join also records where the text of the region its rule is in starts: a check reads the text
+// from there.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -13,21 +17,29 @@
 namespace tg {
 
 struct Frame {
-  int32_t state;
-  int32_t parent;
+  int32_t state;   // kJoin for a join
+  int32_t parent;  // a frame's join (or -1); a join's index in its layer
 };
 
-// A marker's state: -2 - the position of the region's first byte (-1: not known, in mask walks).
-inline int32_t mark_state(int64_t pos) { return static_cast<int32_t>(-2 - pos); }
-inline bool is_mark(int32_t state) { return state < 0; }
-inline int64_t mark_pos(int32_t state) { return -2 - int64_t(state); }
+constexpr int32_t kJoin = -1;
+inline bool is_join(const Frame& f) { return f.state == kJoin; }
+
+struct Join {
+  int32_t rule;
+  int32_t serial;         // the closure that made it: only that closure adds returns
+  int64_t from;           // where the region's text starts (0: the whole text; -1: not known)
+  int32_t first_edge;     // this layer's edges, a list; -1 when none
+  int32_t n_rets;
+  bool region;            // its rule is a region: calling it marks where the region's text starts
+};
 
 // How closures decide checks: on the text (the parser), or, where no text is known (mask-cache
 // walks), all passing or all failing, which bounds what the text could decide.
 enum class CheckMode : uint8_t { evaluate, pass, fail };
 
-// Interned frames. Ids below n_states are the bottom frames (state, -1), implicit. A pool may
-// be layered on a base pool to hold speculative frames that are thrown away together.
+// Interned frames and joins. Ids below n_states are the bottom frames (state, -1), implicit.
+// A pool may be layered on a base pool to hold speculative nodes that are thrown away
+// together; joins get returns only in the layer that made them.
 class FramePool {
  public:
   void init(int32_t n_states);
@@ -39,13 +51,49 @@ class FramePool {
   }
   int32_t intern(int32_t state, int32_t parent);
   int32_t size() const { return static_cast<int32_t>(frames_.size()); }
+  // Nodes in this layer and those below it: what a limit on the parser's memory counts.
+  int64_t total() const { return int64_t(offset_) + size(); }
+
+  // A closure's number: joins are shared within one closure only.
+  int32_t begin_closure() { return ++serial_; }
+  // The join of `rule` called in closure `serial` in the region starting at `from`; `*made`
+  // says whether it is new (its rule's start frame is still to be pushed).
+  int32_t join(int32_t rule, int32_t serial, int64_t from, bool region, bool* made);
+  const Join& join_of(int32_t id) const {
+    if (id >= offset_) return joins_[frames_[id - offset_].parent];
+    return base_->join_of(id);
+  }
+  // Adds a return (a frame, a join or -1) to a join of this layer's current closure.
+  void add_return(int32_t join, int32_t ret);
+  template <class F>
+  void for_each_return(int32_t join, F&& f) const {
+    if (join < offset_) return base_->for_each_return(join, f);
+    for (int32_t e = joins_[frames_[join - offset_].parent].first_edge; e >= 0; e = edges_[e].next) f(edges_[e].ret);
+  }
+  // The state where parsing goes on after a frame's rule completes, when that is one frame's
+  // (-1: the bottom, several callers, or a region, whose checks need the text).
+  int32_t return_state(int32_t frame) const;
+  // Where the text of the region around `frame` starts.
+  int64_t region_from(int32_t frame) const {
+    const int32_t p = get(frame).parent;
+    return p < 0 ? 0 : join_of(p).from;
+  }
 
  private:
+  struct Edge {
+    int32_t ret, next;
+  };
   void grow();
+  void grow_joins();
   const FramePool* base_ = nullptr;
   int32_t offset_ = 0;
+  int32_t serial_ = 0;
   std::vector<Frame> frames_;
   std::vector<int32_t> slots_;  // open addressing: index into frames_, -1 empty
+  std::vector<Join> joins_;
+  std::vector<int32_t> join_ids_;    // joins_ index -> node id
+  std::vector<int32_t> join_slots_;  // open addressing over joins_, -1 empty
+  std::vector<Edge> edges_;
 };
 
 // The parser's position: frames whose states can consume a byte, and whether the bottom
@@ -69,6 +117,7 @@ class SeenFrames {
   }
   // True when `id` was not seen yet (it is now).
   bool insert(int32_t id);
+  bool contains(int32_t id) const;
 
  private:
   struct Slot {
@@ -97,12 +146,18 @@ class Stepper {
 
  private:
   void close(FramePool& pool, int32_t frame, StateSet* out);
-  bool passes(FramePool& pool, const Frame& f, int32_t check);
+  // Pushes `ret` (a frame or a join; -1: the bottom rule completed) to be closed.
+  void resume(int32_t ret, StateSet* out) {
+    if (ret < 0) out->can_end = true;
+    else todo_.push_back(ret);
+  }
+  bool passes(FramePool& pool, int32_t frame, int32_t check);
   const Automaton& a_;
   const uint8_t* text_ = nullptr;
   int64_t len_ = 0;
   CheckMode mode_ = CheckMode::evaluate;
   bool met_check_ = false;
+  int32_t serial_ = 0;
   std::vector<int32_t> todo_;
   SeenFrames visited_;
 };
