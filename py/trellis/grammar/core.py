@@ -14,8 +14,10 @@ from pathlib import Path
 
 from ..errors import GrammarError, GrammarLimitError, TrellisError
 
-ERR_ARGUMENT, ERR_IR, ERR_GRAMMAR, ERR_LIMIT = 1, 2, 3, 4
+ERR_ARGUMENT, ERR_IR, ERR_GRAMMAR, ERR_LIMIT, ERR_INTERNAL = 1, 2, 3, 4, 5
 NO_COMPLETION = -100  # tg_matcher_shortest_completion: the matcher has no completion
+# tg_grammar_stat's ids (enum tg_grammar_stat_id).
+STAT_RULES, STAT_STATES, STAT_MASK_CACHES, STAT_MASK_CACHE_BYTES, STAT_EMPTY = 0, 1, 2, 3, 4
 
 # name -> (result kind, argument kinds); "p" pointer, "i" int32, "l" int64, "v" void.
 SIGNATURES = {
@@ -39,7 +41,7 @@ SIGNATURES = {
     "tg_matcher_history_length": ("i", "p"),
     "tg_matcher_is_terminated": ("i", "p"),
     "tg_matcher_can_terminate": ("i", "p"),
-    "tg_matcher_reset": ("v", "p"),
+    "tg_matcher_reset": ("i", "p"),
     "tg_matcher_jump_forward": ("i", "ppi"),
     "tg_matcher_shortest_completion": ("i", "ppi"),
 }
@@ -133,7 +135,7 @@ class Core:
         return self._checked(self.t.call(f"tg_matcher_{what}", matcher))
 
     def reset(self, matcher: int) -> None:
-        self.t.call("tg_matcher_reset", matcher)
+        self._checked(self.t.call("tg_matcher_reset", matcher))
 
     def jump_forward(self, matcher: int, cap: int = 4096) -> bytes:
         with self.t.output(cap) as (p, read):

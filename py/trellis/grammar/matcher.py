@@ -16,9 +16,12 @@ import time
 from array import array
 
 from . import ir
-from .core import Core, load_core
+from .core import STAT_EMPTY, STAT_MASK_CACHE_BYTES, STAT_MASK_CACHES, STAT_RULES, STAT_STATES, Core, load_core
 from .frontends import grammar_of
 from .vocabulary import Vocabulary
+
+_STATS = {"rules": STAT_RULES, "states": STAT_STATES, "mask_caches": STAT_MASK_CACHES,
+          "mask_cache_bytes": STAT_MASK_CACHE_BYTES}
 
 
 def _release(core, kind: str, owner) -> None:
@@ -109,12 +112,11 @@ class CompiledGrammar:
     def is_empty(self) -> bool:
         """No string matches (e.g. JSON Schema `false`): every matcher refuses every token, so a
         generator must refuse the request instead (see response_format.refuse_empty)."""
-        return bool(self.compiler.core.stat(self._handle, 4))
+        return bool(self.compiler.core.stat(self._handle, STAT_EMPTY))
 
     def stats(self) -> dict:
         core = self.compiler.core
-        keys = ("rules", "states", "mask_caches", "mask_cache_bytes")
-        return {key: core.stat(self._handle, i) for i, key in enumerate(keys)}
+        return {key: core.stat(self._handle, which) for key, which in _STATS.items()}
 
 
 class GrammarMatcher:
