@@ -163,7 +163,42 @@ def concurrent_walks(compiler, kind: str, seed: int) -> list[str]:
     return problems
 
 
+def errors_per_thread() -> list[str]:
+    """Threads that make the core fail at once, each its own way, must each read back their own
+    error (the core keeps the last error per thread)."""
+    from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+    from trellis.grammar.core import CoreError
+
+    compiler = GrammarCompiler(Vocabulary.from_token_bytes([b"", b"a"], special_ids=(0,), stop_ids=(0,)))
+    grammar = compiler.compile_regex("a*")
+    start = threading.Barrier(THREADS)
+    problems: list[str] = []
+
+    def run(i: int) -> None:
+        matcher = GrammarMatcher(grammar)
+        start.wait()
+        for _ in range(2000):
+            steps = 1000 + i  # past the history: the core refuses, naming the count
+            try:
+                compiler.core.rollback(matcher._handle, steps)
+                problems.append(f"thread {i}: rollback({steps}) was not refused")
+            except CoreError as e:
+                if f"roll back {steps} steps" not in str(e):
+                    problems.append(f"thread {i}: read another thread's error: {e}")
+                    return
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return problems
+
+
 def child_main(kind: str) -> int:
+    if kind == "errors":
+        print(json.dumps(errors_per_thread()))
+        return 0
     from trellis.grammar import GrammarCompiler, Vocabulary
 
     compiler = GrammarCompiler(Vocabulary.smollm2(), core="native")
@@ -198,6 +233,12 @@ def test_one_grammar_shared_by_eight_threads(kind):
     assert done.returncode == 0, f"child died (rc {done.returncode}):\n{done.stderr[-3000:]}"
     problems = json.loads(done.stdout.strip().splitlines()[-1])
     assert problems == []
+
+
+def test_each_thread_reads_its_own_last_error():
+    done = run_child("errors")
+    assert done.returncode == 0, f"child died (rc {done.returncode}):\n{done.stderr[-3000:]}"
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
 if __name__ == "__main__":

@@ -41,9 +41,6 @@ struct LastError {
 };
 TG_THREAD_LOCAL LastError g_error;
 
-constexpr const char* kOutOfMemory =
-    "out of memory: the grammar core could not allocate what this call needs (memory limit)";
-
 int32_t fail(tg::Status s) {
   g_error.fixed = nullptr;
   g_error.status = std::move(s);
@@ -73,6 +70,9 @@ R on_error() {
 }
 
 #if defined(__cpp_exceptions)
+constexpr const char* kOutOfMemory =
+    "out of memory: the grammar core could not allocate what this call needs (memory limit)";
+
 template <class Body>
 auto guarded(Body&& body) -> decltype(body()) {
   using R = decltype(body());
