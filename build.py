@@ -209,6 +209,22 @@ def build_grammar_sanitized() -> Path:
     return build_if_stale(out, cmd, "the sanitized grammar library")
 
 
+def build_grammar_tsan() -> Path:
+    """The native library under ThreadSanitizer (system g++), for the thread tests. Run them with
+    TRELLIS_GRAMMAR_LIB set to it, LD_PRELOAD to `g++ -print-file-name=libtsan.so` and
+    TSAN_OPTIONS=suppressions=<tsan.supp beside it>. CPython is not instrumented, so the reports
+    are about this library; the one suppression is a known false positive: glibc frees a finished
+    thread's dynamic TLS (our per-thread last error) through ld.so's allocator, whose locking
+    TSan does not see."""
+    ensure_system({"g++": "g++"})
+    out = GRAMMAR_OUT / "tsan" / "libtrellis_grammar.so"
+    cmd = ["g++", "-std=c++17", "-O1", "-g", "-fexceptions", "-fno-rtti", "-shared", "-fPIC", "-fsanitize=thread",
+           "-fno-omit-frame-pointer", "-o", str(out), *grammar_sources()]
+    built = build_if_stale(out, cmd, "the ThreadSanitizer grammar library")
+    (out.parent / "tsan.supp").write_text("race:_dl_deallocate_tls\n")
+    return built
+
+
 def build_grammar() -> None:
     build_grammar_native()
     build_grammar_wasm()
