@@ -52,7 +52,7 @@ SIGNATURES = {
 }
 
 
-INT32_MAX = 2**31 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 class CoreError(TrellisError):
@@ -60,8 +60,9 @@ class CoreError(TrellisError):
 
 
 class CoreArgumentError(CoreError, InvalidRequestError):
-    """An argument the core would refuse or could not even receive (not an int, or out of its
-    range: a C int32 would silently truncate it), caught before the call; `field` names it."""
+    """An argument out of range (a token id outside the vocabulary, a rollback past the
+    history) or one the core could not even receive (not an int, or past a C int32, which
+    would silently truncate it: refused before the call); `field` names it."""
 
 
 class Core:
@@ -72,7 +73,7 @@ class Core:
         self.name = transport.name
 
     # -- errors --
-    def _raise(self, rule_names=None, positions=None):
+    def _raise(self, rule_names=None, positions=None, field=None):
         code = self.t.call("tg_last_error_code")
         message = self.t.read_cstring(self.t.call("tg_last_error"))
         rule = self.t.call("tg_last_error_rule")
@@ -85,11 +86,13 @@ class Core:
                 message = f"rule {name!r}: {message}"
                 line, column = (positions or {}).get(name, (None, None))
             raise GrammarError(message, line, column)
+        if code == ERR_ARGUMENT and field:
+            raise CoreArgumentError(message, field)
         raise CoreError(message)
 
-    def _checked(self, result: int) -> int:
+    def _checked(self, result: int, field=None) -> int:
         if result < 0:
-            self._raise()
+            self._raise(field=field)
         return result
 
     # -- objects --
@@ -140,14 +143,14 @@ class Core:
         self._checked(self.t.fill_mask(matcher, buffer, n_words))
 
     def accept_token(self, matcher: int, token_id: int) -> bool:
-        return self._checked(self.t.call("tg_matcher_accept_token", matcher, token_id)) == 1
+        return self._checked(self.t.call("tg_matcher_accept_token", matcher, token_id), "token_id") == 1
 
     def accept_bytes(self, matcher: int, data: bytes) -> bool:
         with self.t.buffers(data) as (p,):
             return self._checked(self.t.call("tg_matcher_accept_bytes", matcher, p, len(data))) == 1
 
     def rollback(self, matcher: int, n: int) -> None:
-        self._checked(self.t.call("tg_matcher_rollback", matcher, n))
+        self._checked(self.t.call("tg_matcher_rollback", matcher, n), "num_tokens")
 
     def query(self, what: str, matcher: int) -> int:
         return self._checked(self.t.call(f"tg_matcher_{what}", matcher))

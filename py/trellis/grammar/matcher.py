@@ -17,9 +17,10 @@ Threads (the native core; ctypes releases the GIL, so calls really run in parall
     Give each thread its own matcher over the shared grammar.
 The wasm cores ("wasmtime", "pyodide") are single-threaded: their calls are serialized.
 
-Arguments are checked before they reach the core's int32 parameters: a token id outside
-[0, vocab_size), a bool, or a count out of range raises CoreArgumentError (an
-InvalidRequestError naming the field), never a silently truncated value. When the core runs
+Integer arguments are never truncated: a token id outside [0, vocab_size), a rollback count
+outside [0, history_length], a bool or a non-int raises CoreArgumentError (an
+InvalidRequestError and a CoreError, naming the field). Python refuses what a C int32 cannot
+hold; the core refuses the rest, the same way on every transport. When the core runs
 out of memory it raises GrammarLimitError ("out of memory ..."); a matcher whose call was cut
 short that way refuses further calls until reset().
 """
@@ -31,7 +32,7 @@ import time
 from array import array
 
 from . import ir
-from .core import (INT32_MAX, STAT_EMPTY, STAT_MASK_CACHE_BYTES, STAT_MASK_CACHES, STAT_RULES, STAT_STATES, Core,
+from .core import (INT32_MAX, INT32_MIN, STAT_EMPTY, STAT_MASK_CACHE_BYTES, STAT_MASK_CACHES, STAT_RULES, STAT_STATES, Core,
                    CoreArgumentError, load_core)
 from .frontends import grammar_of
 from .vocabulary import Vocabulary
@@ -172,7 +173,7 @@ class GrammarMatcher:
 
     def accept_token(self, token_id: int) -> bool:
         if type(token_id) is not int or not 0 <= token_id < self.vocab_size:  # the common case costs one test
-            token_id = _index(token_id, "token_id", 0, self.vocab_size - 1)
+            token_id = _index(token_id, "token_id", INT32_MIN, INT32_MAX)  # the core refuses the rest of the range
         return self._core.accept_token(self._handle, token_id)
 
     def accept_string(self, text: str | bytes) -> bool:
@@ -183,7 +184,7 @@ class GrammarMatcher:
 
     def rollback(self, num_tokens: int = 1) -> None:
         """Undoes the last `num_tokens` accepted tokens or strings (0 <= num_tokens <= history_length)."""
-        self._core.rollback(self._handle, _index(num_tokens, "num_tokens", 0, self.history_length))
+        self._core.rollback(self._handle, _index(num_tokens, "num_tokens", INT32_MIN, INT32_MAX))
 
     def is_terminated(self) -> bool:
         return bool(self._core.query("is_terminated", self._handle))
