@@ -99,7 +99,7 @@ auto guarded(Body&& body) -> decltype(body()) {
 template <class Body>
 int32_t changing(tg_matcher* matcher, Body&& body) {
   if (matcher->broken)
-    return fail_fixed(tg::Code::limit, "the matcher was left unusable by an earlier out-of-memory error: reset it");
+    return fail_fixed(tg::Code::limit, "the matcher was left unusable by an earlier call that failed half-way (out of memory): reset it");
   matcher->broken = true;
   const int32_t result = body();
   matcher->broken = false;
