@@ -2,7 +2,14 @@
  *
  * Objects are opaque handles. Functions that can fail return NULL or a negative value and
  * leave a message in tg_last_error() and a code in tg_last_error_code(). Nothing aborts
- * on bad input: the IR and every argument are validated.
+ * on bad input: the IR and every argument are validated. No exception crosses the ABI: an
+ * allocation failure is reported as TG_ERR_LIMIT (native library; the wasm module is built
+ * without exceptions and traps instead).
+ *
+ * Threads (native library): the last error is kept per thread. A vocabulary and a compiled
+ * grammar may be used from many threads at once (compiling, creating matchers, filling masks:
+ * a grammar's token-mask caches are built under a lock and read without one). A matcher is
+ * not: use each from one thread at a time. The wasm module is single-threaded.
  */
 #ifndef TRELLIS_GRAMMAR_H
 #define TRELLIS_GRAMMAR_H
@@ -20,7 +27,17 @@ enum tg_error_code {
   TG_ERR_ARGUMENT = 1,   /* a bad argument (null handle, id out of range, short buffer) */
   TG_ERR_IR = 2,         /* malformed IR words */
   TG_ERR_GRAMMAR = 3,    /* well-formed IR that is not a usable grammar (left recursion, empty language) */
-  TG_ERR_LIMIT = 4       /* a size limit was exceeded */
+  TG_ERR_LIMIT = 4,      /* a size limit was exceeded, or memory ran out */
+  TG_ERR_INTERNAL = 5    /* an unexpected failure inside the core (a bug) */
+};
+
+/* tg_grammar_stat's statistics. */
+enum tg_grammar_stat_id {
+  TG_STAT_RULES = 0,            /* rules with automata */
+  TG_STAT_STATES = 1,           /* DFA states */
+  TG_STAT_MASK_CACHES = 2,      /* token-mask caches computed so far */
+  TG_STAT_MASK_CACHE_BYTES = 3, /* their size in bytes */
+  TG_STAT_EMPTY = 4             /* 1 when the language is empty (no string matches: every token is refused) */
 };
 
 typedef struct tg_vocab tg_vocab;
@@ -48,8 +65,7 @@ TG_API tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* word
 TG_API void tg_grammar_free(tg_grammar* grammar);
 /* Rule index named by the last TG_ERR_GRAMMAR error, or -1. */
 TG_API int32_t tg_last_error_rule(void);
-/* Statistics: 0 rules with automata, 1 DFA states, 2 mask caches computed, 3 cache bytes,
- * 4 whether the language is empty (no string matches: every token is refused). */
+/* One of enum tg_grammar_stat_id; -1 for a null grammar or an unknown id. */
 TG_API int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which);
 
 /* Builds the token-mask caches of up to max_states states that are still cold (all when
@@ -58,7 +74,9 @@ TG_API int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which);
 TG_API int32_t tg_grammar_warm(tg_grammar* grammar, int32_t max_states);
 
 /* A matcher references its grammar, which must outlive it. Matchers of one grammar share its
- * token-mask cache: use them from one thread at a time. */
+ * token-mask cache, and may run in different threads at once; a matcher itself belongs to one
+ * thread at a time. After a TG_ERR_LIMIT for lack of memory in a call that changes it, a matcher
+ * refuses every call until tg_matcher_reset succeeds. */
 TG_API tg_matcher* tg_matcher_new(tg_grammar* grammar);
 TG_API void tg_matcher_free(tg_matcher* matcher);
 /* Writes ceil(vocab_size / 32) words: bit i % 32 of word i / 32 set = token i allowed. */
@@ -71,7 +89,8 @@ TG_API int32_t tg_matcher_rollback(tg_matcher* matcher, int32_t n);
 TG_API int32_t tg_matcher_history_length(const tg_matcher* matcher);
 TG_API int32_t tg_matcher_is_terminated(const tg_matcher* matcher);
 TG_API int32_t tg_matcher_can_terminate(const tg_matcher* matcher);
-TG_API void tg_matcher_reset(tg_matcher* matcher);
+/* 0, or negative on error (out of memory). */
+TG_API int32_t tg_matcher_reset(tg_matcher* matcher);
 /* Bytes that are forced next (the only possible continuation), at most cap; returns the count. */
 TG_API int32_t tg_matcher_jump_forward(tg_matcher* matcher, uint8_t* out, int32_t cap);
 /* A shortest byte string after which the matcher can terminate (empty when it already can):

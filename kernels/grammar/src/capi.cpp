@@ -1,8 +1,14 @@
-// The C ABI: argument checks, handles and the last error. No exception crosses it (the
-// core is built with -fno-exceptions).
+// The C ABI: argument checks, handles and the last error (per thread). No exception and no
+// abort crosses it: the native library is built with exceptions, and every entry point turns
+// one (an allocation failure, std::bad_alloc) into an error status (TG_ERR_LIMIT). The wasm
+// module is built without exceptions: there the same source compiles to plain calls.
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "../include/trellis_grammar.h"
 #include "grammar.h"
@@ -14,26 +20,105 @@ struct tg_grammar { tg::Grammar g; };
 struct tg_matcher {
   explicit tg_matcher(tg::Grammar* g) : m(g) {}
   tg::Matcher m;
+  // An exception stopped a call half-way: the matcher's state may be inconsistent, so every
+  // call but reset and free is refused until a reset succeeds.
+  bool broken = false;
 };
 
 namespace {
 
-tg::Status g_error;
+// Each thread has its own last error: concurrent calls on different objects do not mix them.
+// (Single-threaded wasm has no thread_local destructors; one is all it needs.)
+#if TG_THREADS
+#define TG_THREAD_LOCAL thread_local
+#else
+#define TG_THREAD_LOCAL
+#endif
+
+struct LastError {
+  tg::Status status;
+  const char* fixed = nullptr;  // a static message, set without allocating (out of memory)
+};
+TG_THREAD_LOCAL LastError g_error;
 
 int32_t fail(tg::Status s) {
-  g_error = std::move(s);
-  return -static_cast<int32_t>(g_error.code);
+  g_error.fixed = nullptr;
+  g_error.status = std::move(s);
+  return -static_cast<int32_t>(g_error.status.code);
 }
-int32_t fail(const char* message) { return fail(tg::Status::error(tg::Code::argument, message)); }
-void clear() { g_error = tg::Status{}; }
+int32_t fail(const std::string& message) { return fail(tg::Status::error(tg::Code::argument, message)); }
+void clear() {
+  g_error.fixed = nullptr;
+  g_error.status.code = tg::Code::ok;
+  g_error.status.message.clear();  // keeps its memory: clearing never allocates
+  g_error.status.rule = -1;
+}
+int32_t fail_fixed(tg::Code code, const char* message) {
+  clear();
+  g_error.status.code = code;
+  g_error.fixed = message;
+  return -static_cast<int32_t>(code);
+}
+
+// Runs an entry point's body. An exception becomes an error status, and the entry point
+// returns what it returns on any error: null, or the negated code. The memory errors report
+// TG_ERR_LIMIT without allocating.
+template <class R>
+R on_error() {
+  if constexpr (std::is_pointer<R>::value) return nullptr;
+  else return -static_cast<int32_t>(g_error.status.code);
+}
+
+#if defined(__cpp_exceptions)
+constexpr const char* kOutOfMemory =
+    "out of memory: the grammar core could not allocate what this call needs (memory limit)";
+
+template <class Body>
+auto guarded(Body&& body) -> decltype(body()) {
+  using R = decltype(body());
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    fail_fixed(tg::Code::limit, kOutOfMemory);
+  } catch (const std::length_error&) {  // a container asked for more than it can hold
+    fail_fixed(tg::Code::limit, kOutOfMemory);
+  } catch (...) {
+    fail_fixed(tg::Code::internal, "internal error: an unexpected exception in the grammar core");
+  }
+  return on_error<R>();
+}
+#else
+template <class Body>
+auto guarded(Body&& body) -> decltype(body()) {
+  return body();
+}
+#endif
+
+// A call that changes the matcher: refused while the matcher is broken, and the matcher
+// stays broken when the call stops on an exception (the flag is cleared only on return).
+template <class Body>
+int32_t changing(tg_matcher* matcher, Body&& body) {
+  if (matcher->broken)
+    return fail_fixed(tg::Code::limit, "the matcher was left unusable by an earlier call that failed half-way (out of memory): reset it");
+  matcher->broken = true;
+  const int32_t result = body();
+  matcher->broken = false;
+  return result;
+}
+
+int64_t count_rules(const tg::Automaton& a) {
+  int64_t n = 0;
+  for (int32_t s : a.start) n += s >= 0;
+  return n;
+}
 
 }  // namespace
 
 extern "C" {
 
-const char* tg_last_error(void) { return g_error.message.c_str(); }
-int32_t tg_last_error_code(void) { return static_cast<int32_t>(g_error.code); }
-int32_t tg_last_error_rule(void) { return g_error.rule; }
+const char* tg_last_error(void) { return g_error.fixed ? g_error.fixed : g_error.status.message.c_str(); }
+int32_t tg_last_error_code(void) { return static_cast<int32_t>(g_error.status.code); }
+int32_t tg_last_error_rule(void) { return g_error.status.rule; }
 
 void* tg_alloc(int32_t size) { return size > 0 ? std::malloc(static_cast<size_t>(size)) : nullptr; }
 void tg_free(void* ptr) { std::free(ptr); }
@@ -42,33 +127,35 @@ tg_vocab* tg_vocab_new(int32_t vocab_size, const uint8_t* data, const int32_t* o
                        const int32_t* special_ids, int32_t n_special, const int32_t* stop_ids,
                        int32_t n_stop) {
   clear();
-  auto* v = new tg_vocab;
-  tg::Status s = tg::build_vocab(vocab_size, data, offsets, n_tokens, special_ids, n_special, stop_ids,
-                                 n_stop, &v->v);
-  if (!s.ok()) {
-    delete v;
-    fail(std::move(s));
-    return nullptr;
-  }
-  return v;
+  return guarded([&]() -> tg_vocab* {
+    auto v = std::make_unique<tg_vocab>();
+    tg::Status s = tg::build_vocab(vocab_size, data, offsets, n_tokens, special_ids, n_special, stop_ids,
+                                   n_stop, &v->v);
+    if (!s.ok()) {
+      fail(std::move(s));
+      return nullptr;
+    }
+    return v.release();
+  });
 }
 
 void tg_vocab_free(tg_vocab* vocab) { delete vocab; }
 
 tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* words, int32_t n_words) {
   clear();
-  if (!vocab) {
-    fail("null vocabulary");
-    return nullptr;
-  }
-  auto* g = new tg_grammar;
-  tg::Status s = tg::compile_grammar(vocab->v, words, n_words, &g->g);
-  if (!s.ok()) {
-    delete g;
-    fail(std::move(s));
-    return nullptr;
-  }
-  return g;
+  return guarded([&]() -> tg_grammar* {
+    if (!vocab) {
+      fail("null vocabulary");
+      return nullptr;
+    }
+    auto g = std::make_unique<tg_grammar>();
+    tg::Status s = tg::compile_grammar(vocab->v, words, n_words, &g->g);
+    if (!s.ok()) {
+      fail(std::move(s));
+      return nullptr;
+    }
+    return g.release();
+  });
 }
 
 void tg_grammar_free(tg_grammar* grammar) { delete grammar; }
@@ -77,93 +164,110 @@ int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which) {
   if (!grammar) return -1;
   const tg::Grammar& g = grammar->g;
   switch (which) {
-    case 0: {
-      int64_t n = 0;
-      for (int32_t s : g.automaton.start) n += s >= 0;
-      return n;
-    }
-    case 1: return g.automaton.n_states();
-    case 2: return g.caches_built;
-    case 3: return g.cache_bytes;
-    case 4: return g.automaton.empty;
+    case TG_STAT_RULES: return count_rules(g.automaton);
+    case TG_STAT_STATES: return g.automaton.n_states();
+    case TG_STAT_MASK_CACHES: return g.caches_built.load(std::memory_order_relaxed);
+    case TG_STAT_MASK_CACHE_BYTES: return g.cache_bytes.load(std::memory_order_relaxed);
+    case TG_STAT_EMPTY: return g.automaton.empty;
     default: return -1;
   }
 }
 
 int32_t tg_grammar_warm(tg_grammar* grammar, int32_t max_states) {
-  if (!grammar) return fail("null grammar");
-  tg::Grammar& g = grammar->g;
-  return g.warm(max_states);
+  return guarded([&] { return grammar ? grammar->g.warm(max_states) : fail("null grammar"); });
 }
 
 tg_matcher* tg_matcher_new(tg_grammar* grammar) {
   clear();
-  if (!grammar) {
+  return guarded([&]() -> tg_matcher* {
+    if (grammar) return new tg_matcher(&grammar->g);
     fail("null grammar");
     return nullptr;
-  }
-  return new tg_matcher(&grammar->g);
+  });
 }
 
 void tg_matcher_free(tg_matcher* matcher) { delete matcher; }
 
 int32_t tg_matcher_fill_mask(tg_matcher* matcher, uint32_t* words, int32_t n_words) {
-  if (!matcher || !words) return fail("null matcher or buffer");
-  const int32_t need = matcher->m.vocab().words();
-  if (n_words < need) return fail(("bitmask too short: need " + std::to_string(need) + " words").c_str());
-  matcher->m.fill_mask(words);
-  return 0;
+  return guarded([&] {
+    if (!matcher || !words) return fail("null matcher or buffer");
+    const int32_t need = matcher->m.vocab().words();
+    if (n_words < need) return fail("bitmask too short: need " + std::to_string(need) + " words");
+    return changing(matcher, [&] {
+      matcher->m.fill_mask(words);
+      return 0;
+    });
+  });
 }
 
 int32_t tg_matcher_accept_token(tg_matcher* matcher, int32_t token_id) {
-  if (!matcher) return fail("null matcher");
-  if (token_id < 0 || token_id >= matcher->m.vocab().vocab_size)
-    return fail(("token id " + std::to_string(token_id) + " out of range").c_str());
-  return matcher->m.accept_token(token_id);
+  return guarded([&] {
+    if (!matcher) return fail("null matcher");
+    if (token_id < 0 || token_id >= matcher->m.vocab().vocab_size)
+      return fail("token id " + std::to_string(token_id) + " out of range");
+    return changing(matcher, [&] { return matcher->m.accept_token(token_id); });
+  });
 }
 
 int32_t tg_matcher_accept_bytes(tg_matcher* matcher, const uint8_t* data, int32_t n) {
-  if (!matcher || n < 0 || (n > 0 && !data)) return fail("null matcher or bad buffer");
-  return matcher->m.accept_bytes(data, n);
+  return guarded([&] {
+    if (!matcher || n < 0 || (n > 0 && !data)) return fail("null matcher or bad buffer");
+    return changing(matcher, [&] { return matcher->m.accept_bytes(data, n); });
+  });
 }
 
 int32_t tg_matcher_rollback(tg_matcher* matcher, int32_t n) {
-  if (!matcher) return fail("null matcher");
-  if (!matcher->m.rollback(n))
-    return fail(("cannot roll back " + std::to_string(n) + " steps: history has " +
-                 std::to_string(matcher->m.history_length()))
-                    .c_str());
-  return 0;
+  return guarded([&] {
+    if (!matcher) return fail("null matcher");
+    return changing(matcher, [&] {
+      if (matcher->m.rollback(n)) return 0;
+      return fail("cannot roll back " + std::to_string(n) + " steps: history has " +
+                  std::to_string(matcher->m.history_length()));
+    });
+  });
 }
 
 int32_t tg_matcher_history_length(const tg_matcher* matcher) {
-  return matcher ? matcher->m.history_length() : fail("null matcher");
+  return guarded([&] { return matcher ? matcher->m.history_length() : fail("null matcher"); });
 }
 int32_t tg_matcher_is_terminated(const tg_matcher* matcher) {
-  return matcher ? matcher->m.is_terminated() : fail("null matcher");
+  return guarded([&] { return matcher ? int32_t(matcher->m.is_terminated()) : fail("null matcher"); });
 }
 int32_t tg_matcher_can_terminate(const tg_matcher* matcher) {
-  return matcher ? matcher->m.can_terminate() : fail("null matcher");
+  return guarded([&] { return matcher ? int32_t(matcher->m.can_terminate()) : fail("null matcher"); });
 }
-void tg_matcher_reset(tg_matcher* matcher) {
-  if (matcher) matcher->m.reset();
+
+int32_t tg_matcher_reset(tg_matcher* matcher) {
+  return guarded([&] {
+    if (!matcher) return fail("null matcher");
+    matcher->broken = true;  // until the reset completes
+    matcher->m.reset();
+    matcher->broken = false;
+    return 0;
+  });
 }
 
 int32_t tg_matcher_jump_forward(tg_matcher* matcher, uint8_t* out, int32_t cap) {
-  if (!matcher || cap < 0 || (cap > 0 && !out)) return fail("null matcher or bad buffer");
-  return matcher->m.jump_forward(out, cap);
+  return guarded([&] {
+    if (!matcher || cap < 0 || (cap > 0 && !out)) return fail("null matcher or bad buffer");
+    return changing(matcher, [&] { return matcher->m.jump_forward(out, cap); });
+  });
 }
 
 int32_t tg_matcher_shortest_completion(tg_matcher* matcher, uint8_t* out, int32_t cap) {
-  if (!matcher || cap < 0 || (cap > 0 && !out)) return fail("null matcher or bad buffer");
-  std::vector<uint8_t> bytes;
-  const int64_t n = matcher->m.shortest_completion(&bytes);
-  if (n < 0) return TG_NO_COMPLETION;
-  if (n > tg::Matcher::kMaxCompletion)
-    return fail(tg::Status::error(tg::Code::limit, "the shortest completion is " + std::to_string(n) +
-                                                       " bytes long, too long to spell out"));
-  if (n > 0 && n <= cap) std::memcpy(out, bytes.data(), static_cast<size_t>(n));
-  return static_cast<int32_t>(n);
+  return guarded([&] {
+    if (!matcher || cap < 0 || (cap > 0 && !out)) return fail("null matcher or bad buffer");
+    return changing(matcher, [&]() -> int32_t {
+      std::vector<uint8_t> bytes;
+      const int64_t n = matcher->m.shortest_completion(&bytes);
+      if (n < 0) return TG_NO_COMPLETION;
+      if (n > tg::Matcher::kMaxCompletion)
+        return fail(tg::Status::error(tg::Code::limit, "the shortest completion is " + std::to_string(n) +
+                                                           " bytes long, too long to spell out"));
+      if (n > 0 && n <= cap) std::memcpy(out, bytes.data(), static_cast<size_t>(n));
+      return static_cast<int32_t>(n);
+    });
+  });
 }
 
 }  // extern "C"

@@ -94,28 +94,43 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
   out->vocab = &vocab;
   s = build_automaton(ir, Limits{}, &out->automaton);
   if (!s.ok()) return s;
-  out->cache.resize(out->automaton.n_states());
   compute_contexts(out->automaton, &out->contexts);
+  out->prepare_lazy_tables();
   return {};
+}
+
+void Grammar::prepare_lazy_tables() {
+  const int32_t n = automaton.n_states();
+  own_caches_.reset(n);
+  site_caches_.reset(n);
+  by_site_ = std::make_unique<std::atomic<int8_t>[]>(n);
+  for (int32_t s = 0; s < n; ++s) by_site_[s].store(-1, std::memory_order_relaxed);
 }
 
 namespace {
 
 uint64_t site_key(int32_t state, int32_t ret) { return (uint64_t(uint32_t(state)) << 32) | uint32_t(ret); }
 
+// The index of `ret` in the sorted `rets`, or -1.
+int32_t index_of(const std::vector<int32_t>& rets, int32_t ret) {
+  const auto at = std::lower_bound(rets.begin(), rets.end(), ret);
+  return at != rets.end() && *at == ret ? static_cast<int32_t>(at - rets.begin()) : -1;
+}
+
 }  // namespace
 
+// Under mutex_. The answers are stored only once complete: an allocation failure half-way
+// leaves the tables as they were.
 bool Grammar::ends_checked(int32_t rule) {
   const Automaton& a = automaton;
   if (a.checks.empty()) return false;
   if (ends_checked_.empty()) {
-    ends_checked_.assign(a.start.size(), -1);
     seen_rule_.assign(a.start.size(), -1);
     seen_state_.assign(a.n_states(), -1);
+    ends_checked_.assign(a.start.size(), -1);  // last: its size says the marks are there
   }
-  int8_t& known = ends_checked_[rule];
-  if (known >= 0) return known;
-  known = 0;
+  if (ends_checked_[rule] >= 0) return ends_checked_[rule];
+  bool known = false;
   // The states where parsing goes on once the rule completes, and, where those complete their
   // rule too, the states after that: a check called there comes before any byte. The seen
   // marks carry the rule they were set for: no clearing between rules.
@@ -133,43 +148,71 @@ bool Grammar::ends_checked(int32_t rule) {
       todo.insert(todo.end(), contexts[caller].begin(), contexts[caller].end());
     }
   }
+  ends_checked_[rule] = known;
   return known;
 }
 
+// A pure function of the automaton: threads that race to compute it store the same answer.
 bool Grammar::by_site(int32_t state) {
-  if (by_site_.empty()) by_site_.assign(automaton.n_states(), -1);
-  int8_t& known = by_site_[state];
+  int8_t known = by_site_[state].load(std::memory_order_relaxed);
   if (known < 0) {
     constexpr int32_t kNarrow = 8;  // bytes with a transition; JSON whitespace has 4
     int32_t n = 0;
     for (int32_t b = 0; b < 256 && n <= kNarrow; ++b) n += automaton.step(state, static_cast<uint8_t>(b)) >= 0;
     known = n <= kNarrow && contexts[automaton.rule_of[state]].size() > 1;
+    by_site_[state].store(known, std::memory_order_relaxed);
   }
   return known;
 }
 
+std::unique_ptr<TokenCache> Grammar::new_cache(int32_t state, const std::vector<int32_t>* after, bool exact) {
+  auto c = std::make_unique<TokenCache>();
+  build_cache(state, after, exact, c.get());
+  return c;
+}
+
 const TokenCache& Grammar::cache_for(int32_t state, int32_t ret) {
-  if (ret < 0 || !by_site(state)) {
-    std::unique_ptr<TokenCache>& slot = cache[state];
-    if (!slot) {
-      slot = std::make_unique<TokenCache>();
-      build_cache(state, &contexts[automaton.rule_of[state]], false, slot.get());
-    }
-    return *slot;
+  if (ret >= 0 && by_site(state)) return site_cache(state, ret);
+  if (const TokenCache* c = own_caches_.get(state)) return *c;
+  BuildLock lock(mutex_);
+  if (const TokenCache* c = own_caches_.get(state)) return *c;  // built by another thread meanwhile
+  return own_caches_.publish(state, new_cache(state, &contexts[automaton.rule_of[state]], false));
+}
+
+const TokenCache* Grammar::built_site_cache(int32_t state, int32_t ret) const {
+  const int32_t k = index_of(contexts[automaton.rule_of[state]], ret);
+  if (k < 0) {
+    const auto it = odd_site_caches_.find(site_key(state, ret));  // the caller holds mutex_
+    return it == odd_site_caches_.end() ? nullptr : it->second.get();
   }
-  std::unique_ptr<TokenCache>& slot = site_cache_[site_key(state, ret)];
-  if (!slot) {
-    slot = std::make_unique<TokenCache>();
-    site_after_.assign(1, ret);
-    build_cache(state, &site_after_, true, slot.get());
+  const PublishedSlots<TokenCache>* per_ret = site_caches_.get(state);
+  return per_ret ? per_ret->get(k) : nullptr;
+}
+
+const TokenCache& Grammar::site_cache(int32_t state, int32_t ret) {
+  const std::vector<int32_t>& rets = contexts[automaton.rule_of[state]];
+  const int32_t k = index_of(rets, ret);
+  if (k >= 0)
+    if (const PublishedSlots<TokenCache>* per_ret = site_caches_.get(state))
+      if (const TokenCache* c = per_ret->get(k)) return *c;
+  BuildLock lock(mutex_);
+  if (const TokenCache* c = built_site_cache(state, ret)) return *c;
+  site_after_.assign(1, ret);
+  std::unique_ptr<TokenCache> c = new_cache(state, &site_after_, true);
+  if (k < 0) return *(odd_site_caches_[site_key(state, ret)] = std::move(c));
+  PublishedSlots<TokenCache>* per_ret = site_caches_.get(state);
+  if (!per_ret) {
+    auto table = std::make_unique<PublishedSlots<TokenCache>>();
+    table->reset(rets.size());
+    per_ret = &site_caches_.publish(state, std::move(table));
   }
-  return *slot;
+  return per_ret->publish(k, std::move(c));
 }
 
 int32_t Grammar::warm(int32_t max_caches) {
   int32_t built = 0;
-  const auto build = [&](int32_t state, int32_t ret, bool done) {
-    if (done || (max_caches >= 0 && built >= max_caches)) return;
+  const auto build = [&](int32_t state, int32_t ret) {
+    if (max_caches >= 0 && built >= max_caches) return;
     cache_for(state, ret);
     ++built;
   };
@@ -178,17 +221,40 @@ int32_t Grammar::warm(int32_t max_caches) {
     if (!a.has_bytes(s)) continue;
     const bool site = by_site(s);
     // Frames of the start rule may have no parent: only they use a per-site state's own cache.
-    if (!site || a.rule_of[s] == a.root) build(s, -1, cache[s] != nullptr);
-    if (site)
-      for (int32_t ret : contexts[a.rule_of[s]])
-        build(s, ret, site_cache_.count(site_key(s, ret)) > 0);
+    if ((!site || a.rule_of[s] == a.root) && !own_caches_.get(s)) build(s, -1);
+    if (!site) continue;
+    const std::vector<int32_t>& rets = contexts[a.rule_of[s]];
+    for (size_t k = 0; k < rets.size(); ++k) {
+      const PublishedSlots<TokenCache>* per_ret = site_caches_.get(s);
+      if (!per_ret || !per_ret->get(k)) build(s, rets[k]);
+    }
   }
   return built;
+}
+
+const Shortest& Grammar::shortest() {
+  if (!shortest_ready_.load(std::memory_order_acquire)) {
+    BuildLock lock(mutex_);
+    if (!shortest_ready_.load(std::memory_order_relaxed)) {
+      compute_shortest(automaton, &shortest_);
+      shortest_ready_.store(true, std::memory_order_release);
+    }
+  }
+  return shortest_;
 }
 
 // Walks the vocabulary trie from the frame (state, bottom); `after` are the states that may
 // follow the state's rule: with `exact`, the one state that does (the frame's parent's).
 void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool exact, TokenCache* out) {
+  // A build stopped half-way (an allocation failure) leaves marks in positions_ and the walk's
+  // tables in between: both are dropped then, so that the next build starts clean.
+  struct ScratchReset {
+    Grammar& g;
+    bool done = false;
+    ~ScratchReset() {
+      if (!done) g.positions_.clear(), g.walk_.reset();
+    }
+  } scratch_reset{*this};
   TokenCache& c = *out;
   const Vocab& v = *vocab;
   if (positions_.empty()) positions_.assign((v.order.size() + 63) / 64 + 1, 0);
@@ -214,8 +280,9 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
     accepted_by_id(v, pos, lo, hi, marked, &c.accepted);
     std::fill(pos + lo, pos + hi, 0);
   }
-  ++caches_built;
-  cache_bytes += int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4;
+  scratch_reset.done = true;
+  caches_built.fetch_add(1, std::memory_order_relaxed);
+  cache_bytes.fetch_add(int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4, std::memory_order_relaxed);
 }
 
 bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool exact, CheckMode mode,

@@ -11,7 +11,13 @@
 // which keeps the uncertain lists short. A cache kept per return state (see cache_for) knows
 // the one continuation: a token alive in it is accepted, and only tokens that complete the
 // caller's rule too are uncertain.
+//
+// Threads: a compiled grammar is shared by the matchers of many threads at once (each matcher
+// belongs to one thread at a time). Everything built lazily (the caches, the shortest
+// completions, the per-state answers below) is built under one lock and published through an
+// atomic pointer or flag: once built, a look-up is one acquire load, with no lock.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -23,7 +29,70 @@
 #include "parser.h"
 #include "vocab.h"
 
+// wasm32-wasi without the atomics feature has one thread and no std::mutex: no locking there.
+#if defined(__wasm__) && !defined(__wasm_atomics__)
+#define TG_THREADS 0
+#else
+#define TG_THREADS 1
+#include <mutex>
+#endif
+
 namespace tg {
+
+#if TG_THREADS
+using BuildMutex = std::mutex;
+#else
+struct BuildMutex {
+  void lock() {}
+  void unlock() {}
+};
+#endif
+
+// Holds a BuildMutex for a scope (also while an exception unwinds it).
+class BuildLock {
+ public:
+  explicit BuildLock(BuildMutex& m) : m_(m) { m_.lock(); }
+  ~BuildLock() { m_.unlock(); }
+  BuildLock(const BuildLock&) = delete;
+  BuildLock& operator=(const BuildLock&) = delete;
+
+ private:
+  BuildMutex& m_;
+};
+
+// A fixed number of write-once pointers that own what they point to: read without a lock,
+// written (published) under the builder's lock, each at most once.
+template <class T>
+class PublishedSlots {
+ public:
+  PublishedSlots() = default;
+  PublishedSlots(const PublishedSlots&) = delete;
+  PublishedSlots& operator=(const PublishedSlots&) = delete;
+  ~PublishedSlots() { free_all(); }
+  // Only before the slots are shared.
+  void reset(size_t n) {
+    free_all();
+    slots_ = std::make_unique<std::atomic<T*>[]>(n);
+    n_ = n;
+    for (size_t i = 0; i < n; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
+  }
+  size_t size() const { return n_; }
+  // Null until published; acquire: what the builder wrote before publishing is visible.
+  T* get(size_t i) const { return slots_[i].load(std::memory_order_acquire); }
+  T& publish(size_t i, std::unique_ptr<T> value) {
+    T* p = value.release();
+    slots_[i].store(p, std::memory_order_release);
+    return *p;
+  }
+
+ private:
+  void free_all() {
+    for (size_t i = 0; i < n_; ++i) delete slots_[i].load(std::memory_order_relaxed);
+    n_ = 0;
+  }
+  std::unique_ptr<std::atomic<T*>[]> slots_;
+  size_t n_ = 0;
+};
 
 struct TokenCache {
   std::vector<uint32_t> accepted;   // bitmask words, or empty when nothing is accepted
@@ -33,49 +102,59 @@ struct TokenCache {
 struct Grammar {
   const Vocab* vocab = nullptr;
   Automaton automaton;
-  // Per state, built on first use: a pointer each, as most states never need one and
-  // compiling should not pay for their room.
-  std::vector<std::unique_ptr<TokenCache>> cache;
   // rule -> the states where parsing may continue once the rule completes, over all call
-  // sites (tail calls resolved to their callers' continuations).
+  // sites (tail calls resolved to their callers' continuations). Sorted.
   std::vector<std::vector<int32_t>> contexts;
 
-  int64_t caches_built = 0;
-  int64_t cache_bytes = 0;
+  std::atomic<int64_t> caches_built{0};
+  std::atomic<int64_t> cache_bytes{0};
 
+  // Sizes the lazily built tables once the automaton is known (compile_grammar calls it).
+  void prepare_lazy_tables();
   // The cache of a frame in `state` whose parent frame is in state `ret` (-1: none, the bottom).
   // A narrow state (few bytes lead on: JSON whitespace) of a rule called from many places gets a
   // cache per return state: its walk speculates only into that caller, not into every place
   // the rule is called from (for the shared whitespace rule, nearly all of the grammar).
+  // Safe from many threads at once; built on first use.
   const TokenCache& cache_for(int32_t state, int32_t ret = -1);
   // Whether frames in `state` use per-return-state caches.
   bool by_site(int32_t state);
-  // Whether what may follow the rule's completion, before any byte, includes a check: a token
-  // that ends exactly where the rule does then needs the real stack (the check reads the text).
-  // Found on first use.
-  bool ends_checked(int32_t rule);
   // Builds up to `max_caches` (all when negative) of the caches not built yet; returns how many.
   int32_t warm(int32_t max_caches);
-  // Per-state shortest completions, computed on first use.
-  const Shortest& shortest() {
-    if (!shortest_.ready) compute_shortest(automaton, &shortest_);
-    return shortest_;
-  }
+  // Per-state shortest completions, computed on first use (thread-safe).
+  const Shortest& shortest();
 
  private:
-  Shortest shortest_;
+  // The per-return-state cache of (state, ret): one slot per state of contexts, found by
+  // binary search; a `ret` outside them (not expected) falls back to a map under the lock.
+  const TokenCache& site_cache(int32_t state, int32_t ret);
+  const TokenCache* built_site_cache(int32_t state, int32_t ret) const;
+  // These run under mutex_.
+  std::unique_ptr<TokenCache> new_cache(int32_t state, const std::vector<int32_t>* after, bool exact);
   void build_cache(int32_t state, const std::vector<int32_t>* after, bool exact, TokenCache* out);
   // One walk of build_cache with checks decided by `mode`: marks accepted trie positions in
   // positions_ (words [*lo, *hi)), appends uncertain ones; returns whether it met a check.
   bool walk_trie(int32_t state, const std::vector<int32_t>* after, bool exact, CheckMode mode, int64_t* marked,
                  int32_t* lo, int32_t* hi, std::vector<int32_t>* uncertain);
-  std::unique_ptr<MaskWalk> walk_;  // reused by every cache_for: its tables keep their memory
-  std::unordered_map<uint64_t, std::unique_ptr<TokenCache>> site_cache_;  // (state, ret) -> cache
-  std::vector<int8_t> by_site_;  // per state: -1 not known yet
+  // Whether what may follow the rule's completion, before any byte, includes a check: a token
+  // that ends exactly where the rule does then needs the real stack (the check reads the text).
+  bool ends_checked(int32_t rule);
+
+  BuildMutex mutex_;  // held while anything below is built
+  // Per state, built on first use: a pointer each, as most states never need one and
+  // compiling should not pay for their room.
+  PublishedSlots<TokenCache> own_caches_;
+  PublishedSlots<PublishedSlots<TokenCache>> site_caches_;  // state -> per index in contexts
+  std::unordered_map<uint64_t, std::unique_ptr<TokenCache>> odd_site_caches_;  // (state, ret)
+  std::unique_ptr<std::atomic<int8_t>[]> by_site_;  // per state: -1 not known yet (any thread may fill it)
+  std::atomic<bool> shortest_ready_{false};
+  Shortest shortest_;
+  // Scratch of the builds, under mutex_.
+  std::unique_ptr<MaskWalk> walk_;  // reused by every build: its tables keep their memory
   std::vector<int8_t> ends_checked_;  // per rule: -1 not known yet
   std::vector<int32_t> seen_rule_, seen_state_;  // ends_checked's marks: the rule they were set for
   std::vector<int32_t> site_after_;
-  std::vector<uint64_t> positions_;  // cache_for's accepted trie positions, all clear between calls
+  std::vector<uint64_t> positions_;  // accepted trie positions, all clear between builds
 };
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out);

@@ -4,7 +4,7 @@
 
 namespace tg {
 
-enum class Code { ok = 0, argument = 1, ir = 2, grammar = 3, limit = 4 };
+enum class Code { ok = 0, argument = 1, ir = 2, grammar = 3, limit = 4, internal = 5 };
 
 struct Status {
   Code code = Code::ok;

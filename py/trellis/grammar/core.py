@@ -4,18 +4,25 @@ module under Pyodide (browser; see web/grammar.js).
 
 A transport only knows how to call an exported C function with integer arguments and how
 to move bytes in and out of the core's memory; everything else lives in `Core`.
+
+Threads: the native core is thread-safe (a grammar shared, a matcher per thread; its last
+error is per thread), so `Core` over it takes no lock. The wasm module is single-threaded and
+keeps one last error: over it, `SerializedCore` runs one operation at a time.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from array import array
 from pathlib import Path
 
-from ..errors import GrammarError, GrammarLimitError, TrellisError
+from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, TrellisError, VocabularyError
 
-ERR_ARGUMENT, ERR_IR, ERR_GRAMMAR, ERR_LIMIT = 1, 2, 3, 4
+ERR_ARGUMENT, ERR_IR, ERR_GRAMMAR, ERR_LIMIT, ERR_INTERNAL = 1, 2, 3, 4, 5
 NO_COMPLETION = -100  # tg_matcher_shortest_completion: the matcher has no completion
+# tg_grammar_stat's ids (enum tg_grammar_stat_id).
+STAT_RULES, STAT_STATES, STAT_MASK_CACHES, STAT_MASK_CACHE_BYTES, STAT_EMPTY = 0, 1, 2, 3, 4
 
 # name -> (result kind, argument kinds); "p" pointer, "i" int32, "l" int64, "v" void.
 SIGNATURES = {
@@ -39,14 +46,23 @@ SIGNATURES = {
     "tg_matcher_history_length": ("i", "p"),
     "tg_matcher_is_terminated": ("i", "p"),
     "tg_matcher_can_terminate": ("i", "p"),
-    "tg_matcher_reset": ("v", "p"),
+    "tg_matcher_reset": ("i", "p"),
     "tg_matcher_jump_forward": ("i", "ppi"),
     "tg_matcher_shortest_completion": ("i", "ppi"),
 }
 
 
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
 class CoreError(TrellisError):
     """The core refused an argument (a bug in the caller, not in the grammar)."""
+
+
+class CoreArgumentError(CoreError, InvalidRequestError):
+    """An argument out of range (a token id outside the vocabulary, a rollback past the
+    history) or one the core could not even receive (not an int, or past a C int32, which
+    would silently truncate it: refused before the call); `field` names it."""
 
 
 class Core:
@@ -57,7 +73,7 @@ class Core:
         self.name = transport.name
 
     # -- errors --
-    def _raise(self, rule_names=None, positions=None):
+    def _raise(self, rule_names=None, positions=None, field=None):
         code = self.t.call("tg_last_error_code")
         message = self.t.read_cstring(self.t.call("tg_last_error"))
         rule = self.t.call("tg_last_error_rule")
@@ -70,16 +86,23 @@ class Core:
                 message = f"rule {name!r}: {message}"
                 line, column = (positions or {}).get(name, (None, None))
             raise GrammarError(message, line, column)
+        if code == ERR_ARGUMENT and field:
+            raise CoreArgumentError(message, field)
         raise CoreError(message)
 
-    def _checked(self, result: int) -> int:
+    def _checked(self, result: int, field=None) -> int:
         if result < 0:
-            self._raise()
+            self._raise(field=field)
         return result
 
     # -- objects --
     def vocab_new(self, vocab_size: int, token_bytes: list[bytes], special_ids, stop_ids) -> int:
+        # The core counts in int32: the bitmask's words, (vocab_size + 31) // 32, and byte offsets.
+        if not 0 < vocab_size <= INT32_MAX - 31:
+            raise VocabularyError(f"vocab_size {vocab_size} is outside the core's range [1, {INT32_MAX - 31}]")
         data = b"".join(token_bytes)
+        if len(data) > INT32_MAX:
+            raise VocabularyError(f"the tokens hold {len(data)} bytes, more than the core's {INT32_MAX}")
         offsets = array("i", [0])
         total = 0
         for token in token_bytes:
@@ -120,20 +143,20 @@ class Core:
         self._checked(self.t.fill_mask(matcher, buffer, n_words))
 
     def accept_token(self, matcher: int, token_id: int) -> bool:
-        return self._checked(self.t.call("tg_matcher_accept_token", matcher, token_id)) == 1
+        return self._checked(self.t.call("tg_matcher_accept_token", matcher, token_id), "token_id") == 1
 
     def accept_bytes(self, matcher: int, data: bytes) -> bool:
         with self.t.buffers(data) as (p,):
             return self._checked(self.t.call("tg_matcher_accept_bytes", matcher, p, len(data))) == 1
 
     def rollback(self, matcher: int, n: int) -> None:
-        self._checked(self.t.call("tg_matcher_rollback", matcher, n))
+        self._checked(self.t.call("tg_matcher_rollback", matcher, n), "num_tokens")
 
     def query(self, what: str, matcher: int) -> int:
         return self._checked(self.t.call(f"tg_matcher_{what}", matcher))
 
     def reset(self, matcher: int) -> None:
-        self.t.call("tg_matcher_reset", matcher)
+        self._checked(self.t.call("tg_matcher_reset", matcher))
 
     def jump_forward(self, matcher: int, cap: int = 4096) -> bytes:
         with self.t.output(cap) as (p, read):
@@ -151,6 +174,29 @@ class Core:
             cap = n
 
 
+class SerializedCore(Core):
+    """A Core over a single-threaded transport (the wasm module): each operation, with the error
+    it may read back, runs alone."""
+
+    def __init__(self, transport):
+        super().__init__(transport)
+        self._lock = threading.RLock()
+
+
+def _serialized(method):
+    def run(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    run.__name__, run.__doc__ = method.__name__, method.__doc__
+    return run
+
+
+for _name in ("vocab_new", "grammar_compile", "warm", "matcher_new", "free", "stat", "fill_mask", "accept_token",
+              "accept_bytes", "rollback", "query", "reset", "jump_forward", "shortest_completion"):
+    setattr(SerializedCore, _name, _serialized(getattr(Core, _name)))
+
+
 def default_library_path(kind: str) -> Path:
     """Where build.py puts the core: build/grammar/native/*.so or build/grammar/wasm/*.wasm."""
     env = os.environ.get("TRELLIS_GRAMMAR_LIB" if kind == "native" else "TRELLIS_GRAMMAR_WASM")
@@ -162,25 +208,29 @@ def default_library_path(kind: str) -> Path:
 
 
 _cores: dict[str, Core] = {}
+_cores_lock = threading.Lock()
 
 
 def load_core(kind: str = "native") -> Core:
     """The shared Core for a transport kind: "native", "wasmtime" or "pyodide"."""
-    core = _cores.get(kind)
-    if core is None:
-        if kind == "native":
-            from .transport_native import NativeTransport
+    with _cores_lock:  # one core per kind, even when threads ask at once
+        core = _cores.get(kind)
+        if core is None:
+            core = _cores[kind] = _new_core(kind)
+        return core
 
-            core = Core(NativeTransport(default_library_path("native")))
-        elif kind == "wasmtime":
-            from .transport_wasm import WasmtimeTransport
 
-            core = Core(WasmtimeTransport(default_library_path("wasm")))
-        elif kind == "pyodide":
-            from .transport_wasm import PyodideTransport
+def _new_core(kind: str) -> Core:
+    if kind == "native":
+        from .transport_native import NativeTransport
 
-            core = Core(PyodideTransport())
-        else:
-            raise ValueError(f"unknown grammar core {kind!r}: use native, wasmtime or pyodide")
-        _cores[kind] = core
-    return core
+        return Core(NativeTransport(default_library_path("native")))
+    if kind == "wasmtime":
+        from .transport_wasm import WasmtimeTransport
+
+        return SerializedCore(WasmtimeTransport(default_library_path("wasm")))
+    if kind == "pyodide":
+        from .transport_wasm import PyodideTransport
+
+        return SerializedCore(PyodideTransport())
+    raise ValueError(f"unknown grammar core {kind!r}: use native, wasmtime or pyodide")

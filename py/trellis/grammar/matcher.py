@@ -8,17 +8,51 @@
 
 Names follow xgrammar's matcher verbs. Compiled grammars own their token-mask cache, filled
 lazily and shared by every matcher of the grammar.
+
+Threads (the native core; ctypes releases the GIL, so calls really run in parallel):
+  - a GrammarCompiler (and its Vocabulary) and a CompiledGrammar may be shared by any number of
+    threads: compile, warm, create matchers and fill masks concurrently. The grammar's caches
+    are built under a lock inside the core and read without one once built;
+  - a GrammarMatcher is not: it belongs to one thread at a time (one generation's state).
+    Give each thread its own matcher over the shared grammar.
+The wasm cores ("wasmtime", "pyodide") are single-threaded: their calls are serialized.
+
+Integer arguments are never truncated: a token id outside [0, vocab_size), a rollback count
+outside [0, history_length], a bool or a non-int raises CoreArgumentError (an
+InvalidRequestError and a CoreError, naming the field). Python refuses what a C int32 cannot
+hold; the core refuses the rest, the same way on every transport. When the core runs
+out of memory it raises GrammarLimitError ("out of memory ..."); a matcher whose call was cut
+short that way refuses further calls until reset().
 """
 
 from __future__ import annotations
 
+import operator
 import time
 from array import array
 
 from . import ir
-from .core import Core, load_core
+from .core import (INT32_MAX, INT32_MIN, STAT_EMPTY, STAT_MASK_CACHE_BYTES, STAT_MASK_CACHES, STAT_RULES, STAT_STATES, Core,
+                   CoreArgumentError, load_core)
 from .frontends import grammar_of
 from .vocabulary import Vocabulary
+
+_STATS = {"rules": STAT_RULES, "states": STAT_STATES, "mask_caches": STAT_MASK_CACHES,
+          "mask_cache_bytes": STAT_MASK_CACHE_BYTES}
+
+
+def _index(value, field: str, low: int, high: int) -> int:
+    """`value` as an int in [low, high], or CoreArgumentError naming `field`. Accepts anything
+    with __index__ (numpy integers) but bools."""
+    if isinstance(value, bool):
+        raise CoreArgumentError(f"expected an int, got {value!r}", field)
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise CoreArgumentError(f"expected an int, got {type(value).__name__}", field) from None
+    if not low <= number <= high:
+        raise CoreArgumentError(f"{number} out of range [{low}, {high}]", field)
+    return number
 
 
 def _release(core, kind: str, owner) -> None:
@@ -103,18 +137,18 @@ class CompiledGrammar:
         """Build cold token-mask caches now (up to `max_states`, all by default) so that later
         masks are lookups; an engine calls this while the GPU runs the prefill. Returns the
         number built; 0 means the grammar is fully warm."""
-        return self.compiler.core.warm(self._handle, max_states)
+        limit = _index(max_states, "max_states", -(2**63), 2**63 - 1)
+        return self.compiler.core.warm(self._handle, limit if 0 <= limit <= INT32_MAX else -1)  # past int32: all
 
     @property
     def is_empty(self) -> bool:
         """No string matches (e.g. JSON Schema `false`): every matcher refuses every token, so a
         generator must refuse the request instead (see response_format.refuse_empty)."""
-        return bool(self.compiler.core.stat(self._handle, 4))
+        return bool(self.compiler.core.stat(self._handle, STAT_EMPTY))
 
     def stats(self) -> dict:
         core = self.compiler.core
-        keys = ("rules", "states", "mask_caches", "mask_cache_bytes")
-        return {key: core.stat(self._handle, i) for i, key in enumerate(keys)}
+        return {key: core.stat(self._handle, which) for key, which in _STATS.items()}
 
 
 class GrammarMatcher:
@@ -138,14 +172,19 @@ class GrammarMatcher:
         return array("i", bytes(4 * self.bitmask_words))
 
     def accept_token(self, token_id: int) -> bool:
+        if type(token_id) is not int or not 0 <= token_id < self.vocab_size:  # the common case costs one test
+            token_id = _index(token_id, "token_id", INT32_MIN, INT32_MAX)  # the core refuses the rest of the range
         return self._core.accept_token(self._handle, token_id)
 
     def accept_string(self, text: str | bytes) -> bool:
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if len(data) > INT32_MAX:
+            raise CoreArgumentError(f"{len(data)} bytes, more than the core takes at once ({INT32_MAX})", "text")
         return self._core.accept_bytes(self._handle, data)
 
     def rollback(self, num_tokens: int = 1) -> None:
-        self._core.rollback(self._handle, num_tokens)
+        """Undoes the last `num_tokens` accepted tokens or strings (0 <= num_tokens <= history_length)."""
+        self._core.rollback(self._handle, _index(num_tokens, "num_tokens", INT32_MIN, INT32_MAX))
 
     def is_terminated(self) -> bool:
         return bool(self._core.query("is_terminated", self._handle))

@@ -1,8 +1,14 @@
-"""The native grammar core through ctypes: pointers go straight to Python's buffers."""
+"""The native grammar core through ctypes: pointers go straight to Python's buffers.
+
+ctypes releases the GIL during each call, so threads really run the core at once; the core is
+thread-safe for that (one matcher per thread, see matcher.py), and so is this transport: its
+only state between calls, the last bitmask's address, is kept per thread.
+"""
 
 from __future__ import annotations
 
 import ctypes
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,7 +32,7 @@ class NativeTransport:
             fn.argtypes = [_CTYPES[k] for k in params]
             self.fns[name] = fn
         self._fill = self.fns["tg_matcher_fill_mask"]
-        self._last_words = 0
+        self._local = threading.local()
 
     def call(self, name: str, *args) -> int:
         result = self.fns[name](*args)
@@ -45,17 +51,17 @@ class NativeTransport:
         buf = ctypes.create_string_buffer(max(1, capacity))
         yield ctypes.addressof(buf), lambda n: buf.raw[:n]
 
-    _last = (None, 0, None)  # (buffer, address, keep-alive view) of the previous call
-
     def fill_mask(self, matcher: int, buffer, n_words: int) -> int:
-        # Decoding reuses one bitmask buffer: resolve its address once, not per token.
-        last, address, _ = self._last
-        if last is not buffer or n_words > self._last_words:
+        # Decoding reuses one bitmask buffer: resolve its address once, not per token. The
+        # buffer, its address, its size in words and a keep-alive view are one tuple, read and
+        # replaced whole, per thread: threads with buffers of their own never see each other's.
+        local = self._local
+        last = getattr(local, "last", None)
+        if last is None or last[0] is not buffer or n_words > last[2]:
             view = writable_words(buffer, n_words)
             keep = (ctypes.c_char * view.nbytes).from_buffer(view)
-            address = ctypes.addressof(keep)
-            self._last, self._last_words = (buffer, address, keep), view.nbytes // 4
-        return self._fill(matcher, address, n_words)
+            last = local.last = (buffer, ctypes.addressof(keep), view.nbytes // 4, keep)
+        return self._fill(matcher, last[1], n_words)
 
 
 def writable_words(buffer, n_words: int) -> memoryview:

@@ -1,6 +1,8 @@
 """The wasm grammar core: under wasmtime (desktop, tests) or Pyodide (browser, node).
 
-Both copy bytes in and out of the module's linear memory through tg_alloc / tg_free.
+Both copy bytes in and out of the module's linear memory through tg_alloc / tg_free. The module
+is single-threaded and these transports keep scratch memory (the bitmask area) between calls:
+load_core wraps them in a SerializedCore, which runs one operation at a time.
 """
 
 from __future__ import annotations
