@@ -28,9 +28,13 @@ by construction and the core can validate it in one pass.
 
 from __future__ import annotations
 
+import sys
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from ..errors import GrammarError, GrammarLimitError
 
 MAGIC = 0x54524C31  # "TRL1"
 VERSION = 1
@@ -38,6 +42,10 @@ BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION = 1, 2, 3, 4, 5, 6, 7, 8
 # Check kinds (kernels/grammar/src/checks.h).
 UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON, REGEX_PREFIX = 1, 2, 3, 4, 5, 6, 7
 MAX_CODE_POINT = 0x10FFFF
+# Every number in the IR is an int32 word: repetition bounds above this cannot be written.
+MAX_COUNT = 2**31 - 1
+# Python frames a front-end may use beyond the caller's recursion limit (see nesting_guard).
+NESTING_FRAMES = 8000
 
 
 class Expr:
@@ -246,7 +254,30 @@ def alt(*items: Expr) -> Expr:
 def repeat(item: Expr, lo: int, hi: int | None) -> Expr:
     if lo < 0 or (hi is not None and hi < lo):
         raise ValueError(f"bad repetition bounds {{{lo},{hi}}}")
+    if max(lo, hi or 0) > MAX_COUNT:  # front-ends check first, to say where
+        raise GrammarLimitError(f"repetition bound {max(lo, hi or 0)} exceeds the limit {MAX_COUNT}")
     return Repeat(item, lo, hi)
+
+
+@contextmanager
+def nesting_guard(what: str, frames: int = 0):
+    """Around a front-end whose nesting is the user's: `frames` more Python frames for the parts
+    that recurse (the walks bounded by a front-end's documented depth limit), and a RecursionError
+    that still happens ends as a GrammarLimitError rather than escaping untyped.
+
+    The recursion limit is process-wide: it is raised for the duration and put back after. On
+    CPython 3.11 each frame may also cost C stack; NESTING_FRAMES stays well inside 8 MiB."""
+    old = sys.getrecursionlimit()
+    raised = old + frames if frames else old
+    if raised != old:
+        sys.setrecursionlimit(raised)
+    try:
+        yield
+    except RecursionError:
+        raise GrammarLimitError(f"{what} nests too deeply to compile") from None
+    finally:
+        if raised != old and sys.getrecursionlimit() == raised:
+            sys.setrecursionlimit(old)
 
 
 def normalize_ranges(ranges) -> list[tuple[int, int]]:
@@ -339,55 +370,90 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     names = list(grammar.rules)
     index = {name: i for i, name in enumerate(names)}
     if grammar.root not in index:
-        from ..errors import GrammarError
-
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
     words = [MAGIC, VERSION, len(names), index[grammar.root]] + [0] * len(names)  # an array at the end
-    # Equal subtrees are written once. Leaves are looked up by their plain contents (a str or
-    # bytes hashes once, natively); inner nodes by their cached structural hash.
-    memo: dict[Expr, int] = {}
-    leaves: dict = {}
-    extend = words.extend
+    writer = _Writer(words, index)
+    with nesting_guard("the grammar"):
+        for i, name in enumerate(names):
+            words[4 + i] = writer.emit(grammar.rules[name])
+    try:
+        return array("i", words), names
+    except OverflowError:  # a check parameter; repetition bounds are checked where they are written
+        raise GrammarLimitError(f"a number in the grammar exceeds the IR's limit {MAX_COUNT}") from None
 
-    def emit(expr: Expr) -> int:
-        t = type(expr)
+
+class _Writer:
+    """Writes expressions as IR nodes, children first, without recursion (nesting is the user's).
+
+    Equal subtrees are written once: leaves are looked up by their plain contents, inner nodes
+    by their words (which name their children's offsets, so equal words mean equal subtrees and
+    no expression is ever hashed or compared in depth); `by_id` skips objects already written
+    (expressions are DAGs)."""
+
+    def __init__(self, words: list[int], index: dict[str, int]):
+        self.words, self.index = words, index
+        self.leaves: dict = {}
+        self.nodes: dict[tuple, int] = {}
+        self.by_id: dict[int, int] = {}
+
+    def emit(self, top: Expr) -> int:
+        by_id = self.by_id
+        stack = [top]
+        while stack:
+            expr = stack[-1]
+            if id(expr) in by_id:
+                stack.pop()
+                continue
+            t = type(expr)
+            if t is Seq or t is Alt:
+                children = expr.items
+            elif t is Repeat or t is Region:
+                children = (expr.item,)
+            else:
+                children = ()
+            pending = [c for c in children if id(c) not in by_id]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            by_id[id(expr)] = self._write(expr, t)
+        return by_id[id(top)]
+
+    def _write(self, expr: Expr, t) -> int:
+        """The offset of `expr`, whose children are written already."""
+        words = self.words
         if t is Ref or t is Bytes or t is ByteSet:
             key = expr.name if t is Ref else expr.data if t is Bytes else expr.ranges
-            known = leaves.get(key)
+            known = self.leaves.get(key)
             if known is None:
-                known = leaves[key] = len(words)
+                known = self.leaves[key] = len(words)
                 if t is Ref:
-                    at = index.get(key)
+                    at = self.index.get(key)
                     if at is None:
-                        from ..errors import GrammarError
-
                         raise GrammarError(f"undefined rule {key!r}")
-                    extend((REF, at))
+                    words.extend((REF, at))
                 elif t is ByteSet and not key:  # no byte at all: the empty choice
-                    extend((ALT, 0))
+                    words.extend((ALT, 0))
                 else:
-                    extend((BYTES if t is Bytes else BYTESET, len(key)))
-                    extend(key if t is Bytes else [v for r in key for v in r])
+                    words.extend((BYTES if t is Bytes else BYTESET, len(key)))
+                    words.extend(key if t is Bytes else [v for r in key for v in r])
             return known
-        known = memo.get(expr)
-        if known is not None:
-            return known
+        by_id = self.by_id
         if t is Seq or t is Alt:
-            node = [SEQ if t is Seq else ALT, len(expr.items)]
-            node += [emit(item) for item in expr.items]
+            node = (SEQ if t is Seq else ALT, len(expr.items), *[by_id[id(item)] for item in expr.items])
         elif t is Repeat:
-            node = [REPEAT, expr.min, -1 if expr.max is None else expr.max, emit(expr.item)]
+            for bound in (expr.min, expr.max or 0):
+                if bound > MAX_COUNT:
+                    raise GrammarLimitError(f"repetition bound {bound} exceeds the limit {MAX_COUNT}")
+            node = (REPEAT, expr.min, -1 if expr.max is None else expr.max, by_id[id(expr.item)])
         elif t is Check:
-            node = [CHECK, expr.kind, len(expr.params), *expr.params]
+            node = (CHECK, expr.kind, len(expr.params), *expr.params)
         elif t is Region:
-            node = [REGION, emit(expr.item)]
+            node = (REGION, by_id[id(expr.item)])
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
-        offset = len(words)
-        extend(node)
-        memo[expr] = offset
-        return offset
-
-    for i, name in enumerate(names):
-        words[4 + i] = emit(grammar.rules[name])
-    return array("i", words), names
+        known = self.nodes.get(node)
+        if known is None:
+            known = self.nodes[node] = len(words)
+            words.extend(node)
+        return known
