@@ -347,5 +347,8 @@ class _Group:
 def parse_ebnf(text: str, root: str = "root") -> ir.Grammar:
     """Parse GBNF/xgrammar-style EBNF into the IR; raises GrammarError with line and column
     (GrammarLimitError for a repetition bound beyond the IR's ir.MAX_COUNT)."""
+    if not isinstance(text, str) or not isinstance(root, str):
+        raise GrammarError(f"a grammar and its root must be strings, got {type(text).__name__} and "
+                           f"{type(root).__name__}")
     with ir.nesting_guard("the grammar"):
         return _Parser(text).grammar(root)

@@ -44,8 +44,10 @@ UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON, REGEX_P
 MAX_CODE_POINT = 0x10FFFF
 # Every number in the IR is an int32 word: repetition bounds above this cannot be written.
 MAX_COUNT = 2**31 - 1
-# Python frames a front-end may use beyond the caller's recursion limit (see nesting_guard).
-NESTING_FRAMES = 8000
+# The recursion limit while a front-end whose nesting is the user's runs (see nesting_guard). On
+# CPython 3.11 frames reached through C cost C stack: chains of about 17,000 such frames overflowed
+# an 8 MiB stack here, so this keeps a wide margin.
+NESTING_FRAMES = 10_000
 
 
 class Expr:
@@ -253,7 +255,7 @@ def alt(*items: Expr) -> Expr:
 
 def repeat(item: Expr, lo: int, hi: int | None) -> Expr:
     if lo < 0 or (hi is not None and hi < lo):
-        raise ValueError(f"bad repetition bounds {{{lo},{hi}}}")
+        raise GrammarError(f"bad repetition bounds {{{lo},{hi}}}")
     if max(lo, hi or 0) > MAX_COUNT:  # front-ends check first, to say where
         raise GrammarLimitError(f"repetition bound {max(lo, hi or 0)} exceeds the limit {MAX_COUNT}")
     return Repeat(item, lo, hi)
@@ -261,14 +263,12 @@ def repeat(item: Expr, lo: int, hi: int | None) -> Expr:
 
 @contextmanager
 def nesting_guard(what: str, frames: int = 0):
-    """Around a front-end whose nesting is the user's: `frames` more Python frames for the parts
-    that recurse (the walks bounded by a front-end's documented depth limit), and a RecursionError
-    that still happens ends as a GrammarLimitError rather than escaping untyped.
-
-    The recursion limit is process-wide: it is raised for the duration and put back after. On
-    CPython 3.11 each frame may also cost C stack; NESTING_FRAMES stays well inside 8 MiB."""
+    """Around a front-end whose nesting is the user's: a recursion limit of at least `frames` for
+    the parts that recurse (walks bounded by a front-end's documented depth limit; guards inside
+    guards do not add up), and a RecursionError that still happens ends as a GrammarLimitError
+    rather than escaping untyped. The limit is process-wide: raised for the duration, put back."""
     old = sys.getrecursionlimit()
-    raised = old + frames if frames else old
+    raised = max(old, frames)
     if raised != old:
         sys.setrecursionlimit(raised)
     try:
@@ -382,6 +382,9 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
         raise GrammarLimitError(f"a number in the grammar exceeds the IR's limit {MAX_COUNT}") from None
 
 
+_LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children
+
+
 class _Writer:
     """Writes expressions as IR nodes, children first, without recursion (nesting is the user's).
 
@@ -399,61 +402,68 @@ class _Writer:
     def emit(self, top: Expr) -> int:
         by_id = self.by_id
         stack = [top]
+        push, pop = stack.append, stack.pop
         while stack:
             expr = stack[-1]
-            if id(expr) in by_id:
-                stack.pop()
-                continue
             t = type(expr)
-            if t is Seq or t is Alt:
-                children = expr.items
-            elif t is Repeat or t is Region:
-                children = (expr.item,)
-            else:
-                children = ()
-            pending = [c for c in children if id(c) not in by_id]
-            if pending:
-                stack.extend(reversed(pending))
+            if t is Seq or t is Alt:  # inner children first, in order (pushed last to first)
+                waiting = False
+                for item in reversed(expr.items):
+                    if type(item) not in _LEAVES and id(item) not in by_id:
+                        push(item)
+                        waiting = True
+                if waiting:
+                    continue
+            elif (t is Repeat or t is Region) and type(expr.item) not in _LEAVES and id(expr.item) not in by_id:
+                push(expr.item)
                 continue
-            stack.pop()
-            by_id[id(expr)] = self._write(expr, t)
-        return by_id[id(top)]
+            pop()
+            if t in _LEAVES:
+                self.leaf(expr, t)
+            elif id(expr) not in by_id:  # not written while it waited
+                by_id[id(expr)] = self.inner(expr, t)
+        return self.offset(top)
 
-    def _write(self, expr: Expr, t) -> int:
-        """The offset of `expr`, whose children are written already."""
-        words = self.words
-        if t is Ref or t is Bytes or t is ByteSet:
-            key = expr.name if t is Ref else expr.data if t is Bytes else expr.ranges
-            known = self.leaves.get(key)
-            if known is None:
-                known = self.leaves[key] = len(words)
-                if t is Ref:
-                    at = self.index.get(key)
-                    if at is None:
-                        raise GrammarError(f"undefined rule {key!r}")
-                    words.extend((REF, at))
-                elif t is ByteSet and not key:  # no byte at all: the empty choice
-                    words.extend((ALT, 0))
-                else:
-                    words.extend((BYTES if t is Bytes else BYTESET, len(key)))
-                    words.extend(key if t is Bytes else [v for r in key for v in r])
-            return known
-        by_id = self.by_id
+    def offset(self, expr: Expr) -> int:
+        t = type(expr)
+        return self.leaf(expr, t) if t in _LEAVES else self.by_id[id(expr)]
+
+    def leaf(self, expr: Expr, t) -> int:
+        key = expr.name if t is Ref else expr.data if t is Bytes else expr.ranges
+        known = self.leaves.get(key)
+        if known is None:
+            words = self.words
+            known = self.leaves[key] = len(words)
+            if t is Ref:
+                at = self.index.get(key)
+                if at is None:
+                    raise GrammarError(f"undefined rule {key!r}")
+                words.extend((REF, at))
+            elif t is ByteSet and not key:  # no byte at all: the empty choice
+                words.extend((ALT, 0))
+            else:
+                words.extend((BYTES if t is Bytes else BYTESET, len(key)))
+                words.extend(key if t is Bytes else [v for r in key for v in r])
+        return known
+
+    def inner(self, expr: Expr, t) -> int:
+        """The offset of an inner node, whose children are written already."""
+        offset = self.offset
         if t is Seq or t is Alt:
-            node = (SEQ if t is Seq else ALT, len(expr.items), *[by_id[id(item)] for item in expr.items])
+            node = (SEQ if t is Seq else ALT, len(expr.items), *[offset(item) for item in expr.items])
         elif t is Repeat:
             for bound in (expr.min, expr.max or 0):
                 if bound > MAX_COUNT:
                     raise GrammarLimitError(f"repetition bound {bound} exceeds the limit {MAX_COUNT}")
-            node = (REPEAT, expr.min, -1 if expr.max is None else expr.max, by_id[id(expr.item)])
+            node = (REPEAT, expr.min, -1 if expr.max is None else expr.max, offset(expr.item))
         elif t is Check:
             node = (CHECK, expr.kind, len(expr.params), *expr.params)
         elif t is Region:
-            node = (REGION, by_id[id(expr.item)])
+            node = (REGION, offset(expr.item))
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
         known = self.nodes.get(node)
         if known is None:
-            known = self.nodes[node] = len(words)
-            words.extend(node)
+            known = self.nodes[node] = len(self.words)
+            self.words.extend(node)
         return known

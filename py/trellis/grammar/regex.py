@@ -1,4 +1,5 @@
-"""Regex front-end: an ECMA-262 (JSON Schema `pattern`) subset, compiled to one IR rule.
+"""Regex front-end: an ECMA-262 (JSON Schema `pattern`) subset, compiled to an IR rule (plus one
+rule per large repeated item, see _outline_repeated).
 
 The whole string must match, so `^` at the very start and `$` at the very end are
 accepted and ignored. Constructs a grammar cannot express, or that we do not support
@@ -6,6 +7,8 @@ accepted and ignored. Constructs a grammar cannot express, or that we do not sup
 rather than silently approximated. Semantics are the `u`-flag ones (code points, strict
 escapes), except that a `{` which does not start a quantifier is a literal (Annex B).
 Property escapes `\\p{..}`/`\\P{..}` follow the Unicode version of the running Python (`unicodedata.unidata_version`).
+Quantifier bounds above ir.MAX_COUNT (2**31 - 1) are a GrammarLimitError; groups may nest as deep
+as the core allows (its expressions nest at most 2,000 deep).
 """
 
 from __future__ import annotations
@@ -489,6 +492,8 @@ def parse_regex(pattern: str) -> ir.Grammar:
 def regex_expr(pattern: str) -> ir.Expr:
     """The full-match language of `pattern` as one expression without rule references (for the
     front-ends that combine patterns as automata); errors as parse_regex."""
+    if not isinstance(pattern, str):
+        raise GrammarError(f"a regular expression must be a string, got {type(pattern).__name__}")
     with ir.nesting_guard("the pattern"):
         return _Parser(pattern).parse()
 
