@@ -375,3 +375,38 @@ def test_deep_structural_tags(compiler):
     assert accepts(compiled, "x" + "y" * 900) and not accepts(compiled, "x" + "y" * 899)
     with pytest.raises(GrammarLimitError, match="2000"):
         compiler.compile_structural_tag(sequences(1200))  # 2,400 objects and arrays deep
+
+
+def wrapped(n, wrap, inner):
+    for _ in range(n):
+        inner = wrap(inner)
+    return inner
+
+
+@pytest.mark.parametrize("schema", [
+    wrapped(600, lambda s: {"anyOf": [s, {"type": "null"}]}, {"type": "integer"}),
+    wrapped(600, lambda s: {"allOf": [s]}, {"type": "integer"}),
+    wrapped(600, lambda s: {"not": s}, {"type": "integer"}),
+    wrapped(600, lambda s: {"oneOf": [s, {"type": "string"}]}, {"type": "integer"}),
+    wrapped(600, lambda s: {"if": {"type": "array"}, "then": {"items": s}}, {"type": "integer"}),
+    wrapped(300, lambda s: {"type": "object", "properties": {"a": s}, "unevaluatedProperties": False}, {}),
+    {"enum": [wrapped(1500, lambda v: [v], 1), 2]},
+    {"type": "array", "prefixItems": [{"type": "integer"}] * 2000, "minItems": 2000},
+], ids=["anyOf", "allOf", "not", "oneOf", "if-then", "unevaluated", "enum", "prefixItems"])
+def test_deep_combinators_compile_or_are_refused_by_keyword(compiler, schema):
+    """Whatever the nesting, a compiled grammar or a typed refusal that names its keyword."""
+    try:
+        compiler.compile_json_schema(schema)
+    except UnsupportedSchemaError as e:
+        assert e.keyword in ("anyOf", "oneOf", "if", "not") and e.pointer
+
+
+def test_deep_values_are_matched(compiler):
+    deep = wrapped(1500, lambda v: [v], 1)
+    compiled = compiler.compile_json_schema({"enum": [deep, 2]})
+    assert accepts(compiled, json.dumps([[1]])) is False and accepts(compiled, "2")
+    assert accepts(compiled, "[" * 1500 + "1" + "]" * 1500) and not accepts(compiled, "[" * 1499 + "1" + "]" * 1499)
+    compiled = compiler.compile_json_schema({"type": "array", "prefixItems": [{"type": "integer"}] * 2000,
+                                             "minItems": 2000, "items": False})
+    assert accepts(compiled, json.dumps(list(range(2000))))
+    assert not accepts(compiled, json.dumps(list(range(1999)))) and not accepts(compiled, json.dumps(list(range(2001))))

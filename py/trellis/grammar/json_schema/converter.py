@@ -135,6 +135,7 @@ class Converter:
         self.contexts = 0
         self.negator = Negator(self)
         self.bodies: list = []  # value rules named but not built yet (see value)
+        self._type_only: dict = {}
 
     # ---- entry ---------------------------------------------------------------------------
 
@@ -280,7 +281,15 @@ class Converter:
         return out
 
     def type_only(self, node: Node, depth: int = 0) -> set | None:
-        """The atoms a schema admits, when it constrains nothing but the type; else None."""
+        """The atoms a schema admits, when it constrains nothing but the type; else None. Memoized:
+        every level of a deep chain of `not`s asks about the levels below it."""
+        key = (node.key, depth)
+        if key not in self._type_only:
+            self._type_only[key] = self._type_only_uncached(node, depth)
+        known = self._type_only[key]
+        return None if known is None else set(known)
+
+    def _type_only_uncached(self, node: Node, depth: int) -> set | None:
         if depth > 20:
             return None
         expanded = self.expand([node])
