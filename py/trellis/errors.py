@@ -57,3 +57,12 @@ class UnsupportedSchemaError(TrellisError, ValueError):
         self.message, self.keyword, self.pointer = message, keyword, pointer
         where = f" (keyword {keyword!r} at {pointer or '#'})" if keyword else ""
         super().__init__(f"{message}{where}")
+
+
+class SchemaLimitError(GrammarLimitError, UnsupportedSchemaError):
+    """A JSON Schema exceeds a size or depth limit of the front-end: a GrammarLimitError (the
+    limit and its number are in the message) that also names the keyword and JSON pointer."""
+
+    def __init__(self, message: str, keyword: str | None = None, pointer: str | None = None):
+        UnsupportedSchemaError.__init__(self, message, keyword, pointer)
+        self.line = self.column = None

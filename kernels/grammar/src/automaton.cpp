@@ -38,7 +38,9 @@ std::vector<std::vector<int32_t>> call_graph(const Ir& ir) {
   return refs;
 }
 
-// How many places in the rule bodies (as written, shared subtrees expanded) name each rule.
+// How many places in the expanded rule bodies name each rule: shared subtrees count once per
+// parent, and the item of a repetition once per copy the automaton makes of it (a rule repeated
+// 200 times is better called than inlined 200 times).
 std::vector<int32_t> count_uses(const Ir& ir) {
   const int32_t n = static_cast<int32_t>(ir.words.size());
   std::vector<int32_t> starts;
@@ -46,16 +48,23 @@ std::vector<int32_t> count_uses(const Ir& ir) {
   // Parents come after their children, so one backward pass pushes counts down the DAG.
   std::vector<int64_t> occ(n, 0);
   for (int32_t r = 0; r < ir.n_rules; ++r) occ[ir.body(r)] += 1;
+  constexpr int64_t kMany = 1 << 20;  // counts saturate here: only "few or many" matters
+  auto add = [&](int32_t child, int64_t k) { occ[child] = std::min(kMany, occ[child] + k); };
   std::vector<int32_t> uses(ir.n_rules, 0);
   for (auto it = starts.rbegin(); it != starts.rend(); ++it) {
     const int32_t pos = *it;
     const int32_t* a = ir.args(pos);
-    const int64_t k = std::min<int64_t>(occ[pos], 1 << 20);
+    const int64_t k = std::min<int64_t>(occ[pos], kMany);
     switch (ir.kind(pos)) {
-      case SEQ: case ALT: for (int32_t i = 0; i < a[0]; ++i) occ[a[1 + i]] += k; break;
-      case REPEAT: occ[a[2]] += k; break;
-      case REGION: occ[a[0]] += k; break;
-      case REF: uses[a[0]] = static_cast<int32_t>(std::min<int64_t>(uses[a[0]] + k, 1 << 20)); break;
+      case SEQ: case ALT: for (int32_t i = 0; i < a[0]; ++i) add(a[1 + i], k); break;
+      case REPEAT: {
+        // RuleNfa builds min copies and then max - min optional ones, or one loop when unbounded.
+        const int64_t copies = a[1] < 0 ? int64_t(a[0]) + 1 : int64_t(a[1]);
+        add(a[2], std::min(kMany, k * std::min(copies, kMany)));
+        break;
+      }
+      case REGION: add(a[0], k); break;
+      case REF: uses[a[0]] = static_cast<int32_t>(std::min<int64_t>(uses[a[0]] + k, kMany)); break;
       default: break;
     }
   }
@@ -119,7 +128,6 @@ class InlinePlanner {
     rule_size_.assign(ir_.n_rules, 1);
     // Estimating every rule's expanded size first refuses huge grammars before any
     // automaton memory is spent on them.
-    int64_t total = 0;
     for (const auto& comp : components(graph)) {
       int32_t r = comp[0];
       bool recursive = comp.size() > 1 || std::binary_search(graph[r].begin(), graph[r].end(), r);
@@ -128,7 +136,6 @@ class InlinePlanner {
         Status s = expr_size(ir_.body(member), 0, &size);
         if (!s.ok()) return s;
         rule_size_[member] = size;
-        total = sat_add(total, size);
       }
       // Small rules are always inlined; larger ones only when used once: a rule used in many
       // places keeps one automaton so that its token-mask caches are shared by every use.
@@ -136,6 +143,12 @@ class InlinePlanner {
         (*inline_rule)[r] = rule_size_[r] <= limits_.inline_small ||
                             (uses[r] <= 1 && rule_size_[r] <= limits_.inline_size);
     }
+    // Automata are built for the root and the rules not inlined; an inlined rule's nodes are
+    // counted in the sizes of its callers already (counting them again made a chain of n
+    // rules cost n^2).
+    int64_t total = 0;
+    for (int32_t r = 0; r < ir_.n_rules; ++r)
+      if (r == ir_.root || !(*inline_rule)[r]) total = sat_add(total, rule_size_[r]);
     if (total > limits_.max_nfa_nodes)
       return Status::error(Code::limit, "grammar too large: it expands to more than " +
                                             std::to_string(limits_.max_nfa_nodes) + " automaton nodes");

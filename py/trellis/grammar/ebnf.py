@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from ..errors import GrammarError
+from ..errors import GrammarError, GrammarLimitError
 from . import ir
 
 # The JSON grammar printed in web-llm's EBNF example (its README and docs), verbatim: our
@@ -215,6 +215,11 @@ class _Lexer:
         ok = ok and any(parts)
         if not ok:
             raise self.error("malformed repetition, expected {m}, {m,} or {m,n}", start)
+        for p in parts:  # before int(): Python refuses to convert more than 4300 digits
+            if len(p.lstrip("0")) > len(str(ir.MAX_COUNT)) or (p and int(p) > ir.MAX_COUNT):
+                shown = p if len(p) <= 20 else f"{p[:10]}...({len(p)} digits)"
+                raise GrammarLimitError(f"repetition bound {shown} exceeds the limit {ir.MAX_COUNT}",
+                                        *self.where(start))
         lo = int(parts[0]) if parts[0] else 0
         hi = lo if len(parts) == 1 else (int(parts[1]) if parts[1] else None)
         if hi is not None and hi < lo:
@@ -279,21 +284,30 @@ class _Parser:
         return ir.Grammar(rules, root, positions)
 
     def choice(self) -> ir.Expr:
-        items = [self.sequence()]
-        while self.peek().kind == "PIPE":
-            self.next()
-            items.append(self.sequence())
-        return ir.alt(*items)
+        """A rule body. Groups are parsed with a stack of their own, not by recursion: how deep
+        they nest is the user's choice."""
+        stack = [_Group(None)]
+        while True:
+            group, tok = stack[-1], self.peek()
+            if tok.kind == "PIPE":
+                self.next()
+                group.alternatives.append(ir.seq(*group.items))
+                group.items = []
+            elif tok.kind == "LPAREN":
+                self.next()
+                stack.append(_Group(tok))
+            elif tok.kind == "RPAREN" and len(stack) > 1:
+                self.next()
+                stack.pop()
+                stack[-1].items.append(self.postfix(group.expr()))
+            elif tok.kind in ("RPAREN", "EOF") or self.at_rule_start():
+                if len(stack) > 1:  # the body ended (EOF or the next rule) inside a group
+                    raise self.lexer.error("unclosed '('", group.opened.offset)
+                return group.expr()  # a ')' here is reported by grammar()
+            else:
+                group.items.append(self.postfix(self.primary()))
 
-    def sequence(self) -> ir.Expr:
-        # An empty sequence is the empty string (GBNF allows empty alternatives).
-        items = []
-        while self.peek().kind not in ("PIPE", "RPAREN", "EOF") and not self.at_rule_start():
-            items.append(self.postfix())
-        return ir.seq(*items)
-
-    def postfix(self) -> ir.Expr:
-        expr = self.primary()
+    def postfix(self, expr: ir.Expr) -> ir.Expr:
         while True:
             tok = self.peek()
             if tok.kind in _POSTFIX:
@@ -305,23 +319,36 @@ class _Parser:
             self.next()
 
     def primary(self) -> ir.Expr:
+        """A name, literal or class (groups are the caller's)."""
         tok = self.next()
         if tok.kind == "NAME":
             self.refs.append((tok.value, tok.offset))
             return ir.Ref(tok.value)
         if tok.kind in ("STRING", "CLASS"):
             return tok.value
-        if tok.kind == "LPAREN":
-            inner = self.choice()
-            close = self.next()
-            if close.kind != "RPAREN":  # the body ended (EOF or the next rule) first
-                raise self.lexer.error("unclosed '('", tok.offset)
-            return inner
         if tok.kind in _POSTFIX or tok.kind == "BRACE":
             raise self.lexer.error(f"{_DESCRIBE[tok.kind]} has nothing to repeat", tok.offset)
         raise self.fail(tok, "an expression")
 
 
+class _Group:
+    """A choice being parsed: the rule body (opened None) or a parenthesized group.
+    An empty sequence is the empty string (GBNF allows empty alternatives)."""
+
+    def __init__(self, opened: _Token | None):
+        self.opened = opened
+        self.alternatives: list[ir.Expr] = []
+        self.items: list[ir.Expr] = []
+
+    def expr(self) -> ir.Expr:
+        return ir.alt(*self.alternatives, ir.seq(*self.items))
+
+
 def parse_ebnf(text: str, root: str = "root") -> ir.Grammar:
-    """Parse GBNF/xgrammar-style EBNF into the IR; raises GrammarError with line and column."""
-    return _Parser(text).grammar(root)
+    """Parse GBNF/xgrammar-style EBNF into the IR; raises GrammarError with line and column
+    (GrammarLimitError for a repetition bound beyond the IR's ir.MAX_COUNT)."""
+    if not isinstance(text, str) or not isinstance(root, str):
+        raise GrammarError(f"a grammar and its root must be strings, got {type(text).__name__} and "
+                           f"{type(root).__name__}")
+    with ir.nesting_guard("the grammar"):
+        return _Parser(text).grammar(root)

@@ -28,9 +28,13 @@ by construction and the core can validate it in one pass.
 
 from __future__ import annotations
 
+import sys
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from ..errors import GrammarError, GrammarLimitError
 
 MAGIC = 0x54524C31  # "TRL1"
 VERSION = 1
@@ -38,6 +42,12 @@ BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION = 1, 2, 3, 4, 5, 6, 7, 8
 # Check kinds (kernels/grammar/src/checks.h).
 UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON, REGEX_PREFIX = 1, 2, 3, 4, 5, 6, 7
 MAX_CODE_POINT = 0x10FFFF
+# Every number in the IR is an int32 word: repetition bounds above this cannot be written.
+MAX_COUNT = 2**31 - 1
+# The recursion limit while a front-end whose nesting is the user's runs (see nesting_guard). On
+# CPython 3.11 frames reached through C cost C stack: chains of about 17,000 such frames overflowed
+# an 8 MiB stack here, so this keeps a wide margin.
+NESTING_FRAMES = 10_000
 
 
 class Expr:
@@ -245,8 +255,29 @@ def alt(*items: Expr) -> Expr:
 
 def repeat(item: Expr, lo: int, hi: int | None) -> Expr:
     if lo < 0 or (hi is not None and hi < lo):
-        raise ValueError(f"bad repetition bounds {{{lo},{hi}}}")
+        raise GrammarError(f"bad repetition bounds {{{lo},{hi}}}")
+    if max(lo, hi or 0) > MAX_COUNT:  # front-ends check first, to say where
+        raise GrammarLimitError(f"repetition bound {max(lo, hi or 0)} exceeds the limit {MAX_COUNT}")
     return Repeat(item, lo, hi)
+
+
+@contextmanager
+def nesting_guard(what: str, frames: int = 0):
+    """Around a front-end whose nesting is the user's: a recursion limit of at least `frames` for
+    the parts that recurse (walks bounded by a front-end's documented depth limit; guards inside
+    guards do not add up), and a RecursionError that still happens ends as a GrammarLimitError
+    rather than escaping untyped. The limit is process-wide: raised for the duration, put back."""
+    old = sys.getrecursionlimit()
+    raised = max(old, frames)
+    if raised != old:
+        sys.setrecursionlimit(raised)
+    try:
+        yield
+    except RecursionError:
+        raise GrammarLimitError(f"{what} nests too deeply to compile") from None
+    finally:
+        if raised != old and sys.getrecursionlimit() == raised:
+            sys.setrecursionlimit(old)
 
 
 def normalize_ranges(ranges) -> list[tuple[int, int]]:
@@ -339,55 +370,100 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     names = list(grammar.rules)
     index = {name: i for i, name in enumerate(names)}
     if grammar.root not in index:
-        from ..errors import GrammarError
-
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
     words = [MAGIC, VERSION, len(names), index[grammar.root]] + [0] * len(names)  # an array at the end
-    # Equal subtrees are written once. Leaves are looked up by their plain contents (a str or
-    # bytes hashes once, natively); inner nodes by their cached structural hash.
-    memo: dict[Expr, int] = {}
-    leaves: dict = {}
-    extend = words.extend
+    writer = _Writer(words, index)
+    with nesting_guard("the grammar"):
+        for i, name in enumerate(names):
+            words[4 + i] = writer.emit(grammar.rules[name])
+    try:
+        return array("i", words), names
+    except OverflowError:  # a check parameter; repetition bounds are checked where they are written
+        raise GrammarLimitError(f"a number in the grammar exceeds the IR's limit {MAX_COUNT}") from None
 
-    def emit(expr: Expr) -> int:
+
+_LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children
+
+
+class _Writer:
+    """Writes expressions as IR nodes, children first, without recursion (nesting is the user's).
+
+    Equal subtrees are written once: leaves are looked up by their plain contents, inner nodes
+    by their words (which name their children's offsets, so equal words mean equal subtrees and
+    no expression is ever hashed or compared in depth); `by_id` skips objects already written
+    (expressions are DAGs)."""
+
+    def __init__(self, words: list[int], index: dict[str, int]):
+        self.words, self.index = words, index
+        self.leaves: dict = {}
+        self.nodes: dict[tuple, int] = {}
+        self.by_id: dict[int, int] = {}
+
+    def emit(self, top: Expr) -> int:
+        by_id = self.by_id
+        stack = [top]
+        push, pop = stack.append, stack.pop
+        while stack:
+            expr = stack[-1]
+            t = type(expr)
+            if t is Seq or t is Alt:  # inner children first, in order (pushed last to first)
+                waiting = False
+                for item in reversed(expr.items):
+                    if type(item) not in _LEAVES and id(item) not in by_id:
+                        push(item)
+                        waiting = True
+                if waiting:
+                    continue
+            elif (t is Repeat or t is Region) and type(expr.item) not in _LEAVES and id(expr.item) not in by_id:
+                push(expr.item)
+                continue
+            pop()
+            if t in _LEAVES:
+                self.leaf(expr, t)
+            elif id(expr) not in by_id:  # not written while it waited
+                by_id[id(expr)] = self.inner(expr, t)
+        return self.offset(top)
+
+    def offset(self, expr: Expr) -> int:
         t = type(expr)
-        if t is Ref or t is Bytes or t is ByteSet:
-            key = expr.name if t is Ref else expr.data if t is Bytes else expr.ranges
-            known = leaves.get(key)
-            if known is None:
-                known = leaves[key] = len(words)
-                if t is Ref:
-                    at = index.get(key)
-                    if at is None:
-                        from ..errors import GrammarError
+        return self.leaf(expr, t) if t in _LEAVES else self.by_id[id(expr)]
 
-                        raise GrammarError(f"undefined rule {key!r}")
-                    extend((REF, at))
-                elif t is ByteSet and not key:  # no byte at all: the empty choice
-                    extend((ALT, 0))
-                else:
-                    extend((BYTES if t is Bytes else BYTESET, len(key)))
-                    extend(key if t is Bytes else [v for r in key for v in r])
-            return known
-        known = memo.get(expr)
-        if known is not None:
-            return known
+    def leaf(self, expr: Expr, t) -> int:
+        key = expr.name if t is Ref else expr.data if t is Bytes else expr.ranges
+        known = self.leaves.get(key)
+        if known is None:
+            words = self.words
+            known = self.leaves[key] = len(words)
+            if t is Ref:
+                at = self.index.get(key)
+                if at is None:
+                    raise GrammarError(f"undefined rule {key!r}")
+                words.extend((REF, at))
+            elif t is ByteSet and not key:  # no byte at all: the empty choice
+                words.extend((ALT, 0))
+            else:
+                words.extend((BYTES if t is Bytes else BYTESET, len(key)))
+                words.extend(key if t is Bytes else [v for r in key for v in r])
+        return known
+
+    def inner(self, expr: Expr, t) -> int:
+        """The offset of an inner node, whose children are written already."""
+        offset = self.offset
         if t is Seq or t is Alt:
-            node = [SEQ if t is Seq else ALT, len(expr.items)]
-            node += [emit(item) for item in expr.items]
+            node = (SEQ if t is Seq else ALT, len(expr.items), *[offset(item) for item in expr.items])
         elif t is Repeat:
-            node = [REPEAT, expr.min, -1 if expr.max is None else expr.max, emit(expr.item)]
+            for bound in (expr.min, expr.max or 0):
+                if bound > MAX_COUNT:
+                    raise GrammarLimitError(f"repetition bound {bound} exceeds the limit {MAX_COUNT}")
+            node = (REPEAT, expr.min, -1 if expr.max is None else expr.max, offset(expr.item))
         elif t is Check:
-            node = [CHECK, expr.kind, len(expr.params), *expr.params]
+            node = (CHECK, expr.kind, len(expr.params), *expr.params)
         elif t is Region:
-            node = [REGION, emit(expr.item)]
+            node = (REGION, offset(expr.item))
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
-        offset = len(words)
-        extend(node)
-        memo[expr] = offset
-        return offset
-
-    for i, name in enumerate(names):
-        words[4 + i] = emit(grammar.rules[name])
-    return array("i", words), names
+        known = self.nodes.get(node)
+        if known is None:
+            known = self.nodes[node] = len(self.words)
+            self.words.extend(node)
+        return known

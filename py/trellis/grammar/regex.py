@@ -1,4 +1,5 @@
-"""Regex front-end: an ECMA-262 (JSON Schema `pattern`) subset, compiled to one IR rule.
+"""Regex front-end: an ECMA-262 (JSON Schema `pattern`) subset, compiled to an IR rule (plus one
+rule per large repeated item, see _outline_repeated).
 
 The whole string must match, so `^` at the very start and `$` at the very end are
 accepted and ignored. Constructs a grammar cannot express, or that we do not support
@@ -6,6 +7,8 @@ accepted and ignored. Constructs a grammar cannot express, or that we do not sup
 rather than silently approximated. Semantics are the `u`-flag ones (code points, strict
 escapes), except that a `{` which does not start a quantifier is a literal (Annex B).
 Property escapes `\\p{..}`/`\\P{..}` follow the Unicode version of the running Python (`unicodedata.unidata_version`).
+Quantifier bounds above ir.MAX_COUNT (2**31 - 1) are a GrammarLimitError; groups may nest as deep
+as the core allows (its expressions nest at most 2,000 deep).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import unicodedata
 from functools import lru_cache
 from itertools import groupby
 
-from ..errors import GrammarError
+from ..errors import GrammarError, GrammarLimitError
 from . import ir
 
 _DIGIT = [(0x30, 0x39)]
@@ -157,11 +160,27 @@ def _trie(seqs: list[tuple[ir.Expr, ...]]) -> ir.Expr:
     return ir.alt(*(ir.seq(first, _trie(tails)) if tails[0] else first for first, tails in groups.items()))
 
 
+class _Group:
+    """A disjunction being parsed: the whole pattern (start None) or a group opened at `start`."""
+
+    def __init__(self, start: int | None):
+        self.start = start
+        self.alternatives: list[ir.Expr] = []
+        self.items: list[ir.Expr] = []
+
+    def end_alternative(self) -> None:
+        self.alternatives.append(ir.seq(*_merge_literals(self.items)))
+        self.items = []
+
+    def expr(self) -> ir.Expr:
+        self.end_alternative()
+        return ir.alt(*self.alternatives)
+
+
 class _Parser:
     def __init__(self, pattern: str):
         self.p = pattern
         self.i = 0
-        self.depth = 0
         self.group_names: set[str] = set()
         self.properties = 0  # property escapes seen so far
 
@@ -183,25 +202,36 @@ class _Parser:
         return expr
 
     def disjunction(self) -> ir.Expr:
-        items = [self.alternative()]
-        while self.peek() == "|":
-            self.i += 1
-            items.append(self.alternative())
-        return ir.alt(*items)
-
-    def alternative(self) -> ir.Expr:
-        items: list[ir.Expr] = []
-        while self.i < len(self.p) and self.peek() not in "|)":
-            if self.peek() == "$":
-                if self.i == len(self.p) - 1 and self.depth == 0:
-                    self.i += 1
-                    break
-                raise self.error("'$' is only supported at the very end of the pattern")
-            if self.peek() == "^":
+        """The pattern up to its end or a stray ')'. Groups are parsed with a stack of their own,
+        not by recursion: how deep they nest is the user's choice."""
+        stack = [_Group(None)]
+        while True:
+            group, ch = stack[-1], self.peek()
+            if self.i >= len(self.p) or (ch == ")" and len(stack) == 1):
+                if len(stack) > 1:
+                    raise self.error("missing ')' for this group", group.start)
+                return group.expr()
+            if ch == "|":
+                self.i += 1
+                group.end_alternative()
+            elif ch == ")":
+                self.i += 1
+                stack.pop()
+                stack[-1].items.append(self.quantified(group.expr()))
+            elif ch == "(":
+                start = self.i
+                self.i += 1
+                if self.peek() == "?":
+                    self.group_prefix(start)
+                stack.append(_Group(start))
+            elif ch == "$":
+                if self.i != len(self.p) - 1 or len(stack) > 1:
+                    raise self.error("'$' is only supported at the very end of the pattern")
+                self.i += 1
+            elif ch == "^":
                 raise self.error("'^' is only supported at the very start of the pattern")
-            atom = self.atom()
-            items.append(self.quantified(atom))
-        return ir.seq(*_merge_literals(items))
+            else:
+                group.items.append(self.quantified(self.atom()))
 
     def quantified(self, atom: ir.Expr) -> ir.Expr:
         start = self.i
@@ -240,7 +270,7 @@ class _Parser:
             k += 1
         if k == j:
             return None
-        lo, hi = int(p[j:k]), None
+        lo, hi = self.count(p[j:k]), None
         if k < len(p) and p[k] == "}":
             return (lo, lo), k + 1
         if k >= len(p) or p[k] != ",":
@@ -251,8 +281,16 @@ class _Parser:
         if m >= len(p) or p[m] != "}":
             return None
         if m > k + 1:
-            hi = int(p[k + 1 : m])
+            hi = self.count(p[k + 1 : m])
         return (lo, hi), m + 1
+
+    def count(self, digits: str) -> int:
+        """A quantifier's bound, at most ir.MAX_COUNT (checked before int(): Python refuses to
+        convert more than 4300 digits)."""
+        if len(digits.lstrip("0")) > len(str(ir.MAX_COUNT)) or int(digits) > ir.MAX_COUNT:
+            shown = digits if len(digits) <= 20 else f"{digits[:10]}...({len(digits)} digits)"
+            raise GrammarLimitError(f"quantifier bound {shown} exceeds the limit {ir.MAX_COUNT}", 1, self.i + 1)
+        return int(digits)
 
     # ---- atoms ----------------------------------------------------------------------
 
@@ -260,8 +298,6 @@ class _Parser:
         ch, start = self.peek(), self.i
         if ch in "*+?" or (ch == "{" and self.braced() is not None):
             raise self.error("nothing to repeat")
-        if ch == "(":
-            return self.group()
         if ch == "[":
             return self.char_class()
         if ch == ".":
@@ -278,19 +314,6 @@ class _Parser:
         if 0xD800 <= cp <= 0xDFFF:
             raise self.error("lone surrogate in pattern", at)
         return cp
-
-    def group(self) -> ir.Expr:
-        start = self.i
-        self.i += 1
-        if self.peek() == "?":
-            self.group_prefix(start)
-        self.depth += 1
-        inner = self.disjunction()
-        self.depth -= 1
-        if self.peek() != ")":
-            raise self.error("missing ')' for this group", start)
-        self.i += 1
-        return inner
 
     def group_prefix(self, start: int) -> None:
         """Consume what follows '(?'; only non-capturing and named groups are allowed."""
@@ -459,6 +482,60 @@ def _merge_literals(items: list[ir.Expr]) -> list[ir.Expr]:
 
 
 def parse_regex(pattern: str) -> ir.Grammar:
-    """Compile a full-match regex to a one-rule grammar; GrammarError(msg, 1, column)."""
-    expr = _Parser(pattern).parse()
-    return ir.Grammar({"root": expr}, "root", {"root": (1, 1)})
+    """Compile a full-match regex to a grammar; GrammarError(msg, 1, column), GrammarLimitError
+    for a quantifier bound beyond ir.MAX_COUNT."""
+    items: dict[str, ir.Expr] = {}
+    root = _outline_repeated(regex_expr(pattern), items)
+    return ir.Grammar({"root": root, **items}, "root", {"root": (1, 1)})
+
+
+def regex_expr(pattern: str) -> ir.Expr:
+    """The full-match language of `pattern` as one expression without rule references (for the
+    front-ends that combine patterns as automata); errors as parse_regex."""
+    if not isinstance(pattern, str):
+        raise GrammarError(f"a regular expression must be a string, got {type(pattern).__name__}")
+    with ir.nesting_guard("the pattern"):
+        return _Parser(pattern).parse()
+
+
+# A repeated item whose copies would cost the core more than this many nodes becomes a rule of
+# its own, which every copy calls: `[\p{L}\p{N} ]{0,200}` is then one automaton for the class and
+# a chain of 200 calls, where inlined copies would need hundreds of thousands of states.
+OUTLINE_NODES = 20_000
+
+
+def _outline_repeated(top: ir.Expr, rules: dict[str, ir.Expr]) -> ir.Expr:
+    """`top` with large repeated items moved into rules (added to `rules`); iterative, and each
+    distinct item is sized and outlined once."""
+    sizes: dict[int, int] = {}
+    done: dict[int, ir.Expr] = {}
+    stack = [top]
+    while stack:
+        e = stack[-1]
+        if id(e) in done:
+            stack.pop()
+            continue
+        kids = e.items if type(e) in (ir.Seq, ir.Alt) else (e.item,) if type(e) is ir.Repeat else ()
+        pending = [k for k in kids if id(k) not in done]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        new_kids = [done[id(k)] for k in kids]
+        size = 1 + sum(sizes[id(k)] for k in kids) + (len(e.data) if type(e) is ir.Bytes else 0)
+        if type(e) is ir.Repeat:
+            copies = max(e.min, 1) + 1 if e.max is None else e.max
+            item = new_kids[0]
+            if copies > 1 and sizes[id(e.item)] * copies > OUTLINE_NODES and type(item) is not ir.Ref:
+                name = f"item{len(rules)}"
+                rules[name] = item
+                item = ir.Ref(name)
+            out = ir.Repeat(item, e.min, e.max) if item is not e.item else e
+            size = sizes[id(e.item)] * copies if type(item) is not ir.Ref else copies + 2
+        elif kids and any(a is not b for a, b in zip(new_kids, kids)):
+            out = type(e)(tuple(new_kids))
+        else:
+            out = e
+        sizes[id(e)] = size
+        done[id(e)] = out
+    return done[id(top)]

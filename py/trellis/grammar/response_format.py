@@ -151,10 +151,13 @@ def cache_key(normalized: dict | None, options: dict | None = None) -> str:
     """sha256 of the canonical JSON of the normalized request plus options."""
     doc = {"v": KEY_VERSION, "request": normalized, "options": options or {}}
     try:
-        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except ValueError as e:  # NaN or Infinity somewhere in a schema
+        with ir.nesting_guard("the request", ir.NESTING_FRAMES):  # its depth is checked (_json_value)
+            text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:  # not JSON (normalize_response_format names the place first)
         raise InvalidRequestError(f"not JSON: {e}", "response_format") from e
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # A lone surrogate cannot be UTF-8; the key only needs the same bytes for the same text (the
+    # front-ends refuse such strings where they constrain).
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def json_object_grammar() -> ir.Grammar:

@@ -42,6 +42,7 @@ from typing import Callable
 
 from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, UnsupportedSchemaError
 from . import ir
+from .frontends import MAX_JSON_NESTING, NotJson, walk_json
 from .ir import EMPTY, NOTHING, Ref, alt, char_class, literal, repeat, seq
 
 SchemaToGrammar = Callable[[object], ir.Grammar]
@@ -68,11 +69,22 @@ def _fail(message: str, field: str):
 
 
 def _parse_json(value, field: str):
+    """`value`, parsed when it is JSON text; it must be JSON (InvalidRequestError naming the place;
+    inner JSON text given as bytes is parsed where it is read) and nest at most MAX_JSON_NESTING
+    deep (GrammarLimitError)."""
     if isinstance(value, (str, bytes)):
         try:
-            return json.loads(value)
+            with ir.nesting_guard(f"{field}: the JSON text", ir.NESTING_FRAMES):
+                value = json.loads(value)
         except ValueError as e:
             _fail(f"not valid JSON ({e})", field)
+    try:
+        for v, at, depth in walk_json(value, fields=True, leaves=(str, int, float, bytes)):
+            if depth > MAX_JSON_NESTING:
+                raise GrammarLimitError(f"{field}{at}: nested deeper than {MAX_JSON_NESTING} objects and arrays "
+                                        "(a limit)")
+    except NotJson as e:
+        _fail(f"not JSON: {e.what}", f"{field}{e.path}")
     return value
 
 
@@ -81,6 +93,11 @@ def _string(value, field: str, *, nonempty: bool = False) -> str:
         _fail(f"must be a string, got {type(value).__name__}", field)
     if nonempty and not value:
         _fail("must not be empty", field)
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            _fail(f"a lone surrogate (U+{ord(value[e.start]):04X}) has no UTF-8 encoding", field)
     return value
 
 
@@ -101,6 +118,11 @@ def normalize_structural_tag(tag, field: str = "") -> dict:
     `{"type": "structural_tag", "format": ...}` form, with defaults filled in and schemas given as
     JSON text parsed. Raises InvalidRequestError naming the offending field."""
     tag = _parse_json(tag, field or "structural_tag")
+    with ir.nesting_guard("the structural tag", ir.NESTING_FRAMES):  # formats nest as deep as the JSON
+        return _normalize(tag, field)
+
+
+def _normalize(tag, field: str) -> dict:
     prefix = f"{field}." if field else ""
     if not isinstance(tag, dict):
         _fail(f"must be an object, got {type(tag).__name__}", field or "structural_tag")
@@ -448,6 +470,7 @@ def structural_tag_to_grammar(tag, *, schema_to_grammar: SchemaToGrammar | None 
     Schema front-end (`json_schema_to_grammar`). Raises InvalidRequestError naming the field."""
     normalized = normalize_structural_tag(tag)
     builder = _Builder(schema_to_grammar or _default_schema_to_grammar)
-    root = builder.format(normalized["format"], "format")
+    with ir.nesting_guard("the structural tag", ir.NESTING_FRAMES):
+        root = builder.format(normalized["format"], "format")
     rules = {"root": root, **builder.rules}
     return ir.Grammar(rules, "root")

@@ -47,6 +47,20 @@ negations of `uniqueItems` / `propertyNames` / `oneOf` / `contains` with counts,
 idn-email, idn-hostname and regex, draft-04 boolean exclusive bounds, and grammars beyond the
 size limits (keyword None).
 
+Malformed schemas are refused the same way, never read as if a keyword were absent: each
+keyword's value must have the JSON type and shape the specification gives it (one table,
+_keywords.SHAPES, checked as the document is walked), the document must be JSON (no set, bytes,
+tuple, NaN, infinity or non-string key), and the strings that constrain must have a UTF-8
+encoding (no lone surrogate).
+
+Limits (SchemaLimitError: a GrammarLimitError naming the keyword and pointer; the number is in
+the message): objects and arrays nested more than 2,000 deep in the schema document, integers of
+more than 1,000 digits, more than 3,000 properties of one object in schema order, more than
+15,000 grammar rules, combinators distributing into more than 800 cases, counting automata
+(min/maxProperties, contains counts) of more than 6,000 states; then the core's own limits
+(GrammarLimitError): 2,000,000 automaton nodes, 131,072 states, expressions nested 2,000 deep.
+Item counts are exact at any size (minItems/maxItems beyond 256 go through base-16 block rules).
+
 A schema that admits no value (`false`, contradictory bounds, ...) compiles to the empty
 language: its matchers refuse every token, and a request for it fails (InvalidRequestError).
 """

@@ -19,14 +19,9 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urldefrag
 
 from ...errors import UnsupportedSchemaError
+from ._keywords import check_depth, subschemas
 
 DEFAULT_BASE = "https://trellis.invalid/schema.json"
-
-# Keywords whose value is a subschema, an array of subschemas, or an object of subschemas.
-SCHEMA_KEYWORDS = {"additionalProperties", "propertyNames", "additionalItems", "contains", "not", "if", "then",
-                   "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items"}
-SCHEMA_LIST_KEYWORDS = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
-SCHEMA_MAP_KEYWORDS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -97,11 +92,28 @@ class Resolver:
         self.resources.setdefault(id_base, self.root)  # refs written against the ignored $id still work
         self._scope_init()
 
-    def _walk(self, schema, base: str, pointer: str) -> None:
-        if not isinstance(schema, dict):
-            if isinstance(schema, bool):
-                self.by_pointer[pointer] = Node(schema, base, pointer)
-            return
+    def _walk(self, root, base: str, pointer: str, register: bool = True) -> None:
+        """Visits every subschema (depth first, in document order, without recursion: nesting is
+        the user's), checks its keywords (_keywords.subschemas) and, with `register`, records
+        its pointer, `$id`, anchors and dynamic references."""
+        todo = [(root, base, pointer, pointer.count("/"))]
+        while todo:
+            schema, base, pointer, depth = todo.pop()
+            if not isinstance(schema, dict):
+                if isinstance(schema, bool) and register:
+                    self.by_pointer[pointer] = Node(schema, base, pointer)
+                continue
+            check_depth(depth, pointer)
+            children = []
+            for key, value in schema.items():
+                for token, sub in subschemas(key, value, pointer, depth):
+                    children.append((sub, pointer + "/" + escape_pointer(key) + token, depth + 1 + (token != "")))
+            if register:
+                base = self._register(schema, base, pointer)
+            todo.extend((sub, base, ptr, d) for sub, ptr, d in reversed(children))
+
+    def _register(self, schema: dict, base: str, pointer: str) -> str:
+        """Records one walked subschema; returns the base URI its subschemas have."""
         sid = schema.get("$id")
         if self.draft7 and "$ref" in schema:
             sid = None  # draft-07: siblings of $ref (including $id) are ignored
@@ -125,17 +137,7 @@ class Resolver:
             name = plain_name(schema["$dynamicRef"])
             if name is not None:
                 self.dynamic_names.add(name)
-        for key, value in schema.items():
-            sub = pointer + "/" + escape_pointer(key)
-            if key in SCHEMA_MAP_KEYWORDS and isinstance(value, dict):
-                for name, s in value.items():
-                    if isinstance(s, (dict, bool)):
-                        self._walk(s, base, sub + "/" + escape_pointer(name))
-            elif key in SCHEMA_LIST_KEYWORDS and isinstance(value, list):
-                for i, s in enumerate(value):
-                    self._walk(s, base, f"{sub}/{i}")
-            elif key in SCHEMA_KEYWORDS and isinstance(value, (dict, bool)):
-                self._walk(value, base, sub)
+        return base
 
     def resolve(self, node: Node, ref, keyword: str = "$ref") -> Node:
         if not isinstance(ref, str):
@@ -170,6 +172,7 @@ class Resolver:
             return known
         if not isinstance(value, (dict, bool)):
             raise UnsupportedSchemaError(f"reference {ref!r} is not a schema", keyword, at.pointer)
+        self._walk(value, resource.base, pointer, register=False)  # not walked yet (inside an unknown keyword)
         base = resource.base
         if isinstance(value, dict) and isinstance(value.get("$id"), str):
             base = urldefrag(join(base, value["$id"]))[0]

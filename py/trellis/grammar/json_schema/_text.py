@@ -16,7 +16,7 @@ from json.encoder import encode_basestring
 
 from ...errors import GrammarError, UnsupportedSchemaError
 from .. import ir
-from ..regex import parse_regex
+from ..regex import regex_expr
 from . import _dfa
 
 _SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
@@ -235,7 +235,7 @@ def _pattern_expr_cached(pattern: str) -> ir.Expr:
     # JSON Schema patterns search: each top-level alternative carries its own anchors
     for part in _split_top_level(pattern):  # [pattern] itself without a top-level "|"
         start, end = part.startswith("^"), _ends_with_anchor(part)
-        core = parse_regex(part).rules["root"]
+        core = regex_expr(part)
         alternatives.append(ir.seq(*([] if start else [anything]), core, *([] if end else [anything])))
     return ir.alt(*alternatives)
 
@@ -448,7 +448,7 @@ CHECKED_FORMATS = ("time", "date-time", "regex")
 @lru_cache(maxsize=64)
 def full_regex_expr(pattern: str) -> ir.Expr:
     """A trusted, full-match regex of this module (formats, base64)."""
-    return parse_regex("^" + pattern + "$").rules["root"]
+    return regex_expr("^" + pattern + "$")
 
 
 @lru_cache(maxsize=64)
@@ -458,7 +458,7 @@ def full_regex_dfa(pattern: str) -> _dfa.Dfa:
 
 @lru_cache(maxsize=64)
 def _format_expr_cached(name: str) -> ir.Expr:
-    return parse_regex("^" + FORMATS[name] + "$").rules["root"]
+    return regex_expr("^" + FORMATS[name] + "$")
 
 
 def format_expr(name, pointer: str) -> ir.Expr | None:

@@ -46,7 +46,7 @@ import json
 import re
 from decimal import Decimal
 
-from ...errors import UnsupportedSchemaError
+from ...errors import GrammarLimitError, InvalidRequestError, SchemaLimitError, UnsupportedSchemaError
 from .. import ir
 from ..builtin_json import json_text_rules
 from . import _dfa, _numbers, _text
@@ -75,6 +75,9 @@ _NOT_ALNUM = re.compile(r"[\W_]")  # \w is str.isalnum() and "_"
 DEFAULT_MAX_WHITESPACE = 20
 MAX_TRACKED_KEYS = 8  # required/dependent keys tracked as subsets when properties come in any order
 MAX_ORDERED_STATES = 6000
+# Known properties of one object in schema order: each costs the core about 40 states (3,200
+# optional integer properties: 127,481 of its 131,072).
+MAX_ORDERED_PROPERTIES = 3000
 MAX_RULES = 15000
 MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
 # An anyOf under a constraining unevaluatedProperties/Items distributes over the sets of its branches
@@ -82,6 +85,8 @@ MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
 MAX_EVALUATED_BRANCHES = 4
 # A string with a larger maxLength is generated with at most this many characters.
 MAX_STRING_LENGTH = 100_000
+# Item counts (minItems, maxItems) above this go through block rules (Converter.counted).
+COUNT_BLOCKS_FROM = 256
 # Checks decided on the text by the core (ir.Check): an item equal to an earlier one, a key
 # equal to an earlier one.
 UNIQUE_ITEM = ir.Check(ir.UNIQUE_ITEM)
@@ -94,7 +99,9 @@ PROPERTY_ORDERS = ("schema", "any")
 class Options:
     def __init__(self, any_whitespace: bool, strict: bool, max_whitespace: int, property_order: str = "schema"):
         if property_order not in PROPERTY_ORDERS:
-            raise ValueError(f"property_order must be one of {PROPERTY_ORDERS}, got {property_order!r}")
+            raise InvalidRequestError(f"must be one of {PROPERTY_ORDERS}, got {property_order!r}", "property_order")
+        if isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int) or not 0 <= max_whitespace <= 1000:
+            raise InvalidRequestError(f"must be an integer from 0 to 1000, got {max_whitespace!r}", "max_whitespace")
         self.any_whitespace, self.strict, self.max_whitespace = any_whitespace, strict, max_whitespace
         self.property_order = property_order
 
@@ -127,11 +134,14 @@ class Converter:
         self.char_blocks: dict = {}  # one JSON string character's expression -> its 16-block rule
         self.contexts = 0
         self.negator = Negator(self)
+        self.bodies: list = []  # value rules named but not built yet (see value)
+        self._type_only: dict = {}
 
     # ---- entry ---------------------------------------------------------------------------
 
     def grammar(self) -> ir.Grammar:
         root = self.value([self.resolver.root])
+        self.build_bodies()
         self.rules["root"] = root
         # When no JSON value is valid, this is the empty language: the core says so (is_empty).
         return ir.Grammar(prune(self.rules, "root"), "root")
@@ -139,22 +149,22 @@ class Converter:
     def fresh(self, hint: str) -> str:
         n = next(self.counter)
         if n > MAX_RULES:
-            raise UnsupportedSchemaError(f"the schema expands to more than {MAX_RULES} grammar rules", None, "")
+            raise SchemaLimitError(f"the schema expands to more than {MAX_RULES} grammar rules (a limit)", None, "")
         return f"{hint}_{n}"
 
     def dfa_rules(self, d: _dfa.Dfa, hint: str, transform=None) -> ir.Expr:
         heavy = _text.HEAVY if transform is _text.json_escape else None
         expr = _dfa.to_rules(d, self.fresh(hint), self.rules, transform, heavy)
         if len(self.rules) > MAX_RULES:
-            raise UnsupportedSchemaError(f"the schema expands to more than {MAX_RULES} grammar rules", None, "")
+            raise SchemaLimitError(f"the schema expands to more than {MAX_RULES} grammar rules (a limit)", None, "")
         return expr
 
     def distribute(self, keyword: str, at: Node, ways: int = 2) -> None:
         """Count the contexts that splitting on combinators creates (it can multiply)."""
         self.contexts += ways
         if self.contexts > MAX_CONTEXTS:
-            raise UnsupportedSchemaError(f"{keyword} combinations multiply beyond {MAX_CONTEXTS} cases here",
-                                         keyword, at.pointer)
+            raise SchemaLimitError(f"{keyword} combinations multiply beyond {MAX_CONTEXTS} cases here (a limit)",
+                                   keyword, at.pointer)
 
     def ref(self, name: str) -> ir.Ref:
         """The reference to a rule: one object per name, so it is analysed and hashed once."""
@@ -243,9 +253,20 @@ class Converter:
             hint = "v" + _NOT_ALNUM.sub("_", (expanded[0].pointer if expanded else "any")[-40:])
             name = self.fresh(hint)
             self.names[key] = name
-            self.rules[name] = ir.NOTHING  # placeholder while the body is built (recursion)
-            self.rules[name] = self.body(expanded, frozenset(atoms), done)
+            self.rules[name] = ir.NOTHING  # placeholder until the body is built
+            self.bodies.append((name, expanded, frozenset(atoms), done))
         return self.ref(name)
+
+    def build_bodies(self) -> None:
+        """Builds the value rules named so far, and those their bodies name, depth first. A body
+        only refers to the values inside it, so they are built after it, from a stack rather
+        than by recursion: how deep schemas nest (and $ref chains go) is the user's choice."""
+        stack: list = []
+        while self.bodies or stack:
+            stack.extend(reversed(self.bodies))  # the first named is built first
+            self.bodies.clear()
+            name, nodes, atoms, done = stack.pop()
+            self.rules[name] = self.body(nodes, atoms, done)
 
     def type_atoms(self, node: Node, keyword="type") -> set:
         t = node.schema.get("type")
@@ -260,7 +281,15 @@ class Converter:
         return out
 
     def type_only(self, node: Node, depth: int = 0) -> set | None:
-        """The atoms a schema admits, when it constrains nothing but the type; else None."""
+        """The atoms a schema admits, when it constrains nothing but the type; else None. Memoized:
+        every level of a deep chain of `not`s asks about the levels below it."""
+        key = (node.key, depth)
+        if key not in self._type_only:
+            self._type_only[key] = self._type_only_uncached(node, depth)
+        known = self._type_only[key]
+        return None if known is None else set(known)
+
+    def _type_only_uncached(self, node: Node, depth: int) -> set | None:
         if depth > 20:
             return None
         expanded = self.expand([node])
@@ -600,7 +629,7 @@ class Converter:
         bounded = lo is not None or hi is not None
         if frac_only or excluded or not_multiples:
             # exact via automata over exponent-free numbers
-            ptr = nodes[0].pointer
+            ptr = _where(nodes)
             base = _numbers.decimal_range(lo, li, hi, hinc)
             comps = [(_dfa.from_ir(base, "multipleOf", ptr), True)]
             if frac_only:
@@ -646,7 +675,7 @@ class Converter:
         if not multiples:
             return expr if expr is not None else _numbers.NUMBER
         base = expr if expr is not None else _numbers.PLAIN_NUMBER
-        ptr = nodes[0].pointer
+        ptr = _where(nodes)
         try:
             dfas = [_dfa.from_ir(base, "multipleOf", ptr)] + [_numbers.multiple_dfa(m, ptr) for m in multiples]
             d = _dfa.intersect(dfas, "multipleOf", ptr)
@@ -917,7 +946,6 @@ class Converter:
                             *self.contains_bounds(n, mn, mx)))
         exprs = [self.const_expr(v) for v in values]
         last = len(positions) - 1
-        names: dict = {}
         close = ir.literal("]")
 
         def fits(used: frozenset, closing: bool) -> bool:
@@ -928,23 +956,17 @@ class Converter:
             return True
 
         def state(pos: int, used: frozenset) -> ir.Expr:
-            if (pos, used) in names:
-                return self.ref(names[pos, used])
-            name = self.fresh("uniq")
-            names[pos, used] = name
             opts = []
             if len(used) >= lo and fits(used, True):
                 opts.append(ir.seq(self.ws, close) if used else close)
             if hi is None or len(used) < hi:
                 sep = self.sep if used else ir.EMPTY
-                opts += [ir.seq(sep, exprs[i], state(min(pos + 1, last), used | {i}))
+                opts += [ir.seq(sep, exprs[i], states.ref(min(pos + 1, last), used | {i}))
                          for i in choices[pos] if i not in used and fits(used | {i}, False)]
-            self.rules[name] = ir.alt(*opts)
-            return self.ref(name)
+            return ir.alt(*opts)
 
-        out = ir.seq(ir.literal("["), self.ws, state(0, frozenset()))
-        del state  # a recursive closure is a reference cycle: broken now, not left to the collector
-        return out
+        states = StateRules(self, "uniq", state)
+        return ir.seq(ir.literal("["), self.ws, states.start(0, frozenset()))
 
     @staticmethod
     def contains_bounds(n: Node, mn, mx) -> tuple:
@@ -974,33 +996,66 @@ class Converter:
 
     def array_shape(self, elems, rest, lo, hi) -> ir.Expr:
         n = len(elems)
-
-        def tail(i):  # items from index i on (i >= 1), each preceded by a separator
-            if i == n:
-                mn = max(0, lo - n)
-                mx = None if hi is None else hi - n
-                if mx is not None and mx < mn:
-                    return ir.NOTHING
-                if mx == 0:
-                    return ir.EMPTY
-                return ir.repeat(ir.seq(self.sep, rest), mn, mx)
-            step = ir.seq(self.sep, elems[i], tail(i + 1))
-            return step if i < lo else ir.alt(ir.EMPTY, step)
-
         if n:
-            content = ir.seq(elems[0], tail(1))
+            content = ir.seq(elems[0], self.array_tail(elems, rest, lo, hi))
         else:
             if hi == 0:
                 content = ir.NOTHING
             else:
-                more = ir.repeat(ir.seq(self.sep, rest), max(0, lo - 1), None if hi is None else hi - 1)
+                more = self.counted(ir.seq(self.sep, rest), max(0, lo - 1), None if hi is None else hi - 1)
                 content = ir.seq(rest, more)
-        del tail
         open_, close = ir.literal("["), ir.literal("]")
         full = ir.seq(open_, self.ws, content, self.ws, close)
         if lo == 0:
             return ir.alt(ir.seq(open_, self.ws, close), full)
         return full
+
+    def array_tail(self, elems, rest, lo, hi) -> ir.Expr:
+        """The items after the first, each preceded by a separator: the prefix items elems[1:],
+        then items of `rest`. Built from the end without recursion (prefixItems can be long), with
+        a rule every 8 items so that no expression nests deeply."""
+        n = len(elems)
+        mn = max(0, lo - n)
+        mx = None if hi is None else hi - n
+        if mx is not None and mx < mn:
+            expr = ir.NOTHING
+        elif mx == 0:
+            expr = ir.EMPTY
+        else:
+            expr = self.counted(ir.seq(self.sep, rest), mn, mx)
+        for i in range(n - 1, 0, -1):
+            step = ir.seq(self.sep, elems[i], expr)
+            expr = step if i < lo else ir.alt(ir.EMPTY, step)
+            if (n - i) % 8 == 0 and i > 1:
+                expr = self.shared(expr, "items")
+        return expr
+
+    def counted(self, unit: ir.Expr, lo: int, hi: int | None) -> ir.Expr:
+        """lo..hi copies of `unit` (hi None: unbounded), exactly. Counts beyond COUNT_BLOCKS_FROM
+        are written in base 16 over block rules (block j is 16**j units), so the grammar grows with
+        the number of digits of the count rather than with the count (maxItems: 50000 is a few
+        dozen states where 50000 copies of an item would exceed the core's state limit)."""
+        if max(lo, hi or 0) <= COUNT_BLOCKS_FROM:
+            return ir.repeat(unit, lo, hi)
+        blocks = [unit]  # blocks[j]: exactly 16**j units
+        while 16 ** len(blocks) <= max(lo, hi or 0):
+            blocks.append(self.shared(ir.repeat(blocks[-1], 16, 16), "block"))
+
+        def digits(n):  # base 16, lowest first
+            return [(n >> (4 * j)) & 15 for j in range(len(blocks))]
+
+        exactly = ir.seq(*(ir.repeat(blocks[j], d, d) for j, d in reversed(list(enumerate(digits(lo)))) if d))
+        if hi is None:
+            return ir.seq(exactly, ir.repeat(unit, 0, None))
+        # up to m = d_j 16^j + r: fewer than d_j blocks j and then any count below 16^j, or d_j of
+        # them and then up to r; built from the lowest digit up
+        up_to, below = ir.EMPTY, ir.EMPTY  # below: any count under 16**j
+        for j, d in enumerate(digits(hi - lo)):
+            if d:
+                up_to = ir.alt(ir.seq(ir.repeat(blocks[j], 0, d - 1), below), ir.seq(ir.repeat(blocks[j], d, d), up_to))
+                up_to = self.shared(up_to, "upto")
+            below = self.shared(ir.seq(ir.repeat(blocks[j], 0, 15), below), "below")
+        return ir.seq(exactly, up_to)
 
     def array_contains(self, nodes, contains, width, rest_nodes, lo, hi, item_end=ir.EMPTY) -> ir.Expr:
         at = contains[0][0]
@@ -1031,15 +1086,10 @@ class Converter:
         t_cap = hi if hi is not None else max(lo, mn, 1)
         c_cap = mx if exact else mn
         if (t_cap + 1) * (c_cap + 1) > MAX_ORDERED_STATES:
-            raise UnsupportedSchemaError("contains with these counts needs too many states", "contains", n.pointer)
-        names: dict = {}
+            raise SchemaLimitError(f"contains with these counts needs {(t_cap + 1) * (c_cap + 1)} states, more than "
+                                   f"the limit {MAX_ORDERED_STATES}", "contains", n.pointer)
 
         def state(t, c):
-            key = (t, c)
-            if key in names:
-                return self.ref(names[key])
-            name = self.fresh("arr")
-            names[key] = name
             opts = []
             if t >= lo and c >= mn:
                 opts.append(ir.seq(self.ws, ir.literal("]")) if t else ir.literal("]"))
@@ -1047,14 +1097,12 @@ class Converter:
                 sep = self.sep if t else ir.EMPTY
                 nt = min(t + 1, t_cap) if hi is None else t + 1
                 if not exact or c < mx:
-                    opts.append(ir.seq(sep, hit, state(nt, min(c + 1, c_cap) if not exact else c + 1)))
-                opts.append(ir.seq(sep, miss, state(nt, c)))
-            self.rules[name] = ir.alt(*opts)
-            return self.ref(name)
+                    opts.append(ir.seq(sep, hit, states.ref(nt, min(c + 1, c_cap) if not exact else c + 1)))
+                opts.append(ir.seq(sep, miss, states.ref(nt, c)))
+            return ir.alt(*opts)
 
-        out = ir.seq(ir.literal("["), self.ws, state(0, 0))
-        del state
-        return out
+        states = StateRules(self, "arr", state)
+        return ir.seq(ir.literal("["), self.ws, states.start(0, 0))
 
     # ---- objects -------------------------------------------------------------------------------
 
@@ -1424,34 +1472,27 @@ class Converter:
         def satisfied(seen: frozenset) -> bool:
             return all(k in seen for k in required) and all(x in seen for k in seen for x in deps.get(k, ()))
 
-        names: dict = {}
         ws_close = ir.seq(self.ws, close)  # one node for every state that may close
 
         def after(seen: frozenset, c: int) -> ir.Expr:
-            key = (seen, c)
-            if key in names:
-                return self.ref(names[key])
-            name = self.fresh("obj")
-            names[key] = name
             opts = [ws_close] if satisfied(seen) else []
             if max_p is None or c < max_p:
                 nc = c + 1 if max_p is not None else 0
-                choices = [ir.seq(members[k], after(seen | {k}, nc)) for k in tracked]
+                choices = [ir.seq(members[k], states.ref(seen | {k}, nc)) for k in tracked]
                 if others != ir.NOTHING:
-                    choices.append(ir.seq(others, after(seen, nc)))
+                    choices.append(ir.seq(others, states.ref(seen, nc)))
                 opts.append(ir.seq(self.sep, ir.alt(*choices)))  # one separator for all choices
-            self.rules[name] = ir.alt(*opts)
-            return self.ref(name)
+            return ir.alt(*opts)
 
+        states = StateRules(self, "obj", after)
         empty = frozenset()
         first = [close] if satisfied(empty) else []
         if max_p is None or max_p > 0:
             for k in tracked:
-                first.append(ir.seq(members[k], after(frozenset({k}), 1 if max_p is not None else 0)))
+                first.append(ir.seq(members[k], states.ref(frozenset({k}), 1 if max_p is not None else 0)))
             if others != ir.NOTHING:
-                first.append(ir.seq(others, after(empty, 1 if max_p is not None else 0)))
-        del after
-        return ir.seq(open_, self.ws, ir.alt(*first))
+                first.append(ir.seq(others, states.ref(empty, 1 if max_p is not None else 0)))
+        return ir.seq(open_, self.ws, states.start_with(ir.alt(*first)))
 
     def object_ordered(self, members, additional, required, eff_min, max_p, pointer, deps=None,
                        distinct=False) -> ir.Expr:
@@ -1463,21 +1504,20 @@ class Converter:
         or every additional one when they are checked to be `distinct`.
         """
         keys = list(members)
+        if len(keys) > MAX_ORDERED_PROPERTIES:
+            raise SchemaLimitError(f"{len(keys)} properties in one object, more than the limit {MAX_ORDERED_PROPERTIES}",
+                                   "properties", pointer)
         deps = deps or {}
         watched = {x for k, v in deps.items() for x in [k, *v]}
         c_cap = max_p if max_p is not None else 0
-        if (len(keys) + 1) * (c_cap + 1) * (eff_min + 1) * 4 * 2 ** len(watched) > MAX_ORDERED_STATES:
-            raise UnsupportedSchemaError("min/maxProperties need too many states here",
-                                         "maxProperties" if max_p is not None else "minProperties", pointer)
+        counted = (c_cap + 1) * (eff_min + 1) * 2 ** len(watched)
+        if counted > 1 and (len(keys) + 1) * counted * 4 > MAX_ORDERED_STATES:
+            keyword = "maxProperties" if max_p is not None else "minProperties" if eff_min else "dependentRequired"
+            raise SchemaLimitError(f"{keyword} over {len(keys)} properties needs about {(len(keys) + 1) * counted * 4} "
+                                   f"states, more than the limit {MAX_ORDERED_STATES}", keyword, pointer)
         close = ir.literal("}")
-        names: dict = {}
 
-        def state(i, c, m, started, extra, seen=frozenset()) -> ir.Expr:
-            key = (i, c, m, started, extra, seen)
-            if key in names:
-                return self.ref(names[key])
-            name = self.fresh("obj")
-            names[key] = name
+        def state(i, c, m, started, extra, seen) -> ir.Expr:
             sep = self.sep if started else ir.EMPTY
             opts = []
             room = max_p is None or c < max_p
@@ -1485,22 +1525,50 @@ class Converter:
             if i < len(keys):
                 k = keys[i]
                 if k not in required:
-                    opts.append(state(i + 1, c, m, started, extra, seen))
+                    opts.append(states.ref(i + 1, c, m, started, extra, seen))
                 if room:
                     now = seen | {k} if k in watched else seen
-                    opts.append(ir.seq(sep, members[k], state(i + 1, nc, min(m + 1, eff_min), True, extra, now)))
+                    opts.append(ir.seq(sep, members[k], states.ref(i + 1, nc, min(m + 1, eff_min), True, extra, now)))
             else:
                 if m >= eff_min and all(set(deps[k]) <= seen for k in seen if k in deps):
                     opts.append(ir.seq(self.ws, close) if started else close)
                 if additional != ir.NOTHING and room:
                     nm = m if extra and not distinct else min(m + 1, eff_min)
-                    opts.append(ir.seq(sep, additional, state(i, nc, nm, True, True, seen)))
-            self.rules[name] = ir.alt(*opts)
-            return self.ref(name)
+                    opts.append(ir.seq(sep, additional, states.ref(i, nc, nm, True, True, seen)))
+            return ir.alt(*opts)
 
-        out = ir.seq(ir.literal("{"), self.ws, state(0, 0, 0, False, False))
-        del state
-        return out
+        states = StateRules(self, "obj", state)
+        return ir.seq(ir.literal("{"), self.ws, states.start(0, 0, 0, False, False, frozenset()))
+
+
+class StateRules:
+    """The rules of a counting automaton's states (uniqueItems, contains, objects): `ref(*key)`
+    names the rule of the state `key` at once, and `body(*key)` (which refers to the states that
+    follow through `ref`) is built later from a worklist, so that chains of thousands of states
+    need no recursion. `start` / `start_with` build every state reachable from the first."""
+
+    def __init__(self, conv: Converter, hint: str, body):
+        self.conv, self.hint, self.body = conv, hint, body
+        self.names: dict = {}
+        self.todo: list = []
+
+    def ref(self, *key) -> ir.Ref:
+        name = self.names.get(key)
+        if name is None:
+            name = self.names[key] = self.conv.fresh(self.hint)
+            self.todo.append(key)
+        return self.conv.ref(name)
+
+    def start(self, *key) -> ir.Ref:
+        return self.start_with(self.ref(*key))
+
+    def start_with(self, expr: ir.Expr) -> ir.Expr:
+        """`expr` (which refers to the first states), once every state is built."""
+        while self.todo:
+            key = self.todo.pop()
+            self.conv.rules[self.names[key]] = self.body(*key)
+        self.body = None  # the body closes over this object: a cycle broken now, not by the collector
+        return expr
 
 
 KNOWN_METASCHEMAS = ("json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema",
@@ -1517,6 +1585,19 @@ def detect_draft7(schema) -> bool:
 
 def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
                property_order: str = "schema", draft: str | None = None) -> ir.Grammar:
+    # The walks that still recurse (validating candidate values, writing constants, negations)
+    # go as deep as the schema nests, which _keywords bounds (MAX_NESTING): room for them, and
+    # a RecursionError all the same ends as a limit.
+    try:
+        with ir.nesting_guard("the schema", ir.NESTING_FRAMES):
+            return _to_grammar(schema, any_whitespace, strict, max_whitespace, property_order, draft)
+    except GrammarLimitError as e:
+        if isinstance(e, SchemaLimitError):
+            raise
+        raise SchemaLimitError(e.message, None, "") from None
+
+
+def _to_grammar(schema, any_whitespace, strict, max_whitespace, property_order, draft) -> ir.Grammar:
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -1541,6 +1622,11 @@ def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFA
         conv.negator = None  # Converter <-> Negator: freed now with its tables, not by the collector
         if enabled:
             gc.enable()
+
+
+def _where(nodes) -> str:
+    """The pointer to name for a context (no nodes: any value, e.g. an item no keyword constrains)."""
+    return nodes[0].pointer if nodes else ""
 
 
 def _count_bounds(n, lo_key: str, hi_key: str, lo: int, hi: int | None) -> tuple[int, int | None]:
