@@ -1,0 +1,79 @@
+"""The parser's state stays polynomial on ambiguous grammars and recursive anyOf schemas.
+
+Stacks that share their top are merged (kernels/grammar/src/parser.h): before, each token of
+the ambiguous grammar below doubled time and memory until the process aborted. The walks run in
+a child process so a blow-up fails the test instead of taking pytest down.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+AMBIGUOUS = 'root ::= x\\nx ::= y | z\\ny ::= "a" x "1"\\nz ::= "a" x "2" | ""'
+
+CHILD = textwrap.dedent("""
+    import resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+    compiler = GrammarCompiler(Vocabulary.smollm2())
+    print("ok")
+""")
+
+
+def run_child(body: str) -> str:
+    head, tail = CHILD.rsplit('print("ok")', 1)
+    code = head + textwrap.dedent(body) + 'print("ok")' + tail
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_ambiguous_grammar_300_tokens_with_masks():
+    run_child(f"""
+        g = compiler.compile_grammar('{AMBIGUOUS}')
+        m = GrammarMatcher(g)
+        a = compiler.vocab.token_bytes.index(b"a")
+        one = compiler.vocab.token_bytes.index(b"1")
+        two = compiler.vocab.token_bytes.index(b"2")
+        mask = m.new_bitmask()
+        for i in range(300):
+            m.fill_next_token_bitmask(mask)
+            assert mask[a >> 5] >> (a & 31) & 1, i
+            assert m.accept_token(a)
+            assert not m.can_terminate()  # every "a" needs its closing digit
+        # Close them all, each with either digit: exactly 300 digits end it.
+        for i in range(300):
+            m.fill_next_token_bitmask(mask)
+            assert mask[one >> 5] >> (one & 31) & 1 and mask[two >> 5] >> (two & 31) & 1
+            assert not m.can_terminate()
+            assert m.accept_token(one if i % 3 else two)
+        assert m.can_terminate()
+        assert not m.accept_token(one)
+        assert m.shortest_completion() == b""
+    """)
+
+
+def test_recursive_anyof_tree_1000_deep():
+    run_child("""
+        import json, jsonschema
+        node = {"anyOf": [
+            {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}},
+             "kind": {"const": k}}, "required": ["children", "kind"], "additionalProperties": False}
+            for k in ("a", "b")]}
+        g = compiler.compile_json_schema(node)
+        m = GrammarMatcher(g)
+        mask = m.new_bitmask()
+        depth = 1000
+        for _ in range(depth):
+            m.fill_next_token_bitmask(mask)
+            assert m.accept_string('{"children": [')
+        m.fill_next_token_bitmask(mask)
+        assert m.accept_string(']')
+        assert not m.accept_string(', "kind": "c"')
+        rest = m.shortest_completion().decode()
+        text = '{"children": [' * depth + ']' + rest
+        sys.setrecursionlimit(20000)  # the oracles recurse per level
+        doc = json.loads(text)
+        jsonschema.validate(doc, node)
+        assert m.accept_string(rest) and m.can_terminate()
+    """)
