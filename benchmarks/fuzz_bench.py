@@ -76,13 +76,14 @@ def main() -> None:
 def write_results(run: FuzzRun, args, elapsed: float, restarts: int) -> None:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lib = os.environ.get("TRELLIS_GRAMMAR_LIB")
+    core = f"TRELLIS_GRAMMAR_LIB ({Path(lib).name})" if lib else "native build"
     lines = [
         "# Grammar engine fuzzing",
         "",
         f"Written by `benchmarks/fuzz_bench.py` on {now}: {elapsed / 60:.1f} minutes, seed {args.seed}, "
         f"{args.workers} workers, {args.timeout:g} s and 4 GiB per input, mask walks of up to 64 tokens.",
         "",
-        f"- Revision {git_revision()}; core: {'TRELLIS_GRAMMAR_LIB (' + Path(lib).name + ')' if lib else 'native build'}; "
+        f"- Revision {git_revision()}; core: {core}; "
         f"Python {platform.python_version()}; {os.cpu_count()} logical cores; {restarts} worker restarts",
         "- Vocabulary: SmolLM2-135M-Instruct (49152 ids)",
         "- Typed errors are the expected refusals (a TrellisError); every other class is a finding.",

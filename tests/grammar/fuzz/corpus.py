@@ -96,7 +96,8 @@ def regex_seeds() -> list[str]:
     from trellis.grammar.regex import parse_regex
 
     texts = _string_constants(TESTS / "test_regex.py") if (TESTS / "test_regex.py").exists() else []
-    texts += [s["pattern"] for s in maskbench_schemas()[::7] if isinstance(s, dict) and isinstance(s.get("pattern"), str)]
+    texts += [s["pattern"] for s in maskbench_schemas()[::7]
+              if isinstance(s, dict) and isinstance(s.get("pattern"), str)]
     texts += _patterns_in(maskbench_schemas()[:2000])
     texts = [t for t in texts if any(c in t for c in "[](){}*+?|\\.") and len(t) < 400]
     return [t for t in dict.fromkeys(texts) if _parses(parse_regex, t)][:600] or [r"[a-z]+\d{2,4}", r"(ab|c)*"]

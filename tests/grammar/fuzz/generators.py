@@ -17,7 +17,6 @@ from tests.grammar.fuzz.cases import Case
 
 # Numbers that sit on limits: small, around int32 and int64, negative.
 BOUNDS = st.sampled_from([0, 1, 2, 3, 5, 8, 16, 100, 1000, 65535, 100001, 2**31 - 1, 2**31, 2**32, 2**63, 10**20])
-SMALL = st.integers(0, 6)
 DEPTHS = st.sampled_from([2, 10, 60, 300, 1200, 4000])
 SEEDS = st.integers(0, 2**31 - 1)
 LONE_SURROGATES = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff", "a\ud83d", "\ude00b"])
