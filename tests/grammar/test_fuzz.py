@@ -52,15 +52,15 @@ def test_fuzz(pool, generator):
 
 @pytest.mark.parametrize("what, status, key_part", [
     ("typed", "typed", None),
-    ("untyped", "untyped", "ZeroDivisionError at tests/grammar/fuzz/cases.py:run_selftest"),
-    ("segv", "crash", "signal SIGSEGV"),
+    ("untyped", "untyped", ("ZeroDivisionError at tests/grammar/fuzz/cases.py:run_selftest",)),
+    ("segv", "crash", ("signal SIGSEGV", "AddressSanitizer: SEGV")),  # ASan reports it and exits
 ])
 def test_pool_classifies_outcomes(pool, what, status, key_part):
     case = Case("selftest", "selftest", what)
     outcome = pool.run(case)
     assert outcome["status"] == status
     key = finding_key(case, outcome)
-    assert (key is None) if key_part is None else (key_part in key)
+    assert (key is None) if key_part is None else any(part in key for part in key_part)
     assert pool.run(Case("selftest", "selftest", "typed"))["status"] == "typed"  # a worker is back
 
 
