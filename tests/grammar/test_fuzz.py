@@ -1,0 +1,102 @@
+"""The grammar engine under fuzzing (tests/grammar/fuzz): a short deterministic run per generator
+that fails on any finding (crash, hang, memory blow-up, untyped exception, matcher disagreement)
+and prints its reproducer; plus checks that the harness classifies and minimises correctly.
+
+Budget: TRELLIS_FUZZ_SECONDS (default 84) split across the generators; TRELLIS_FUZZ_SEED (0),
+TRELLIS_FUZZ_WORKERS (2), TRELLIS_FUZZ_TIMEOUT (10 s per input). Against the sanitized core:
+    TRELLIS_GRAMMAR_LIB=build/grammar/asan/libtrellis_grammar.so LD_PRELOAD=$(g++ -print-file-name=libasan.so) \\
+    ASAN_OPTIONS=detect_leaks=0 python -m pytest tests/grammar/test_fuzz.py
+(the workers inherit the environment; RLIMIT_AS is left off under ASan). The long run is
+benchmarks/fuzz_bench.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.grammar.fuzz.cases import Case, compact_repr, reproducer
+from tests.grammar.fuzz.generators import GENERATORS
+from tests.grammar.fuzz.harness import FuzzRun, finding_key
+from tests.grammar.fuzz.minimize import _Budget, shrink_text, shrink_tree
+from tests.grammar.fuzz.pool import WorkerPool
+
+SECONDS = float(os.environ.get("TRELLIS_FUZZ_SECONDS", "84"))
+SEED = int(os.environ.get("TRELLIS_FUZZ_SEED", "0"))
+WORKERS = int(os.environ.get("TRELLIS_FUZZ_WORKERS", "2"))
+TIMEOUT = float(os.environ.get("TRELLIS_FUZZ_TIMEOUT", "10"))
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(size=WORKERS, timeout_s=TIMEOUT) as p:
+        yield p
+
+
+# ---- the fuzz run ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("generator", list(GENERATORS))
+def test_fuzz(pool, generator):
+    share = SECONDS / len(GENERATORS)
+    run = FuzzRun(pool, seed=SEED)
+    stats = run.fuzz(generator, 0.75 * share)
+    run.minimize_findings(0.25 * share, per_finding_s=0.25 * share)
+    assert stats.tried > 0
+    assert not run.findings, f"{generator}: {stats.tried} inputs\n\n{run.summary()}"
+
+
+# ---- the harness itself ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("what, status, key_part", [
+    ("typed", "typed", None),
+    ("untyped", "untyped", ("ZeroDivisionError at tests/grammar/fuzz/cases.py:run_selftest",)),
+    ("segv", "crash", ("signal SIGSEGV", "AddressSanitizer: SEGV")),  # ASan reports it and exits
+])
+def test_pool_classifies_outcomes(pool, what, status, key_part):
+    case = Case("selftest", "selftest", what)
+    outcome = pool.run(case)
+    assert outcome["status"] == status
+    key = finding_key(case, outcome)
+    assert (key is None) if key_part is None else any(part in key for part in key_part)
+    assert pool.run(Case("selftest", "selftest", "typed"))["status"] == "typed"  # a worker is back
+
+
+def test_pool_reports_a_hang_where_it_spins():
+    with WorkerPool(size=1, timeout_s=2) as small:
+        outcome = small.run(Case("selftest", "selftest", "hang"))
+        assert outcome["status"] == "hang" and "run_selftest" in outcome["stderr"]
+        assert small.run(Case("selftest", "selftest", "typed"))["status"] == "typed"
+
+
+def test_a_compiled_grammar_is_walked(pool):
+    outcome = pool.run(Case("t", "regex", "[ab]{3}c", walk_seed=1), max_steps=64)
+    assert outcome["status"] == "compiled" and outcome["walk"]["steps"] >= 1
+
+
+def test_shrink_text_finds_the_minimal_chunk():
+    keeps = lambda t: "(((" in t and t.count("x") >= 2  # noqa: E731
+    assert shrink_text("ab(((cdx12x34" * 3, keeps, _Budget(60, 10_000)) in ("(((xx", "xx(((", "x(((x")
+
+
+def test_shrink_tree_halves_deep_nests_and_drops_members():
+    value = {"junk": [1, 2], "a": {"x": 1}}
+    for _ in range(500):
+        value = {"items": value}
+    keeps = lambda v: "'x': 1" in repr(v)  # noqa: E731
+    assert shrink_tree(value, keeps, _Budget(60, 10_000)) == {"x": 1}
+
+
+@pytest.mark.parametrize("text", ["(" * 3000 + "a" + ")" * 3000, "plain", "", "\ud800x" * 40, "ab" * 13 + "c"])
+def test_compact_repr_round_trips(text):
+    written = compact_repr(text)
+    assert eval(written) == text  # noqa: S307 - our own output
+    assert len(written) < 200
+
+
+def test_reproducer_compiles_the_same_case():
+    case = Case("t", "json_schema", {"items": {"items": {"const": "\ud800"}}}, {"strict": True})
+    snippet = reproducer(case)
+    assert "compile_json_schema({'items': {'items': {'const': '\\ud800'}}}, strict=True)" in snippet
