@@ -5,7 +5,7 @@ and prints its reproducer; plus checks that the harness classifies and minimises
 Budget: TRELLIS_FUZZ_SECONDS (default 84) split across the generators; TRELLIS_FUZZ_SEED (0),
 TRELLIS_FUZZ_WORKERS (2), TRELLIS_FUZZ_TIMEOUT (10 s per input). Against the sanitized core:
     TRELLIS_GRAMMAR_LIB=build/grammar/asan/libtrellis_grammar.so LD_PRELOAD=$(g++ -print-file-name=libasan.so) \\
-    ASAN_OPTIONS=detect_leaks=0 python -m pytest tests/grammar/test_fuzz.py
+    ASAN_OPTIONS=detect_leaks=0 python -m pytest tests/grammar/fuzz/short_run.py
 (the workers inherit the environment; RLIMIT_AS is left off under ASan). The long run is
 benchmarks/fuzz_bench.py.
 """
