@@ -68,7 +68,6 @@ void FramePool::clear() {
   if (frames_.empty()) return;  // nothing was added: the tables are already empty
   frames_.clear();
   joins_.clear();
-  join_ids_.clear();
   edges_.clear();
   // Huge tables are not kept forever.
   if (slots_.size() > 4096) slots_.assign(1024, -1);
@@ -130,16 +129,15 @@ int32_t FramePool::join(int32_t rule, int32_t serial, int64_t from, bool region,
     const Join& j = joins_[join_slots_[h]];
     if (j.rule == rule && j.serial == serial && j.from == from) {
       *made = false;
-      return join_ids_[join_slots_[h]];
+      return j.node;
     }
   }
   *made = true;
   const int32_t index = static_cast<int32_t>(joins_.size());
   join_slots_[h] = index;
-  joins_.push_back(Join{rule, serial, from, -1, 0, region});
   frames_.push_back({kJoin, index});
-  join_ids_.push_back(size() - 1 + offset_);
-  return size() - 1 + offset_;
+  joins_.push_back(Join{size() - 1 + offset_, rule, serial, from, -1, 0, region});
+  return joins_.back().node;
 }
 
 void FramePool::add_return(int32_t join, int32_t ret) {

@@ -25,6 +25,7 @@ constexpr int32_t kJoin = -1;
 inline bool is_join(const Frame& f) { return f.state == kJoin; }
 
 struct Join {
+  int32_t node;           // its id among the pool's frames
   int32_t rule;
   int32_t serial;         // the closure that made it: only that closure adds returns
   int64_t from;           // where the region's text starts (0: the whole text; -1: not known)
@@ -91,7 +92,6 @@ class FramePool {
   std::vector<Frame> frames_;
   std::vector<int32_t> slots_;  // open addressing: index into frames_, -1 empty
   std::vector<Join> joins_;
-  std::vector<int32_t> join_ids_;    // joins_ index -> node id
   std::vector<int32_t> join_slots_;  // open addressing over joins_, -1 empty
   std::vector<Edge> edges_;
 };
