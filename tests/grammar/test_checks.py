@@ -195,6 +195,44 @@ def test_multiple_of_beyond_automata(compiler, m, texts):
         assert accepts(compiled, text) == (expected and "e" not in text), (m, text)
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "integer", "multipleOf": 785823482472},
+    {"type": "number", "multipleOf": 785823482472, "minimum": -2 * 785823482472, "maximum": 5e13},
+    {"type": "integer", "multipleOf": 1000003, "maximum": 10**8},
+])
+def test_large_integer_multiples_lead_to_no_dead_end(compiler, schema):
+    """With the check on the integer part, no text the masks allow is past saving: a '.' comes
+    only after a multiple (before, '5.0' was allowed and nothing could complete it), and a side
+    whose far end is bounded lists its few multiples. Oracles: `jsonschema` and Fraction."""
+    from fractions import Fraction
+
+    compiled = compiler.compile_json_schema(schema)
+    vocab = compiler.vocab
+    numeric = [t for t, b in enumerate(vocab.token_bytes) if b and t not in vocab.special_ids
+               and set(b) <= set(b"0123456789.-")]
+    stops = set(vocab.stop_ids)
+    rng = random.Random(7)
+    for _ in range(40):
+        matcher = GrammarMatcher(compiled)
+        text = b""
+        for _ in range(30):
+            allowed = set(matcher.allowed_tokens())
+            assert allowed & stops or allowed - stops, f"dead end after {text!r}"
+            if allowed & stops:  # it may end here: then it is a valid instance
+                value = json.loads(text)
+                assert jsonschema.Draft202012Validator(schema).is_valid(value), text
+                assert (Fraction(text.decode()) / Fraction(schema["multipleOf"])).denominator == 1
+            choices = sorted((allowed - stops) & set(numeric))
+            if not choices or rng.random() < 0.1:
+                break
+            token = rng.choice(choices)
+            assert matcher.accept_token(token)
+            text += vocab.token_bytes[token]
+    for value in [0, -0.0, 785823482472, -785823482472, 785823482472.0, 5, 1000003 * 7, 10**8, 1000003 * 99]:
+        for text in {json.dumps(value), json.dumps(value) + (".0" if isinstance(value, int) else "")}:
+            assert accepts(compiled, text) == jsonschema.Draft202012Validator(schema).is_valid(json.loads(text)), text
+
+
 @pytest.mark.parametrize("doc", ['{"foo": "bar"}', "[1, 2.5e3, \"é\\n\", null]", "{:}", "[1,]", "", "  true  ",
                                  "\"\\ud800\"", "{\"a\" 1}", "0012", "-", "[[[[]]]]", "[[[[]]]"])
 def test_content_media_type_json(compiler, doc):

@@ -657,37 +657,49 @@ void write_rows(const ByteRuns& r, Automaton* a) {
   }
 }
 
-// A rule that can call itself before consuming a byte would make the parser push forever.
-Status check_left_recursion(const Automaton& a) {
+// States reachable from a rule's start without consuming bytes, given the nullable rules.
+void null_reach(const Automaton& a, const std::vector<uint8_t>& nullable, int32_t rule, std::vector<int32_t>* seen) {
+  std::vector<int32_t> todo{a.start[rule]};
+  seen->clear();
+  while (!todo.empty()) {
+    int32_t s = todo.back();
+    todo.pop_back();
+    if (std::find(seen->begin(), seen->end(), s) != seen->end()) continue;
+    seen->push_back(s);
+    for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
+      if (nullable[c->rule]) todo.push_back(c->next);
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> nullable_rules(const Automaton& a) {
   const int32_t n_rules = static_cast<int32_t>(a.start.size());
   std::vector<uint8_t> nullable(n_rules, 0);
-  // States reachable from a rule's start without consuming bytes.
-  auto null_reach = [&](int32_t rule, std::vector<int32_t>* seen) {
-    std::vector<int32_t> todo{a.start[rule]};
-    seen->clear();
-    while (!todo.empty()) {
-      int32_t s = todo.back();
-      todo.pop_back();
-      if (std::find(seen->begin(), seen->end(), s) != seen->end()) continue;
-      seen->push_back(s);
-      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
-        if (nullable[c->rule]) todo.push_back(c->next);
-    }
-  };
   std::vector<int32_t> seen;
   for (bool changed = true; changed;) {
     changed = false;
     for (int32_t r = 0; r < n_rules; ++r) {
       if (a.start[r] < 0 || nullable[r]) continue;
-      null_reach(r, &seen);
+      null_reach(a, nullable, r, &seen);
       for (int32_t s : seen)
         if (a.final[s]) { nullable[r] = 1; changed = true; break; }
     }
   }
+  return nullable;
+}
+
+namespace {
+
+// A rule that can call itself before consuming a byte would make the parser push forever.
+Status check_left_recursion(const Automaton& a) {
+  const int32_t n_rules = static_cast<int32_t>(a.start.size());
+  const std::vector<uint8_t> nullable = nullable_rules(a);
+  std::vector<int32_t> seen;
   std::vector<std::vector<int32_t>> left(n_rules);
   for (int32_t r = 0; r < n_rules; ++r) {
     if (a.start[r] < 0) continue;
-    null_reach(r, &seen);
+    null_reach(a, nullable, r, &seen);
     for (int32_t s : seen)
       for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c) left[r].push_back(c->rule);
   }

@@ -77,4 +77,7 @@ struct Limits {
 
 Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out);
 
+// Per rule: whether it may complete without consuming a byte (a check rule among them).
+std::vector<uint8_t> nullable_rules(const Automaton& a);
+
 }  // namespace tg

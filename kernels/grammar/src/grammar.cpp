@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "cache_classes.h"
 #include "ir.h"
 
 namespace tg {
@@ -101,6 +102,15 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
 
 void Grammar::prepare_lazy_tables() {
   const int32_t n = automaton.n_states();
+  rep_ = cache_representatives(automaton, vocab->max_len);
+  context_reps_.assign(contexts.size(), {});
+  for (size_t r = 0; r < contexts.size(); ++r) {
+    std::vector<int32_t> reps;
+    for (int32_t s : contexts[r]) reps.push_back(rep_[s]);
+    std::sort(reps.begin(), reps.end());
+    reps.erase(std::unique(reps.begin(), reps.end()), reps.end());
+    context_reps_[r] = std::move(reps);
+  }
   own_caches_.reset(n);
   site_caches_.reset(n);
   by_site_ = std::make_unique<std::atomic<int8_t>[]>(n);
@@ -152,14 +162,20 @@ bool Grammar::ends_checked(int32_t rule) {
   return known;
 }
 
-// A pure function of the automaton: threads that race to compute it store the same answer.
+// A pure function of the automaton and vocabulary: threads that race to compute it store the
+// same answer.
 bool Grammar::by_site(int32_t state) {
+  state = rep_[state];
   int8_t known = by_site_[state].load(std::memory_order_relaxed);
   if (known < 0) {
     constexpr int32_t kNarrow = 8;  // bytes with a transition; JSON whitespace has 4
+    // Checking a token on the real stack costs about what a site cache's walk costs per token
+    // walked; past this many, a cache per caller (its class) soon pays for itself.
+    constexpr size_t kManyUncertain = 1024;
     int32_t n = 0;
     for (int32_t b = 0; b < 256 && n <= kNarrow; ++b) n += automaton.step(state, static_cast<uint8_t>(b)) >= 0;
-    known = n <= kNarrow && contexts[automaton.rule_of[state]].size() > 1;
+    known = contexts[automaton.rule_of[state]].size() > 1 &&
+            (n <= kNarrow || cache_for(state, -1).uncertain.size() > kManyUncertain);
     by_site_[state].store(known, std::memory_order_relaxed);
   }
   return known;
@@ -172,15 +188,16 @@ std::unique_ptr<TokenCache> Grammar::new_cache(int32_t state, const std::vector<
 }
 
 const TokenCache& Grammar::cache_for(int32_t state, int32_t ret) {
-  if (ret >= 0 && by_site(state)) return site_cache(state, ret);
+  state = rep_[state];
+  if (ret >= 0 && by_site(state)) return site_cache(state, rep_[ret]);
   if (const TokenCache* c = own_caches_.get(state)) return *c;
   BuildLock lock(mutex_);
   if (const TokenCache* c = own_caches_.get(state)) return *c;  // built by another thread meanwhile
-  return own_caches_.publish(state, new_cache(state, &contexts[automaton.rule_of[state]], false));
+  return own_caches_.publish(state, new_cache(state, &context_reps_[automaton.rule_of[state]], false));
 }
 
 const TokenCache* Grammar::built_site_cache(int32_t state, int32_t ret) const {
-  const int32_t k = index_of(contexts[automaton.rule_of[state]], ret);
+  const int32_t k = index_of(context_reps_[automaton.rule_of[state]], ret);
   if (k < 0) {
     const auto it = odd_site_caches_.find(site_key(state, ret));  // the caller holds mutex_
     return it == odd_site_caches_.end() ? nullptr : it->second.get();
@@ -190,7 +207,7 @@ const TokenCache* Grammar::built_site_cache(int32_t state, int32_t ret) const {
 }
 
 const TokenCache& Grammar::site_cache(int32_t state, int32_t ret) {
-  const std::vector<int32_t>& rets = contexts[automaton.rule_of[state]];
+  const std::vector<int32_t>& rets = context_reps_[automaton.rule_of[state]];
   const int32_t k = index_of(rets, ret);
   if (k >= 0)
     if (const PublishedSlots<TokenCache>* per_ret = site_caches_.get(state))
@@ -218,12 +235,12 @@ int32_t Grammar::warm(int32_t max_caches) {
   };
   const Automaton& a = automaton;
   for (int32_t s = 0; s < a.n_states(); ++s) {
-    if (!a.has_bytes(s)) continue;
+    if (!a.has_bytes(s) || rep_[s] != s) continue;
     const bool site = by_site(s);
     // Frames of the start rule may have no parent: only they use a per-site state's own cache.
     if ((!site || a.rule_of[s] == a.root) && !own_caches_.get(s)) build(s, -1);
     if (!site) continue;
-    const std::vector<int32_t>& rets = contexts[a.rule_of[s]];
+    const std::vector<int32_t>& rets = context_reps_[a.rule_of[s]];
     for (size_t k = 0; k < rets.size(); ++k) {
       const PublishedSlots<TokenCache>* per_ret = site_caches_.get(s);
       if (!per_ret || !per_ret->get(k)) build(s, rets[k]);

@@ -117,7 +117,9 @@ struct Grammar {
   // the rule is called from (for the shared whitespace rule, nearly all of the grammar).
   // Safe from many threads at once; built on first use.
   const TokenCache& cache_for(int32_t state, int32_t ret = -1);
-  // Whether frames in `state` use per-return-state caches.
+  // Whether frames in `state` use per-return-state caches: a narrow state, or one whose own cache
+  // leaves many tokens to the real stack (a character of a long counted repetition, where every
+  // longer token ends the rule and goes on in the caller).
   bool by_site(int32_t state);
   // Builds up to `max_caches` (all when negative) of the caches not built yet; returns how many.
   int32_t warm(int32_t max_caches);
@@ -125,8 +127,8 @@ struct Grammar {
   const Shortest& shortest();
 
  private:
-  // The per-return-state cache of (state, ret): one slot per state of contexts, found by
-  // binary search; a `ret` outside them (not expected) falls back to a map under the lock.
+  // The per-return-state cache of (state, ret), both representatives: one slot per entry of
+  // context_reps_, found by binary search; a `ret` outside them (not expected) falls back to a map under the lock.
   const TokenCache& site_cache(int32_t state, int32_t ret);
   const TokenCache* built_site_cache(int32_t state, int32_t ret) const;
   // These run under mutex_.
@@ -149,6 +151,11 @@ struct Grammar {
   std::unique_ptr<std::atomic<int8_t>[]> by_site_;  // per state: -1 not known yet (any thread may fill it)
   std::atomic<bool> shortest_ready_{false};
   Shortest shortest_;
+  // Per state, the state whose caches it shares (cache_classes.h); per rule, the representatives
+  // of its contexts, sorted: the own cache's walk speculates into these, and a site cache is
+  // kept per representative of the return state.
+  std::vector<int32_t> rep_;
+  std::vector<std::vector<int32_t>> context_reps_;
   // Scratch of the builds, under mutex_.
   std::unique_ptr<MaskWalk> walk_;  // reused by every build: its tables keep their memory
   std::vector<int8_t> ends_checked_;  // per rule: -1 not known yet

@@ -31,9 +31,9 @@ void FlatMap::clear() {
 
 namespace {
 
-uint64_t hash_set(const StateSet& set) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (set.frames.size() * 2 + set.can_end);
-  for (int32_t x : set.frames) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
+uint64_t hash_set(const std::vector<int32_t>& keys, bool can_end) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (keys.size() * 2 + can_end);
+  for (int32_t x : keys) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
   return h ^ (h >> 29);
 }
 
@@ -44,7 +44,10 @@ void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, CheckMode
   stepper_.set_mode(mode);
   pool_.init(a_.n_states());
   sets_.clear();
+  set_keys_.clear();
   set_hashes_.clear();
+  canon_table_.clear();
+  canon_.clear();
   if (set_slots_.size() > 4096) set_slots_.assign(1024, -1);  // a big table is not kept forever
   else std::fill(set_slots_.begin(), set_slots_.end(), -1);
   with_after_.clear();
@@ -53,6 +56,7 @@ void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, CheckMode
   config_ids_.clear();
   config_steps_.clear();
   sets_.emplace_back();  // set 0: nothing alive
+  set_keys_.emplace_back();
   set_hashes_.push_back(0);
   with_after_.push_back(-1);
   scratch_.frames.assign(1, state);  // no closure: the other frames of the real state are separate
@@ -60,10 +64,63 @@ void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, CheckMode
   intern_config(intern_set(&scratch_), 0, false);
 }
 
+int32_t MaskWalk::canonical(int32_t frame) {
+  const int32_t n = a_.n_states();
+  if (frame < n) return frame;  // the bottom (-1) or a bottom frame
+  if (canon_.size() < size_t(pool_.size())) canon_.resize(pool_.size(), -1);
+  if (canon_[frame - n] >= 0) return canon_[frame - n];
+  // Depth first without recursion: a node is named once the nodes it points to are.
+  canon_todo_.assign(1, frame);
+  std::vector<int32_t>& w = canon_table_.words_;
+  while (!canon_todo_.empty()) {
+    const int32_t id = canon_todo_.back();
+    if (canon_[id - n] >= 0) {
+      canon_todo_.pop_back();
+      continue;
+    }
+    const Frame f = pool_.get(id);
+    const size_t from = w.size();
+    bool ready = true;
+    const auto name = [&](int32_t x) {
+      if (x >= n && canon_[x - n] < 0) {
+        canon_todo_.push_back(x);
+        ready = false;
+      }
+      return x < n ? x : canon_[x - n];
+    };
+    if (!is_join(f)) {
+      w.insert(w.end(), {0, f.state, name(f.parent)});
+    } else {
+      const Join& j = pool_.join_of(id);
+      w.insert(w.end(), {1, int32_t(j.from), int32_t(j.from >> 32), j.region});
+      const size_t rets = w.size();
+      pool_.for_each_return(id, [&](int32_t ret) { w.push_back(name(ret)); });
+      std::sort(w.begin() + rets, w.end());
+      w.erase(std::unique(w.begin() + rets, w.end()), w.end());
+    }
+    if (!ready) {
+      w.resize(from);
+      continue;
+    }
+    canon_[id - n] = n + canon_table_.intern(from);
+    canon_todo_.pop_back();
+  }
+  return canon_[frame - n];
+}
+
 int32_t MaskWalk::intern_set(StateSet* set) {
   if (set->dead() && !set->can_end) return 0;
-  std::sort(set->frames.begin(), set->frames.end());
-  const uint64_t h = hash_set(*set);
+  keyed_.clear();
+  for (int32_t f : set->frames) keyed_.push_back({canonical(f), f});
+  std::sort(keyed_.begin(), keyed_.end());
+  std::vector<int32_t> keys;
+  set->frames.clear();
+  for (size_t i = 0; i < keyed_.size(); ++i)
+    if (i == 0 || keyed_[i].first != keyed_[i - 1].first) {  // equal frames: one does for both
+      keys.push_back(keyed_[i].first);
+      set->frames.push_back(keyed_[i].second);
+    }
+  const uint64_t h = hash_set(keys, set->can_end);
   if ((sets_.size() + 1) * 2 > set_slots_.size()) {
     set_slots_.assign(std::max<size_t>(1024, set_slots_.size() * 2), -1);
     for (int32_t id = 1; id < static_cast<int32_t>(sets_.size()); ++id) {
@@ -76,11 +133,12 @@ int32_t MaskWalk::intern_set(StateSet* set) {
   size_t k = h & mask;
   for (; set_slots_[k] >= 0; k = (k + 1) & mask) {
     const int32_t id = set_slots_[k];
-    if (set_hashes_[id] == h && sets_[id].can_end == set->can_end && sets_[id].frames == set->frames) return id;
+    if (set_hashes_[id] == h && sets_[id].can_end == set->can_end && set_keys_[id] == keys) return id;
   }
   const int32_t id = static_cast<int32_t>(sets_.size());
   set_slots_[k] = id;
   sets_.push_back(*set);
+  set_keys_.push_back(std::move(keys));
   set_hashes_.push_back(h);
   with_after_.push_back(-1);
   return id;

@@ -32,17 +32,27 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
   if (cur.terminated) return;
   scratch_.layer_on(pool_);
   seen_caches_.clear();
+  constexpr size_t kMaxCallers = 256;  // beyond, the frame's own cache and the real stack
   for (int32_t id : cur.set.frames) {
-    const TokenCache& c = g_->cache_for(pool_.get(id).state, pool_.return_state(id));
-    // Frames with the same cache share the accepted part; only the uncertain part differs.
-    if (std::find(seen_caches_.begin(), seen_caches_.end(), &c) == seen_caches_.end()) {
-      seen_caches_.push_back(&c);
-      if (!c.accepted.empty()) {
-        const uint32_t* __restrict acc = c.accepted.data();
-        for (int32_t w = 0; w < n_words; ++w) words[w] |= acc[w];
+    const int32_t state = pool_.get(id).state;
+    // A frame whose callers are known gets the union of a cache per caller (several callers:
+    // stacks that merged); equivalent callers share a cache (cache_classes.h).
+    if (!g_->by_site(state) || !pool_.return_states(id, kMaxCallers, &returns_)) returns_.assign(1, -1);
+    frame_caches_.clear();
+    for (int32_t ret : returns_) {
+      const TokenCache& c = g_->cache_for(state, ret);
+      if (std::find(frame_caches_.begin(), frame_caches_.end(), &c) != frame_caches_.end()) continue;
+      frame_caches_.push_back(&c);
+      // Frames with the same cache share the accepted part; only the uncertain part differs.
+      if (std::find(seen_caches_.begin(), seen_caches_.end(), &c) == seen_caches_.end()) {
+        seen_caches_.push_back(&c);
+        if (!c.accepted.empty()) {
+          const uint32_t* __restrict acc = c.accepted.data();
+          for (int32_t w = 0; w < n_words; ++w) words[w] |= acc[w];
+        }
       }
+      if (!c.uncertain.empty()) walker_.check(id, c.uncertain, words);
     }
-    if (!c.uncertain.empty()) walker_.check(id, c.uncertain, words);
   }
   if (cur.set.can_end)
     for (int32_t id : v.stop_ids) words[id >> 5] |= 1u << (id & 31);

@@ -54,7 +54,8 @@ class Matcher {
   std::vector<Entry> history_;
   std::vector<uint8_t> text_;  // every byte accepted: the checks read it
   StateSet a_, b_;
-  std::vector<const TokenCache*> seen_caches_;
+  std::vector<const TokenCache*> seen_caches_, frame_caches_;
+  std::vector<int32_t> returns_;
   std::unordered_map<int32_t, std::pair<int64_t, int32_t>> costs_;  // finish_cost's memo
   TokenWalker walker_;  // after scratch_: it walks speculative frames there
 };

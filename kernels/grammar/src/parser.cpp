@@ -147,15 +147,23 @@ void FramePool::add_return(int32_t join, int32_t ret) {
   ++j.n_rets;
 }
 
-int32_t FramePool::return_state(int32_t frame) const {
-  for (int32_t p = get(frame).parent; p >= 0;) {
+bool FramePool::return_states(int32_t frame, size_t max, std::vector<int32_t>* out) const {
+  out->clear();
+  std::vector<int32_t> todo{get(frame).parent};
+  for (size_t visited = 0; !todo.empty(); ++visited) {
+    const int32_t p = todo.back();
+    todo.pop_back();
+    if (p < 0 || visited > 2 * max) return false;
     const Frame f = get(p);
-    if (!is_join(f)) return f.state;
-    const Join& j = join_of(p);
-    if (j.n_rets != 1 || j.region) return -1;
-    for_each_return(p, [&](int32_t ret) { p = ret; });
+    if (!is_join(f)) {
+      out->push_back(f.state);
+      if (out->size() > max) return false;
+      continue;
+    }
+    if (join_of(p).region) return false;
+    for_each_return(p, [&](int32_t ret) { todo.push_back(ret); });
   }
-  return -1;
+  return true;
 }
 
 void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
@@ -171,7 +179,8 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
     }
     if (a_.has_bytes(f.state)) out->frames.push_back(id);
     for (const Call* c = a_.calls_begin(f.state); c != a_.calls_end(f.state); ++c) {
-      const int32_t ret = a_.tail[c->next] ? f.parent : pool.intern(c->next, f.parent);
+      const bool tail = a_.tail[c->next];
+      const int32_t ret = tail ? f.parent : pool.intern(c->next, f.parent);
       int64_t from = 0;
       bool region = false;
       if (c->rule >= a_.first_node_rule) {
@@ -182,6 +191,11 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
         }
         region = true;
         from = mode_ == CheckMode::evaluate ? len_ : -1;
+      } else if (tail) {
+        // A tail call returns where its caller does: the stack does not grow, so a rule that
+        // repeats by right recursion stays one frame (a join per repetition would chain).
+        todo_.push_back(pool.intern(a_.start[c->rule], f.parent));
+        continue;
       } else {
         from = pool.region_from(id);
       }

@@ -71,9 +71,10 @@ class FramePool {
     if (join < offset_) return base_->for_each_return(join, f);
     for (int32_t e = joins_[frames_[join - offset_].parent].first_edge; e >= 0; e = edges_[e].next) f(edges_[e].ret);
   }
-  // The state where parsing goes on after a frame's rule completes, when that is one frame's
-  // (-1: the bottom, several callers, or a region, whose checks need the text).
-  int32_t return_state(int32_t frame) const;
+  // The states where parsing goes on after a frame's rule completes, one per caller frame (into
+  // `out`), when known without the text: false for the bottom, a region (its checks read the
+  // text) or more than `max` callers.
+  bool return_states(int32_t frame, size_t max, std::vector<int32_t>* out) const;
   // Where the text of the region around `frame` starts.
   int64_t region_from(int32_t frame) const {
     const int32_t p = get(frame).parent;

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
+from math import gcd
 
 from ...errors import UnsupportedSchemaError
 from .. import ir
@@ -283,3 +284,58 @@ def multiple_dfa(m: Decimal, pointer: str) -> _dfa.Dfa:
 def is_multiple(value: Decimal, m: Decimal) -> bool:
     """Exact for any size (1e308 / 0.123456789 has more digits than a decimal context holds)."""
     return (Fraction(value) / Fraction(m)).denominator == 1
+
+
+def integer_bounds(lo: Decimal | None, lo_inclusive: bool, hi: Decimal | None,
+                   hi_inclusive: bool) -> tuple[int | None, int | None]:
+    """The integers within decimal bounds, as inclusive integer bounds (None: unbounded)."""
+    ilo = ihi = None
+    if lo is not None:
+        ilo = int(lo.to_integral_value(rounding="ROUND_CEILING"))
+        if not lo_inclusive and lo == lo.to_integral_value():
+            ilo = int(lo) + 1
+    if hi is not None:
+        ihi = int(hi.to_integral_value(rounding="ROUND_FLOOR"))
+        if not hi_inclusive and hi == hi.to_integral_value():
+            ihi = int(hi) - 1
+    return ilo, ihi
+
+
+MAX_LISTED_MULTIPLES = 256
+
+
+def checked_integer_multiples(ilo: int | None, ihi: int | None, multiples: list[Decimal],
+                              pointer: str) -> ir.Expr:
+    """Integer texts in [ilo, ihi] that are multiples of every m of `multiples` (integers whose
+    remainders are too many for an automaton), `.0+` allowed after them.
+
+    The core checks the integer part when it ends. Digits can always extend an integer part
+    towards an unbounded end to a multiple, so the check never leaves the text without a way on
+    there. A side of zero with a bounded far end could: its multiples are listed when they are
+    few; with more, a text ending close to the bound may still find no multiple to complete it.
+    """
+    checks = [ir.Check(ir.MULTIPLE_OF, check_params(m, pointer)) for m in multiples]
+    step = 1
+    for m in multiples:
+        step = step * int(m) // gcd(step, int(m))
+
+    def side(lo: int, hi: int | None, sign: str) -> ir.Expr:
+        """Magnitudes lo..hi (lo >= 0), written after `sign`."""
+        if hi is not None:
+            if hi < lo:
+                return ir.NOTHING
+            first = -(-lo // step) * step
+            if first > hi:
+                return ir.NOTHING
+            if (hi - first) // step < MAX_LISTED_MULTIPLES:
+                return ir.alt(*(ir.literal(f"{sign}{v}") for v in range(first, hi + 1, step)))
+        return ir.Region(ir.seq(ir.literal(sign), uint_range(lo, hi), *checks))
+
+    parts = []
+    if ihi is None or ihi >= 0:
+        parts.append(side(max(ilo, 0) if ilo is not None else 0, ihi, ""))
+    if ilo is None or ilo < 0:
+        parts.append(side(max(1, -ihi) if ihi is not None else 1, -ilo if ilo is not None else None, "-"))
+    if (ilo is None or ilo <= 0) and (ihi is None or ihi >= 0):
+        parts.append(ir.literal("-0"))  # JSON's negative zero is zero, a multiple of anything
+    return ir.seq(ir.alt(*parts), ZERO_FRAC)

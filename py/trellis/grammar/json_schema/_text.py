@@ -119,6 +119,46 @@ def encode_string(s: str) -> str:
     return encode_basestring(s)  # json's own (C) routine for exactly that
 
 
+def _hex_digit(d: int) -> ir.Expr:
+    """A hex digit of value d in either case (JSON's \\u escapes take both)."""
+    text = "%x" % d
+    return ir.byte_set(sorted({(ord(c), ord(c)) for c in (text, text.upper())}))
+
+
+def _u_escape(unit: int) -> ir.Expr:
+    return ir.seq(ir.literal("\\u"), *(_hex_digit(unit >> shift & 15) for shift in (12, 8, 4, 0)))
+
+
+@lru_cache(maxsize=4096)
+def _non_ascii(ch: str) -> ir.Expr:
+    """A character above ASCII raw or as its \\u escape (a surrogate pair beyond the BMP)."""
+    cp = ord(ch)
+    units = [cp] if cp <= 0xFFFF else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
+    return ir.alt(ir.Bytes(ch.encode("utf-8")), ir.seq(*(_u_escape(u) for u in units)))
+
+
+def string_literal(s: str) -> ir.Expr:
+    """The JSON text of the string `s`, quotes included: ASCII as `encode_string` writes it, and
+    each other character raw or escaped. Both are the same string to a validator, and the
+    escape spells a character whose raw bytes a vocabulary lacks (SmolLM2 has no token starting
+    with 0xF1 or 0xF2, so an enum value holding U+9104D was a dead end)."""
+    text = encode_string(s)
+    text.encode("utf-8")  # a lone surrogate is refused here, as before
+    parts: list[ir.Expr] = []
+    run = []
+    for ch in text:
+        if ord(ch) < 0x80:
+            run.append(ch)
+            continue
+        if run:
+            parts.append(ir.literal("".join(run)))
+            run = []
+        parts.append(_non_ascii(ch))
+    if run:
+        parts.append(ir.literal("".join(run)))
+    return ir.seq(*parts)
+
+
 ANY_CHAR = ir.char_class([(0, ir.MAX_CODE_POINT)])  # one code point, decoded
 JSON_CHAR = json_escape(ANY_CHAR)  # one code point, as it appears in a JSON string
 

@@ -568,7 +568,7 @@ class Converter:
                     forms.append(ir.literal(text))
             return ir.alt(*forms)
         if isinstance(v, str):
-            return ir.literal(_text.encode_string(v))
+            return _text.string_literal(v)
         if isinstance(v, list):
             if not v:
                 return ir.seq(ir.literal("["), self.ws, ir.literal("]"))
@@ -580,7 +580,7 @@ class Converter:
         if isinstance(v, dict):
             if not v:
                 return ir.seq(ir.literal("{"), self.ws, ir.literal("}"))
-            members = [ir.seq(ir.literal(_text.encode_string(k)), self.colon, self.const_expr(x)) for k, x in v.items()]
+            members = [ir.seq(_text.string_literal(k), self.colon, self.const_expr(x)) for k, x in v.items()]
             orders = itertools.permutations(members) if len(members) <= 4 else [members]
             alts = []
             for order in orders:
@@ -657,16 +657,7 @@ class Converter:
                 return magnitude
             return ir.alt(ir.seq(ir.literal("-"), positive), *([zero] if inclusive else []))
         if integer_only:
-            ilo = None
-            if lo is not None:
-                ilo = int(lo.to_integral_value(rounding="ROUND_CEILING"))
-                if not li and lo == lo.to_integral_value():
-                    ilo = int(lo) + 1
-            ihi = None
-            if hi is not None:
-                ihi = int(hi.to_integral_value(rounding="ROUND_FLOOR"))
-                if not hinc and hi == hi.to_integral_value():
-                    ihi = int(hi) - 1
+            ilo, ihi = _numbers.integer_bounds(lo, li, hi, hinc)
             if ilo is not None and ihi is not None and ihi < ilo:
                 return ir.NOTHING
             expr = ir.seq(_numbers.integer_range(ilo, ihi), _numbers.ZERO_FRAC) if bounded else _numbers.INTEGER
@@ -684,6 +675,10 @@ class Converter:
             if e.keyword != "multipleOf":
                 raise
         # Too many remainders for an automaton: the core divides the number's text when it ends.
+        if all(m == m.to_integral_value() for m in multiples):
+            # Only integers are multiples: checking the integer part keeps a '.' from leading
+            # into a text that no digit can complete.
+            return _numbers.checked_integer_multiples(*_numbers.integer_bounds(lo, li, hi, hinc), multiples, ptr)
         return ir.Region(ir.seq(base, *(ir.Check(ir.MULTIPLE_OF, _numbers.check_params(m, ptr)) for m in multiples)))
 
     # ---- strings --------------------------------------------------------------------------------
@@ -1195,7 +1190,7 @@ class Converter:
                 if k in required:
                     return ir.NOTHING
                 continue
-            members[k] = self.shared(ir.seq(ir.literal(_text.encode_string(k)), self.colon, value), "member")
+            members[k] = self.shared(ir.seq(_text.string_literal(k), self.colon, value), "member")
         for k in list(deps):
             if k not in members:
                 del deps[k]  # the key can never appear
@@ -1217,7 +1212,7 @@ class Converter:
                     spec["match"], k, n.pointer)) and not any(_text.pattern_search(q, k, n.pointer)
                                                               for q in spec["notMatch"]))
 
-            parts = [ir.seq(ir.literal(_text.encode_string(k)), self.colon, self.value(key_nodes[k] + [wnode]))
+            parts = [ir.seq(_text.string_literal(k), self.colon, self.value(key_nodes[k] + [wnode]))
                      for k in order if k in members and in_region(k)]
             parts.append(self.additional_member(nodes, order + [k for k in spec["exclude"] if k not in order],
                                                 patterns, name_nodes, uneval, [wnode], spec["match"],

@@ -1,0 +1,135 @@
+#include "cache_classes.h"
+
+#include <algorithm>
+
+#include "signature_table.h"
+
+namespace tg {
+
+namespace {
+
+struct Run {
+  int32_t lo, hi, to;
+};
+
+}  // namespace
+
+std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) {
+  const int32_t n = a.n_states();
+  // The byte rows as runs of equal targets: a handful per state instead of 256 entries.
+  std::vector<int32_t> run_begin(n + 1, 0);
+  std::vector<Run> runs;
+  for (int32_t s = 0; s < n; ++s) {
+    run_begin[s] = static_cast<int32_t>(runs.size());
+    if (!a.has_bytes(s)) continue;
+    const int32_t* row = &a.next[a.row[s] * 256];
+    for (int32_t b = 0; b < 256; ++b) {
+      if (row[b] < 0) continue;
+      if (!runs.empty() && static_cast<int32_t>(runs.size()) > run_begin[s] && runs.back().hi == b - 1 &&
+          runs.back().to == row[b])
+        runs.back().hi = b;
+      else
+        runs.push_back({b, b, row[b]});
+    }
+  }
+  run_begin[n] = static_cast<int32_t>(runs.size());
+  const std::vector<uint8_t> nullable = nullable_rules(a);
+
+  // Each round refines the classes by one more byte of depth. Only a state with a successor
+  // whose class split in the last round can split now, so a round looks at those alone (a
+  // chain splits one position per round), and ids stay stable: of a class's states looked at,
+  // those with the class's old signature (or else the first group) keep its id.
+  std::vector<int32_t> pred_begin(n + 1, 0), preds;
+  {
+    std::vector<std::vector<int32_t>> by_target(n);
+    for (int32_t s = 0; s < n; ++s) {
+      for (int32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) by_target[runs[r].to].push_back(s);
+      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
+        if (!nullable[c->rule]) by_target[c->next].push_back(s);
+    }
+    for (int32_t t = 0; t < n; ++t) {
+      pred_begin[t] = static_cast<int32_t>(preds.size());
+      preds.insert(preds.end(), by_target[t].begin(), by_target[t].end());
+    }
+    pred_begin[n] = static_cast<int32_t>(preds.size());
+  }
+  SignatureTable table;
+  std::vector<int32_t> cls(n), size;  // size: states per class id
+  table.clear(n);
+  for (int32_t s = 0; s < n; ++s) {
+    const size_t from = table.words_.size();
+    table.words_.insert(table.words_.end(), {a.rule_of[s], a.final[s]});
+    cls[s] = table.intern(from);
+    if (cls[s] == static_cast<int32_t>(size.size())) size.push_back(0);
+    ++size[cls[s]];
+  }
+  std::vector<int32_t> dirty(n), changed, group, group_id, stamp(n, -1);
+  std::vector<int32_t> seen(size.size(), -1), dirty_in(size.size(), 0);
+  for (int32_t s = 0; s < n; ++s) dirty[s] = s;
+  std::vector<std::pair<int32_t, int32_t>> calls;
+  for (int32_t round = 0; round < horizon && !dirty.empty(); ++round) {
+    table.clear(dirty.size());
+    group.resize(dirty.size());
+    for (size_t i = 0; i < dirty.size(); ++i) {
+      const int32_t s = dirty[i];
+      std::vector<int32_t>& w = table.words_;
+      const size_t from = w.size();
+      w.push_back(cls[s]);
+      w.push_back(run_begin[s + 1] - run_begin[s]);
+      for (int32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
+        w.insert(w.end(), {runs[r].lo, runs[r].hi, cls[runs[r].to]});
+      // A call consumes a byte before its return unless the rule is nullable: then the state
+      // returned to must be the same one (encoded below zero, apart from class ids).
+      calls.clear();
+      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
+        calls.push_back({c->rule, nullable[c->rule] ? -1 - c->next : cls[c->next]});
+      std::sort(calls.begin(), calls.end());
+      w.push_back(static_cast<int32_t>(calls.size()));
+      for (const auto& [rule, to] : calls) w.insert(w.end(), {rule, to});
+      group[i] = table.intern(from);
+      ++dirty_in[cls[s]];
+    }
+    // A class with states not looked at keeps its id for them (their signature is the old one,
+    // which no state looked at has: each of those has a successor with a new id). A class
+    // looked at whole keeps it for its first group.
+    group_id.assign(table.size(), -1);
+    changed.clear();
+    for (size_t i = 0; i < dirty.size(); ++i) {
+      const int32_t c = cls[dirty[i]], g = group[i];
+      if (group_id[g] < 0) {
+        if (dirty_in[c] == size[c] && seen[c] != round) {
+          group_id[g] = c;
+          seen[c] = round;
+        } else {
+          group_id[g] = static_cast<int32_t>(size.size());
+          size.push_back(0), dirty_in.push_back(0), seen.push_back(-1);
+        }
+      }
+      if (group_id[g] != c) changed.push_back(static_cast<int32_t>(i));
+    }
+    for (int32_t s : dirty) dirty_in[cls[s]] = 0;
+    for (int32_t& i : changed) {
+      const int32_t s = dirty[i];
+      --size[cls[s]];
+      cls[s] = group_id[group[i]];
+      ++size[cls[s]];
+      i = s;
+    }
+    // Next round: the states leading to one that moved.
+    dirty.clear();
+    for (int32_t t : changed)
+      for (int32_t k = pred_begin[t]; k < pred_begin[t + 1]; ++k)
+        if (stamp[preds[k]] != round) {
+          stamp[preds[k]] = round;
+          dirty.push_back(preds[k]);
+        }
+  }
+  std::vector<int32_t> first(size.size(), -1), rep(n);
+  for (int32_t s = 0; s < n; ++s) {
+    if (first[cls[s]] < 0) first[cls[s]] = s;
+    rep[s] = first[cls[s]];
+  }
+  return rep;
+}
+
+}  // namespace tg

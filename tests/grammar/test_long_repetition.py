@@ -1,0 +1,79 @@
+"""Long bounded repetitions: masks stay exact near the bound and cheap far from it.
+
+A repetition such as `[a-z ]{120,300}` compiles to a chain of hundreds of states that all call
+the same character rule. Their token-mask caches are shared by class (kernels/grammar/src/
+cache_classes.h): states that no token can tell apart share one cache. Before, each of the 10,001
+positions of `.{10001,}` built its own, 80-200 ms per token, and the fuzz regex below hung.
+"""
+
+import random
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+
+LETTERS = set(b"abcdefghijklmnopqrstuvwxyz ")
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    return GrammarCompiler(Vocabulary.smollm2())
+
+
+def expected_mask(vocab: Vocabulary, written: int, low: int, high: int) -> set[int]:
+    """Tokens allowed after `written` bytes of `[a-z ]{low,high}`: letters only, within the bound."""
+    allowed = {t for t, data in enumerate(vocab.token_bytes)
+               if t not in vocab.special_ids and data and set(data) <= LETTERS
+               and written + len(data) <= high}
+    if written >= low:
+        allowed |= set(vocab.stop_ids)
+    return allowed
+
+
+@pytest.mark.parametrize("low,high", [(120, 300), (0, 90)])
+def test_masks_of_a_bounded_repetition_are_exact_up_to_the_bound(compiler, low, high):
+    vocab = compiler.vocab
+    matcher = GrammarMatcher(compiler.compile_regex(f"[a-z ]{{{low},{high}}}"))
+    rng = random.Random(low)
+    written = 0
+    while True:
+        allowed = set(matcher.allowed_tokens())
+        assert allowed == expected_mask(vocab, written, low, high), f"after {written} bytes"
+        assert matcher.can_terminate() == (written >= low)
+        content = sorted(allowed - set(vocab.stop_ids))
+        if not content:
+            break
+        # Long tokens first, so the walk reaches the bound in a few dozen steps.
+        choice = max(rng.sample(content, min(8, len(content))), key=lambda t: len(vocab.token_bytes[t]))
+        assert matcher.accept_token(choice)
+        written += len(vocab.token_bytes[choice])
+    assert written == high
+
+
+def test_ten_thousand_position_repetitions_walk_without_slowing():
+    """The fuzz finding and its plain form, 200 tokens each, in a child bounded in memory and time."""
+    code = textwrap.dedent("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+        compiler = GrammarCompiler(Vocabulary.smollm2())
+        vocab = compiler.vocab
+        newline = vocab.token_bytes.index(b"\\n")
+        x = vocab.token_bytes.index(b"x")
+        for pattern, steps in [("(?:\\n){16,}(?:(?:[^]){100001,})+", [newline] * 100 + [x] * 100),
+                               (".{10001,}", [x] * 200)]:
+            m = GrammarMatcher(compiler.compile_regex(pattern))
+            mask = m.new_bitmask()
+            for i, t in enumerate(steps):
+                m.fill_next_token_bitmask(mask)
+                assert mask[t >> 5] >> (t & 31) & 1, (pattern, i)
+                assert m.accept_token(t)
+            assert not m.can_terminate()
+        print("ok")
+    """)
+    # Before the cache classes this took minutes (each mask rebuilt thousands of caches).
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
