@@ -16,12 +16,21 @@ struct Run {
 
 std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) {
   const int32_t n = a.n_states();
+  // Classes never span rules, and a small rule costs few caches however alike its states are:
+  // only the states of large rules are compared (the rest is a third of a schema's compile).
+  constexpr int32_t kWorthClassing = 64;
+  std::vector<int32_t> rule_size(a.start.size(), 0), rep(n);
+  for (int32_t s = 0; s < n; ++s) ++rule_size[a.rule_of[s]], rep[s] = s;
+  std::vector<uint8_t> large(n);
+  bool any = false;
+  for (int32_t s = 0; s < n; ++s) any |= large[s] = rule_size[a.rule_of[s]] >= kWorthClassing;
+  if (!any) return rep;
   // The byte rows as runs of equal targets: a handful per state instead of 256 entries.
   std::vector<int32_t> run_begin(n + 1, 0);
   std::vector<Run> runs;
   for (int32_t s = 0; s < n; ++s) {
     run_begin[s] = static_cast<int32_t>(runs.size());
-    if (!a.has_bytes(s)) continue;
+    if (!large[s] || !a.has_bytes(s)) continue;
     const int32_t* row = &a.next[a.row[s] * 256];
     for (int32_t b = 0; b < 256; ++b) {
       if (row[b] < 0) continue;
@@ -43,6 +52,7 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   {
     std::vector<std::vector<int32_t>> by_target(n);
     for (int32_t s = 0; s < n; ++s) {
+      if (!large[s]) continue;
       for (int32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) by_target[runs[r].to].push_back(s);
       for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
         if (!nullable[c->rule]) by_target[c->next].push_back(s);
@@ -58,14 +68,16 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   table.clear(n);
   for (int32_t s = 0; s < n; ++s) {
     const size_t from = table.words_.size();
-    table.words_.insert(table.words_.end(), {a.rule_of[s], a.final[s]});
+    if (large[s]) table.words_.insert(table.words_.end(), {a.rule_of[s], a.final[s]});
+    else table.words_.insert(table.words_.end(), {-1, s});  // a class of its own
     cls[s] = table.intern(from);
     if (cls[s] == static_cast<int32_t>(size.size())) size.push_back(0);
     ++size[cls[s]];
   }
-  std::vector<int32_t> dirty(n), changed, group, group_id, stamp(n, -1);
+  std::vector<int32_t> dirty, changed, group, group_id, stamp(n, -1);
   std::vector<int32_t> seen(size.size(), -1), dirty_in(size.size(), 0);
-  for (int32_t s = 0; s < n; ++s) dirty[s] = s;
+  for (int32_t s = 0; s < n; ++s)
+    if (large[s]) dirty.push_back(s);
   std::vector<std::pair<int32_t, int32_t>> calls;
   for (int32_t round = 0; round < horizon && !dirty.empty(); ++round) {
     table.clear(dirty.size());
@@ -124,7 +136,7 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
           dirty.push_back(preds[k]);
         }
   }
-  std::vector<int32_t> first(size.size(), -1), rep(n);
+  std::vector<int32_t> first(size.size(), -1);
   for (int32_t s = 0; s < n; ++s) {
     if (first[cls[s]] < 0) first[cls[s]] = s;
     rep[s] = first[cls[s]];
