@@ -113,15 +113,16 @@ def stats() -> str:
 
 
 def validate(text: str, response_format_json: str) -> str:
-    """Whether `text` is in the language of `response_format`'s grammar: a fresh matcher of the same
-    compiled grammar the engine uses (taken from its cache when there, else compiled) accepts all of
-    the text's bytes and can then terminate. For JSON Schema this proves the text is a JSON value the
-    schema accepts, as far as the grammar is exact (keywords it cannot enforce are refused at compile
-    time with UnsupportedSchemaError). Returns JSON: {"value": {"kind", "accepted", "complete",
-    "valid", "grammar": "cached" | "compiled", "ms"}} ({"kind": null} for plain text) or {"error": ...}."""
+    """Whether `text` is in the language of `response_format`'s grammar (a schema's whole language,
+    strict mode off: see whole_language): a fresh matcher of that compiled grammar (taken from the
+    engine's cache when there, else compiled) accepts all of the text's bytes and can then
+    terminate. For JSON Schema this proves the text is a JSON value the schema accepts, as far as
+    the grammar is exact (keywords it cannot enforce are refused at compile time with
+    UnsupportedSchemaError). Returns JSON: {"value": {"kind", "accepted", "complete", "valid",
+    "grammar": "cached" | "compiled", "ms"}} ({"kind": null} for plain text) or {"error": ...}."""
     try:
         started = time.perf_counter()
-        normalized, key = GrammarCache.key_of(json.loads(response_format_json))
+        normalized, key = GrammarCache.key_of(json.loads(response_format_json), validating=True)
         if normalized is None:
             return json.dumps({"value": {"kind": None, "valid": None}})
         cached = engine.grammars.peek(key)

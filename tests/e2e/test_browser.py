@@ -225,6 +225,10 @@ def test_validate_checks_text_with_the_engines_grammar(page):
     good = check('{"name": "Ann", "age": 30, "house": "Slytherin"}')
     assert good["valid"] is True and good["kind"] == "json_schema" and good["grammar"] in ("cached", "compiled")
     assert check('{"name": "Ann", "age": 300, "house": "Slytherin"}')["valid"] is False  # maximum 120
+    # Generation is strict (web-llm's default: no key the schema does not name); validation takes
+    # the schema's whole language, where an unnamed key is valid.
+    open_schema = {"type": "json_object", "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+    assert check('{"a": 1, "pet": "owl"}', open_schema)["valid"] is True
     cut = check('{"name": "Ann", "age": 30')
     assert cut["accepted"] is True and cut["complete"] is False and cut["valid"] is False
     assert check("abc-123", {"type": "regex", "regex": "[a-c]{2,5}-[0-9]{3}"})["valid"] is True

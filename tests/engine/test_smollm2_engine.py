@@ -28,6 +28,21 @@ def test_hermione_json(smollm2_engine):
     print(r.choices[0].message.content, r.usage)
 
 
+def test_hermione_json_as_web_llm_sends_it(smollm2_engine):
+    """web-llm's example as its users send it: greedy, 160 tokens, no Trellis extension. Its
+    json_object + schema is strict by default (web-xgrammar's strictMode), so the small model
+    cannot wander into invented keys: the object closes by itself and parses."""
+    request = dict(HERMIONE_REQUEST, max_tokens=160)
+    r = smollm2_engine.chat.completions.create(**request, temperature=0)
+    text = r.choices[0].message.content
+    assert r.choices[0].finish_reason == "stop", text
+    person = json.loads(text)
+    jsonschema.validate(person, PERSON_SCHEMA)
+    assert set(person) == set(PERSON_SCHEMA["properties"]), person
+    assert set(person["wand"]) == {"wood", "core", "length"}, person
+    print(text, r.usage)
+
+
 def test_weather_tool_calls(smollm2_engine):
     r = smollm2_engine.chat.completions.create(**WEATHER_REQUEST, temperature=0, complete_on_length=True)
     message = r.choices[0].message

@@ -58,35 +58,83 @@ def test_json_object_is_any_object_not_any_value(compiler):
         assert not accepts(compiled, text), text
 
 
-@pytest.mark.parametrize("rf", [
-    {"type": "json_object", "schema": SCHEMA},                                   # web-llm, object
-    {"type": "json_object", "schema": json.dumps(SCHEMA)},                       # web-llm, string
-    {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA}},  # OpenAI
-    {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": False}},
-    {"type": "json_schema", "json_schema": SCHEMA},                              # Transformers.js
-    {"type": "json", "value": SCHEMA},                                           # TGI
-    {"type": "json", "value": json.dumps(SCHEMA)},
+@pytest.mark.parametrize("rf, strict", [
+    ({"type": "json_object", "schema": SCHEMA}, True),                                   # web-llm, object
+    ({"type": "json_object", "schema": json.dumps(SCHEMA)}, True),                       # web-llm, string
+    ({"type": "json_object", "schema": SCHEMA, "strict": False}, False),                 # + Trellis's extension
+    ({"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA}}, False),  # OpenAI
+    ({"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": False}}, False),
+    ({"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": True}}, True),
+    ({"type": "json_schema", "json_schema": SCHEMA}, True),                              # Transformers.js
+    ({"type": "json_schema", "json_schema": SCHEMA, "strict": False}, False),
+    ({"type": "json", "value": SCHEMA}, True),                                           # TGI
+    ({"type": "json", "value": json.dumps(SCHEMA), "strict": False}, False),
 ])
-def test_schema_dialects_normalize_to_one_request_and_key(rf):
+def test_schema_dialects_normalize_to_one_request_and_key(rf, strict):
+    """Each dialect's default strictness (STRICT_DEFAULTS); equal requests share one key."""
     recorder = Recorder()
     grammar, key = response_format_to_grammar(rf, schema_to_grammar=recorder)
     assert grammar is not None
-    assert recorder.calls == [(SCHEMA, True, False)]
-    _, reference = response_format_to_grammar({"type": "json", "value": SCHEMA}, schema_to_grammar=Recorder())
-    assert key == reference
+    assert recorder.calls == [(SCHEMA, True, strict)]
+    reference = {"type": "json", "value": SCHEMA, "strict": strict}
+    assert key == response_format_to_grammar(reference, schema_to_grammar=Recorder())[1]
 
 
-def test_openai_strict_and_options_change_the_key():
+def test_options_change_the_key():
     recorder = Recorder()
-    _, plain = response_format_to_grammar({"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}},
+    _, plain = response_format_to_grammar({"type": "json", "value": SCHEMA}, schema_to_grammar=recorder)
+    _, loose = response_format_to_grammar({"type": "json", "value": SCHEMA, "strict": False},
                                           schema_to_grammar=recorder)
-    _, strict = response_format_to_grammar(
-        {"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA, "strict": True}}, schema_to_grammar=recorder)
     _, compact = response_format_to_grammar({"type": "json", "value": SCHEMA}, any_whitespace=False,
                                             schema_to_grammar=recorder)
-    assert len({plain, strict, compact}) == 3
-    assert recorder.calls[1] == (SCHEMA, True, True)
-    assert recorder.calls[2] == (SCHEMA, False, False)
+    assert len({plain, loose, compact}) == 3
+    assert recorder.calls[2] == (SCHEMA, False, True)
+
+
+@pytest.mark.parametrize("rf, field", [
+    ({"type": "json_object", "strict": True}, "response_format.strict"),  # no schema to close
+    ({"type": "json_object", "schema": SCHEMA, "strict": "yes"}, "response_format.strict"),
+    ({"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}, "strict": True}, "response_format.strict"),
+    ({"type": "regex", "regex": "a", "strict": True}, "response_format.strict"),
+    ({"type": "grammar", "grammar": 'root ::= "a"', "strict": False}, "response_format.strict"),
+])
+def test_strict_where_it_means_nothing_is_refused(rf, field):
+    with pytest.raises(InvalidRequestError) as e:
+        response_format_to_grammar(rf, schema_to_grammar=Recorder())
+    assert e.value.field == field, str(e.value)
+
+
+HERMIONE = {"type": "object", "properties": {
+    "name": {"type": "string"}, "house": {"enum": ["Gryffindor", "Hufflepuff", "Ravenclaw", "Slytherin"]},
+    "blood_status": {"enum": ["Pure-blood", "Half-blood", "Muggle-born"]}, "occupation": {"type": "string"},
+    "wand": {"type": "object", "properties": {"wood": {"type": "string"}, "core": {"type": "string"},
+                                              "length": {"type": "number"}},
+             "required": ["wood", "core", "length"]},
+    "alive": {"type": "boolean"}, "patronus": {"type": "string"}},
+    "required": ["name", "house", "blood_status", "occupation", "wand", "alive", "patronus"]}
+
+
+def test_web_llm_strict_mode_closes_named_objects_and_tuples(compiler):
+    """web-llm's json_object + schema: no member the schema does not name, at any depth; the
+    same text passes with strict: false (the schema's language)."""
+    strict, _ = compile_response_format(compiler, {"type": "json_object", "schema": HERMIONE})
+    loose, _ = compile_response_format(compiler, {"type": "json_object", "schema": HERMIONE, "strict": False})
+    good = ('{"name": "Hermione Granger", "house": "Gryffindor", "blood_status": "Muggle-born", '
+            '"occupation": "student", "wand": {"wood": "vine", "core": "dragon heartstring", "length": 10.75}, '
+            '"alive": true, "patronus": "otter"}')
+    extra_inner = good.replace('"length": 10.75}', '"length": 10.75, "lengtitlade": 10}')
+    extra_outer = good.replace('"patronus": "otter"}', '"patronus": "otter", "pet": "Crookshanks"}')
+    assert accepts(strict, good) and accepts(loose, good)
+    for text in (extra_inner, extra_outer):
+        assert not accepts(strict, text) and accepts(loose, text), text
+    tuple_schema = {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]}
+    closed, _ = compile_response_format(compiler, {"type": "json_object", "schema": tuple_schema})
+    assert accepts(closed, '[1, "a"]') and not accepts(closed, '[1, "a", 2]')
+    # what the schema leaves unnamed stays open: {"type": "object"}, {}, additionalProperties
+    for schema, text in [({"type": "object"}, '{"any": [1]}'), ({"properties": {"a": {}}, "additionalProperties": True},
+                                                                '{"a": 1, "b": 2}'),
+                         ({"type": "array"}, "[1, 2, 3]")]:
+        assert accepts(compile_response_format(compiler, {"type": "json_object", "schema": schema})[0], text)
 
 
 def test_keys_are_stable_across_dict_order():

@@ -13,7 +13,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from trellis.grammar.matcher import CompiledGrammar, GrammarMatcher
-from trellis.grammar.response_format import cache_key, grammar_of_normalized, normalize_response_format, refuse_empty
+from trellis.grammar.response_format import (cache_key, grammar_of_normalized, normalize_response_format, refuse_empty,
+                                             whole_language)
 
 
 @dataclass
@@ -31,9 +32,12 @@ class GrammarCache:
         self.last_init_s = 0.0
 
     @staticmethod
-    def key_of(response_format, field: str = "response_format"):
-        """(normalized request or None for plain text, key); raises InvalidRequestError naming the field."""
+    def key_of(response_format, field: str = "response_format", validating: bool = False):
+        """(normalized request or None for plain text, key); raises InvalidRequestError naming the
+        field. `validating`: the request a validator checks against (whole_language)."""
         normalized = normalize_response_format(response_format, field)
+        if validating:
+            normalized = whole_language(normalized)
         return normalized, cache_key(normalized, {"any_whitespace": True})
 
     def matcher(self, normalized: dict, key: str, field: str = "response_format") -> tuple[GrammarMatcher, bool]:

@@ -42,14 +42,24 @@ _OPENAI_JSON_SCHEMA_FIELDS = {"name", "description", "schema", "strict"}
 _OPENAI_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _KNOWN_FIELDS = {
     "text": set(),
-    "json_object": {"schema"},
+    "json_object": {"schema", "strict"},
     "grammar": {"grammar"},
     "structural_tag": {"structural_tag", "format", "structures", "triggers"},
-    "json_schema": {"json_schema"},
-    "json": {"value"},
+    "json_schema": {"json_schema", "strict"},
+    "json": {"value", "strict"},
     "regex": {"regex", "value"},
 }
 _WEBLLM_ONLY = {"schema": "json_object", "grammar": "grammar", "structural_tag": "structural_tag"}
+
+
+# Whether a JSON Schema request closes the objects and tuples it names (no members or items the
+# schema does not name; see json_schema.json_schema_to_grammar's `strict`), per dialect, when the
+# request does not say. web-llm compiles with web-xgrammar's compileJSONSchema defaults, whose
+# strictMode is true; OpenAI's json_schema takes `strict` (false unless given); TGI builds its
+# grammars with outlines, which writes only the properties a schema names; Transformers.js's form
+# follows web-llm. compile_json_schema (and the benchmarks, which validate) default to the whole
+# language.
+STRICT_DEFAULTS = {"web-llm": True, "OpenAI": False, "TGI": True, "Transformers.js": True}
 
 
 def _schema(value, field: str):
@@ -91,12 +101,18 @@ def normalize_response_format(rf, field: str = "response_format") -> dict | None
     if extra:
         _fail(f"not allowed when type is {kind!r}", f"{field}.{sorted(extra)[0]}")
 
+    # Trellis's extension: `strict: false` asks for the schema's whole language (see STRICT_DEFAULTS).
+    strict = rf.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        _fail("must be a boolean", f"{field}.strict")
     if kind == "text":
         return None
     if kind == "json_object":
         if "schema" in present:
             return {"kind": "json_schema", "schema": _schema(rf["schema"], f"{field}.schema"),
-                    "strict": False}
+                    "strict": STRICT_DEFAULTS["web-llm"] if strict is None else strict}
+        if strict is not None:
+            _fail("only allowed with a schema", f"{field}.strict")
         return {"kind": "json_object"}
     if kind == "grammar":
         if "grammar" not in present:
@@ -127,17 +143,21 @@ def normalize_response_format(rf, field: str = "response_format") -> dict | None
                 _fail("must be 1-64 characters of a-z, A-Z, 0-9, '_' or '-'", f"{field}.json_schema.name")
             if "description" in js and not isinstance(js["description"], (str, type(None))):
                 _fail("must be a string", f"{field}.json_schema.description")
-            strict = js.get("strict")
-            if strict is not None and not isinstance(strict, bool):
+            if strict is not None:
+                _fail("give strict once, inside json_schema (OpenAI's place)", f"{field}.strict")
+            inner = js.get("strict")
+            if inner is not None and not isinstance(inner, bool):
                 _fail("must be a boolean", f"{field}.json_schema.strict")
             return {"kind": "json_schema", "schema": _schema(js["schema"], f"{field}.json_schema.schema"),
-                    "strict": bool(strict)}
+                    "strict": STRICT_DEFAULTS["OpenAI"] if inner is None else inner}
         # Transformers.js: the schema itself
-        return {"kind": "json_schema", "schema": _schema(js, f"{field}.json_schema"), "strict": False}
+        return {"kind": "json_schema", "schema": _schema(js, f"{field}.json_schema"),
+                "strict": STRICT_DEFAULTS["Transformers.js"] if strict is None else strict}
     if kind == "json":  # TGI
         if "value" not in present:
             _fail("required when type is 'json'", f"{field}.value")
-        return {"kind": "json_schema", "schema": _schema(rf["value"], f"{field}.value"), "strict": False}
+        return {"kind": "json_schema", "schema": _schema(rf["value"], f"{field}.value"),
+                "strict": STRICT_DEFAULTS["TGI"] if strict is None else strict}
     # regex: TGI ("value") or Transformers.js ("regex")
     keys = [k for k in ("regex", "value") if k in present]
     if not keys:
@@ -145,6 +165,14 @@ def normalize_response_format(rf, field: str = "response_format") -> dict | None
     if len(keys) > 1:
         _fail("give the pattern once, as 'regex' or as 'value'", f"{field}.value")
     return {"kind": "regex", "pattern": _text(rf[keys[0]], f"{field}.{keys[0]}")}
+
+
+def whole_language(normalized: dict | None) -> dict | None:
+    """The request a validator checks text against: a schema's whole language (strict off), as a
+    valid instance with a member the schema leaves open is valid however it was generated."""
+    if normalized is not None and normalized["kind"] == "json_schema" and normalized["strict"]:
+        return dict(normalized, strict=False)
+    return normalized
 
 
 def cache_key(normalized: dict | None, options: dict | None = None) -> str:

@@ -81,10 +81,14 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool 
                            draft: str | None = None) -> ir.Grammar:
     """The grammar of the JSON texts that are valid instances of `schema`.
 
-    `strict` closes objects (a missing additionalProperties means false), like OpenAI's
-    strict mode. `property_order` is "schema" (known properties in the schema's order, as a
-    model writes them when prompted with the schema; a smaller grammar) or "any". `draft` forces "draft7" or "2020-12" semantics; by default `$schema` decides
-    and 2020-12 is assumed.
+    `strict` generates no member or item the schema does not name: where the subschemas of one
+    place name properties (or prefixItems) and none gives additionalProperties /
+    unevaluatedProperties (items / unevaluatedItems), it is as if unevaluatedProperties
+    (unevaluatedItems) were false there; places that name nothing (`{"type": "object"}`) stay
+    open. web-xgrammar's strictMode and OpenAI's strict mean the same; a subset of the language.
+    `property_order` is "schema" (known properties in the schema's order, as a model writes them
+    when prompted with the schema; a smaller grammar) or "any". `draft` forces "draft7" or
+    "2020-12" semantics; by default `$schema` decides and 2020-12 is assumed.
     """
     return to_grammar(schema, any_whitespace=any_whitespace, strict=strict, max_whitespace=max_whitespace,
                       property_order=property_order, draft=draft)

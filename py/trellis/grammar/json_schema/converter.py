@@ -886,6 +886,13 @@ class Converter:
                     count = max(count, len(n.schema["items"]))
             uneval.append((self.child(x, "unevaluatedItems"), count))
             width = max(width, count) if hi is None else min(max(width, count), hi)
+        tuple_key = "items" if self.draft7 else "prefixItems"
+        closed = self.strict_close(nodes, tuple_key, None, ("items", "additionalItems", "unevaluatedItems"))
+        if closed is not None:
+            count = max(len(n.schema[tuple_key]) for n in nodes
+                        if isinstance(n.schema, dict) and isinstance(n.schema.get(tuple_key), list))
+            uneval.append((closed, count))
+            width = max(width, count) if hi is None else min(max(width, count), hi)
 
         def position_nodes(i):
             out = []
@@ -1160,6 +1167,12 @@ class Converter:
             names = {k for n in evaluating for k in n.schema.get("properties", {})}
             pats = {(n.key, p) for n in evaluating for p in n.schema.get("patternProperties", {})}
             uneval.append((self.child(x, "unevaluatedProperties"), names, pats))
+        closed = self.strict_close(nodes, "properties", "patternProperties",
+                                   ("additionalProperties", "unevaluatedProperties"))
+        if closed is not None:
+            names = {k for n in nodes for k in n.schema.get("properties", {})}
+            pats = {(n.key, p) for n in nodes for p in n.schema.get("patternProperties", {})}
+            uneval.append((closed, names, pats))
         # the schema of each known key, and whether it may appear at all
         members: dict[str, ir.Expr] = {}
         key_nodes: dict[str, list] = {}
@@ -1311,9 +1324,24 @@ class Converter:
         s = n.schema
         if "additionalProperties" in s:
             return self.child(n, "additionalProperties")
-        if self.opt.strict:
-            return Node(False, n.base, n.pointer + "/additionalProperties", n.dyn)
         return None
+
+    def strict_close(self, nodes, naming: str, naming_too: str | None, opening: tuple) -> Node | None:
+        """Strict mode (web-xgrammar's strictMode, OpenAI's strict): where the subschemas of one
+        place name members (`naming`) and none says what others may be (`opening`), nothing else
+        is generated, as if `unevaluated*: false` stood there: the False node that says so.
+        Unnamed places (`{"type": "object"}`, `{}`) stay open."""
+        if not self.opt.strict:
+            return None
+        named = [n for n in nodes if isinstance(n.schema, dict) and
+                 (naming in n.schema or (naming_too is not None and naming_too in n.schema))]
+        if naming == "items":  # draft-07's tuple form only
+            named = [n for n in named if isinstance(n.schema.get("items"), list)]
+        if not named or any(k in n.schema for n in nodes if isinstance(n.schema, dict) for k in opening
+                            if not (k == "items" and isinstance(n.schema.get(k), list))):
+            return None
+        first = named[0]
+        return Node(False, first.base, first.pointer + "/unevaluated", first.dyn)
 
     def additional_member(self, nodes, known: list[str], patterns, name_nodes, uneval=(), value_extra=(),
                           match=None, not_match=(), key_end=ir.EMPTY) -> ir.Expr:
