@@ -385,3 +385,62 @@ def test_a_token_that_ends_a_value_waits_for_its_check(compiler, schema, prefix)
             if ok:
                 m.rollback(1)
             assert (t in m.allowed_tokens()) == ok, tail
+
+
+# ---- one key per object ---------------------------------------------------------------------
+
+ONE_KEY_SCHEMAS = [
+    ({"patternProperties": {"^[ab]$": {"type": "integer"}}, "additionalProperties": False}, {}),
+    ({"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "integer"},
+      "propertyNames": {"maxLength": 1}}, {}),
+    ({"anyOf": [{"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "integer"},
+                 "propertyNames": {"enum": ["a", "b", "c"]}},
+                {"properties": {"b": {"type": "string", "maxLength": 2}}, "additionalProperties": False}]}, {}),
+    ({"allOf": [{"properties": {"a": {"type": "integer"}}}, {"propertyNames": {"enum": ["a", "b"]}}],
+      "additionalProperties": {"type": "integer"}}, {}),
+    ({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "additionalProperties": False},
+     {"property_order": "any"}),
+    ({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "object",
+      "additionalProperties": {"type": "integer"}, "propertyNames": {"maxLength": 1}}},
+      "propertyNames": {"maxLength": 1}}, {}),
+]
+
+
+def _no_repeated_key(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), f"key written twice: {keys}"
+    return dict(pairs)
+
+
+@pytest.mark.parametrize("index", range(len(ONE_KEY_SCHEMAS)))
+def test_masks_never_offer_a_key_already_in_the_object(compiler, index):
+    """Random walks through the masks, preferring the tokens that would repeat a key: whenever
+    the text can end, it parses with every object's keys distinct and validates (jsonschema)."""
+    schema, options = ONE_KEY_SCHEMAS[index]
+    compiled = compiler.compile_json_schema(schema, **options)
+    vocab = compiler.vocab
+    small = set(b'{}[]":, abc0123456789')
+    near = {t for t, b in enumerate(vocab.token_bytes) if b and t not in vocab.special_ids and set(b) <= small}
+    stops = set(vocab.stop_ids)
+    rng = random.Random(index)
+    ended = 0
+    for _ in range(30):
+        matcher = GrammarMatcher(compiled)
+        text = b""
+        for _ in range(60):
+            allowed = set(matcher.allowed_tokens())
+            if allowed & stops:
+                doc = json.loads(text, object_pairs_hook=_no_repeated_key)
+                assert jsonschema.Draft202012Validator(schema).is_valid(doc), text
+                ended += 1
+                if rng.random() < 0.2:
+                    break
+            choices = sorted((allowed - stops) & near) or sorted(allowed - stops)
+            if not choices:
+                break
+            # Structure first (a next member, a key), so that objects get several members.
+            structural = [t for t in choices if set(vocab.token_bytes[t]) & set(b',"ab')]
+            token = rng.choice(structural if structural and rng.random() < 0.7 else choices)
+            assert matcher.accept_token(token)
+            text += vocab.token_bytes[token]
+    assert ended > 0

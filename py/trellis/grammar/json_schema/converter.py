@@ -1175,6 +1175,7 @@ class Converter:
             uneval.append((closed, names, pats))
         # the schema of each known key, and whether it may appear at all
         members: dict[str, ir.Expr] = {}
+        values: dict[str, ir.Expr] = {}
         key_nodes: dict[str, list] = {}
         for k in order:
             knodes = []
@@ -1203,6 +1204,7 @@ class Converter:
                 if k in required:
                     return ir.NOTHING
                 continue
+            values[k] = value
             members[k] = self.shared(ir.seq(_text.string_literal(k), self.colon, value), "member")
         for k in list(deps):
             if k not in members:
@@ -1213,7 +1215,11 @@ class Converter:
                 del deps[k]
                 if k in required:
                     return ir.NOTHING
-        additional = self.shared(self.additional_member(nodes, order, patterns, name_nodes, uneval), "extra")
+        # One key per object: a key the schema does not name is checked against the keys before
+        # it (known keys, in schema order, cannot repeat; they differ from the others by the
+        # key automaton). The object is a region, so that the check reads its text.
+        additional = self.shared(self.additional_member(nodes, order, patterns, name_nodes, uneval,
+                                                        key_end=DISTINCT_KEY), "extra")
         # witnesses ("some property in a region has a value valid against X", from negations):
         # each is a pseudo-key that must be seen
         for i, n in enumerate(n for n in nodes if WITNESS in n.schema):
@@ -1225,11 +1231,11 @@ class Converter:
                     spec["match"], k, n.pointer)) and not any(_text.pattern_search(q, k, n.pointer)
                                                               for q in spec["notMatch"]))
 
-            parts = [ir.seq(_text.string_literal(k), self.colon, self.value(key_nodes[k] + [wnode]))
+            parts = [ir.seq(_text.string_literal(k), DISTINCT_KEY, self.colon, self.value(key_nodes[k] + [wnode]))
                      for k in order if k in members and in_region(k)]
             parts.append(self.additional_member(nodes, order + [k for k in spec["exclude"] if k not in order],
                                                 patterns, name_nodes, uneval, [wnode], spec["match"],
-                                                spec["notMatch"]))
+                                                spec["notMatch"], key_end=DISTINCT_KEY))
             witness = self.shared(ir.alt(*parts), "witness")
             if witness == ir.NOTHING:
                 return ir.NOTHING
@@ -1242,7 +1248,10 @@ class Converter:
         witnessed = any(k.startswith("\x00") for k in required)
         if (self.opt.property_order == "any" or witnessed) and eff_min == 0 and len(tracked) <= MAX_TRACKED_KEYS and (
                 max_p is None or (2 ** len(tracked)) * (max_p + 1) <= 4096):
-            return self.object_any_order(members, additional, required, deps, tracked, max_p)
+            # In any order a known key could come again too: each is checked.
+            checked = {k: (self.shared(ir.seq(_text.string_literal(k), DISTINCT_KEY, self.colon, values[k]), "member")
+                           if k in values else m) for k, m in members.items()}
+            return ir.Region(self.object_any_order(checked, additional, required, deps, tracked, max_p))
         if witnessed:
             raise UnsupportedSchemaError("a negated additionalProperties together with min/maxProperties or many "
                                          "required keys is not supported", "additionalProperties", pointer)
@@ -1250,11 +1259,8 @@ class Converter:
             raise UnsupportedSchemaError("dependentRequired over more than 6 keys together with min/maxProperties "
                                          "or many required keys is not supported", "dependentRequired",
                                          pointer)
-        if eff_min < 2 or additional == ir.NOTHING:
+        if additional == ir.NOTHING:
             return self.object_ordered(members, additional, set(required), eff_min, max_p, pointer, deps)
-        # Only distinct keys count: each additional key is checked against the keys before it.
-        additional = self.shared(self.additional_member(nodes, order, patterns, name_nodes, uneval,
-                                                        key_end=DISTINCT_KEY), "extra")
         return ir.Region(self.object_ordered(members, additional, set(required), eff_min, max_p, pointer, deps,
                                              distinct=True))
 
