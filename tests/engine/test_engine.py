@@ -119,10 +119,11 @@ def test_grammar_cache_hits_across_dialects(engine):
     hits = engine.grammars.hits
     ask(engine, max_tokens=4, seed=1, response_format={"type": "json_object", "schema": SCHEMA})
     assert engine.runtime_stats()["grammar_cache_hit"] is False
-    # The same schema as OpenAI's dialect, with keys in another order: the same canonical key.
+    # The same request in OpenAI's dialect (strict, as web-llm's is by default), with keys in
+    # another order: the same canonical key.
     reordered = dict(reversed(list(SCHEMA.items())))
-    ask(engine, max_tokens=4, seed=1, response_format={"type": "json_schema",
-                                                       "json_schema": {"name": "person", "schema": reordered}})
+    ask(engine, max_tokens=4, seed=1, response_format={
+        "type": "json_schema", "json_schema": {"name": "person", "schema": reordered, "strict": True}})
     stats = engine.runtime_stats()
     assert stats["grammar_cache_hit"] is True and engine.grammars.hits == hits + 1
     assert stats["grammar_cache"]["entries"] == 1

@@ -10,8 +10,10 @@ from trellis.errors import InvalidRequestError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
 from trellis.grammar.response_format import (
     compile_response_format,
+    grammar_of_normalized,
     normalize_response_format,
     response_format_to_grammar,
+    whole_language,
 )
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -24,7 +26,7 @@ class Recorder:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, schema, *, any_whitespace, strict):
+    def __call__(self, schema, *, any_whitespace, strict, canonical_integers):
         from trellis.grammar.regex import parse_regex
 
         self.calls.append((schema, any_whitespace, strict))
@@ -102,6 +104,22 @@ def test_strict_where_it_means_nothing_is_refused(rf, field):
     with pytest.raises(InvalidRequestError) as e:
         response_format_to_grammar(rf, schema_to_grammar=Recorder())
     assert e.value.field == field, str(e.value)
+
+
+def test_integers_are_generated_canonically_and_validated_whole(compiler):
+    """Every dialect generates `1`, never `1.0`; the validator's language (whole_language) and
+    compile_json_schema take both, as JSON Schema does."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "m": {"type": "integer", "maximum": 9},
+                                               "c": {"const": 2}, "x": {"type": "number"}}}
+    for rf in ({"type": "json_object", "schema": schema}, {"type": "json", "value": schema},
+               {"type": "json_schema", "json_schema": {"name": "n", "schema": schema}}):
+        generated, _ = compile_response_format(compiler, rf)
+        assert accepts(generated, '{"n": 12, "m": 3, "c": 2, "x": 1.0}')
+        for text in ('{"n": 12.0}', '{"m": 3.00}', '{"c": 2.0}'):
+            assert not accepts(generated, text), (rf, text)
+        normalized = whole_language(normalize_response_format(rf))
+        assert accepts(compiler.compile_ir(grammar_of_normalized(normalized)), '{"n": 12.0, "m": 3.00, "c": 2.0}')
+    assert accepts(compiler.compile_json_schema(schema), '{"n": 12.0}')
 
 
 HERMIONE = {"type": "object", "properties": {
@@ -256,7 +274,7 @@ sys.path.insert(0, "/lib")
 from trellis.grammar import ir
 from trellis.grammar.response_format import response_format_to_grammar
 from trellis.grammar.regex import parse_regex
-fake = lambda schema, *, any_whitespace, strict: parse_regex(r"\{\}")
+fake = lambda schema, *, any_whitespace, strict, canonical_integers: parse_regex(r"\{\}")
 tag = {"type": "structural_tag", "structural_tag": {"format": {"type": "triggered_tags", "triggers": ["<f"],
        "tags": [{"begin": "<f>", "content": {"type": "json_schema", "json_schema": {"type": "object"}}, "end": "</f>"}]}}}
 out = []

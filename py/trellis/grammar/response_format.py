@@ -168,10 +168,12 @@ def normalize_response_format(rf, field: str = "response_format") -> dict | None
 
 
 def whole_language(normalized: dict | None) -> dict | None:
-    """The request a validator checks text against: a schema's whole language (strict off), as a
-    valid instance with a member the schema leaves open is valid however it was generated."""
-    if normalized is not None and normalized["kind"] == "json_schema" and normalized["strict"]:
-        return dict(normalized, strict=False)
+    """The request a validator checks text against: a schema's whole language (strict off, `1.0`
+    an integer), as a valid instance is valid however it was generated."""
+    if normalized is not None and normalized["kind"] == "json_schema":
+        return dict(normalized, strict=False, generate=False)
+    if normalized is not None and normalized["kind"] == "structural_tag":
+        return dict(normalized, generate=False)
     return normalized
 
 
@@ -199,19 +201,21 @@ def json_object_grammar() -> ir.Grammar:
     return ir.Grammar(rules, "json_object_root")
 
 
-def _default_schema_to_grammar(schema, *, any_whitespace: bool, strict: bool) -> ir.Grammar:
+def _default_schema_to_grammar(schema, *, any_whitespace: bool, strict: bool,
+                               canonical_integers: bool = True) -> ir.Grammar:
     try:
         from .json_schema import json_schema_to_grammar
     except ImportError as e:  # the JSON Schema front-end is not built into this copy
         raise UnsupportedSchemaError(f"the JSON Schema front-end is not available ({e})") from e
-    return json_schema_to_grammar(schema, any_whitespace=any_whitespace, strict=strict)
+    return json_schema_to_grammar(schema, any_whitespace=any_whitespace, strict=strict,
+                                  canonical_integers=canonical_integers)
 
 
 def response_format_to_grammar(rf, *, any_whitespace: bool = True, field: str = "response_format",
                                schema_to_grammar: Callable | None = None) -> tuple[ir.Grammar | None, str]:
     """(grammar IR or None for unconstrained text, canonical cache key).
 
-    `schema_to_grammar(schema, *, any_whitespace, strict) -> ir.Grammar` replaces the JSON Schema
+    `schema_to_grammar(schema, *, any_whitespace, strict, canonical_integers) -> ir.Grammar` replaces the JSON Schema
     front-end (tests, experiments). Raises InvalidRequestError naming the field, or
     UnsupportedSchemaError from the JSON Schema front-end."""
     normalized = normalize_response_format(rf, field)
@@ -227,8 +231,11 @@ def grammar_of_normalized(normalized, any_whitespace: bool = True, field: str = 
     kind = normalized["kind"]
     if kind == "json_object":
         return json_object_grammar()
+    # A request is generated (integers written canonically) unless a validator asks (whole_language).
+    generate = normalized.get("generate", True)
     if kind == "json_schema":
-        return convert(normalized["schema"], any_whitespace=any_whitespace, strict=normalized["strict"])
+        return convert(normalized["schema"], any_whitespace=any_whitespace, strict=normalized["strict"],
+                       canonical_integers=generate)
     if kind == "grammar":
         from .ebnf import parse_ebnf
         try:
@@ -249,7 +256,8 @@ def grammar_of_normalized(normalized, any_whitespace: bool = True, field: str = 
 
     return structural_tag_to_grammar(
         normalized["tag"],
-        schema_to_grammar=lambda s: convert(s, any_whitespace=any_whitespace, strict=False))
+        schema_to_grammar=lambda s: convert(s, any_whitespace=any_whitespace, strict=False,
+                                            canonical_integers=generate))
 
 
 def refuse_empty(compiled, normalized: dict, field: str = "response_format") -> None:

@@ -305,9 +305,9 @@ MAX_LISTED_MULTIPLES = 256
 
 
 def checked_integer_multiples(ilo: int | None, ihi: int | None, multiples: list[Decimal],
-                              pointer: str) -> ir.Expr:
+                              pointer: str, zero_frac: ir.Expr = ZERO_FRAC) -> ir.Expr:
     """Integer texts in [ilo, ihi] that are multiples of every m of `multiples` (integers whose
-    remainders are too many for an automaton), `.0+` allowed after them.
+    remainders are too many for an automaton), `zero_frac` (`.0+` or nothing) after them.
 
     The core checks the integer part when it ends. Digits can always extend an integer part
     towards an unbounded end to a multiple, so the check never leaves the text without a way on
@@ -338,4 +338,4 @@ def checked_integer_multiples(ilo: int | None, ihi: int | None, multiples: list[
         parts.append(side(max(1, -ihi) if ihi is not None else 1, -ilo if ilo is not None else None, "-"))
     if (ilo is None or ilo <= 0) and (ihi is None or ihi >= 0):
         parts.append(ir.literal("-0"))  # JSON's negative zero is zero, a multiple of anything
-    return ir.seq(ir.alt(*parts), ZERO_FRAC)
+    return ir.seq(ir.alt(*parts), zero_frac)

@@ -97,13 +97,17 @@ PROPERTY_ORDERS = ("schema", "any")
 
 
 class Options:
-    def __init__(self, any_whitespace: bool, strict: bool, max_whitespace: int, property_order: str = "schema"):
+    def __init__(self, any_whitespace: bool, strict: bool, max_whitespace: int, property_order: str = "schema",
+                 canonical_integers: bool = False):
         if property_order not in PROPERTY_ORDERS:
             raise InvalidRequestError(f"must be one of {PROPERTY_ORDERS}, got {property_order!r}", "property_order")
         if isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int) or not 0 <= max_whitespace <= 1000:
             raise InvalidRequestError(f"must be an integer from 0 to 1000, got {max_whitespace!r}", "max_whitespace")
         self.any_whitespace, self.strict, self.max_whitespace = any_whitespace, strict, max_whitespace
         self.property_order = property_order
+        # Integers as written for generation: no ".0" (validation takes what JSON Schema does)
+        self.zero_frac = ir.EMPTY if canonical_integers else _numbers.ZERO_FRAC
+        self.integer = ir.seq(_numbers.MINUS, _numbers.UINT, self.zero_frac)
 
 
 class Converter:
@@ -559,7 +563,7 @@ class Converter:
             forms = []
             if isinstance(v, int) or v.is_integer():
                 n = int(v)
-                forms.append(ir.seq(ir.literal(str(n)), _numbers.ZERO_FRAC))
+                forms.append(ir.seq(ir.literal(str(n)), self.opt.zero_frac))
             if isinstance(v, float):
                 text = repr(v)
                 if "e" not in text and "." in text:
@@ -635,7 +639,7 @@ class Converter:
             if frac_only:
                 comps.append((_dfa.from_ir(_numbers.NON_INTEGER, "not", ptr), True))
             if integer_only:
-                comps.append((_dfa.from_ir(_numbers.INTEGER, "type", ptr), True))
+                comps.append((_dfa.from_ir(self.opt.integer, "type", ptr), True))
             comps += [(_numbers.multiple_dfa(m, ptr), True) for m in multiples]
             comps += [(_numbers.multiple_dfa(m, ptr), False) for m in not_multiples]
             if excluded:
@@ -660,7 +664,7 @@ class Converter:
             ilo, ihi = _numbers.integer_bounds(lo, li, hi, hinc)
             if ilo is not None and ihi is not None and ihi < ilo:
                 return ir.NOTHING
-            expr = ir.seq(_numbers.integer_range(ilo, ihi), _numbers.ZERO_FRAC) if bounded else _numbers.INTEGER
+            expr = ir.seq(_numbers.integer_range(ilo, ihi), self.opt.zero_frac) if bounded else self.opt.integer
         else:
             expr = _numbers.decimal_range(lo, li, hi, hinc) if bounded else None
         if not multiples:
@@ -678,7 +682,8 @@ class Converter:
         if all(m == m.to_integral_value() for m in multiples):
             # Only integers are multiples: checking the integer part keeps a '.' from leading
             # into a text that no digit can complete.
-            return _numbers.checked_integer_multiples(*_numbers.integer_bounds(lo, li, hi, hinc), multiples, ptr)
+            return _numbers.checked_integer_multiples(*_numbers.integer_bounds(lo, li, hi, hinc), multiples, ptr,
+                                                      self.opt.zero_frac)
         return ir.Region(ir.seq(base, *(ir.Check(ir.MULTIPLE_OF, _numbers.check_params(m, ptr)) for m in multiples)))
 
     # ---- strings --------------------------------------------------------------------------------
@@ -1613,20 +1618,22 @@ def detect_draft7(schema) -> bool:
 
 
 def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
-               property_order: str = "schema", draft: str | None = None) -> ir.Grammar:
+               property_order: str = "schema", draft: str | None = None,
+               canonical_integers: bool = False) -> ir.Grammar:
     # The walks that still recurse (validating candidate values, writing constants, negations)
     # go as deep as the schema nests, which _keywords bounds (MAX_NESTING): room for them, and
     # a RecursionError all the same ends as a limit.
     try:
         with ir.nesting_guard("the schema", ir.NESTING_FRAMES):
-            return _to_grammar(schema, any_whitespace, strict, max_whitespace, property_order, draft)
+            return _to_grammar(schema, Options(any_whitespace, strict, max_whitespace, property_order,
+                                               canonical_integers), draft)
     except GrammarLimitError as e:
         if isinstance(e, SchemaLimitError):
             raise
         raise SchemaLimitError(e.message, None, "") from None
 
 
-def _to_grammar(schema, any_whitespace, strict, max_whitespace, property_order, draft) -> ir.Grammar:
+def _to_grammar(schema, options: Options, draft) -> ir.Grammar:
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -1639,7 +1646,7 @@ def _to_grammar(schema, any_whitespace, strict, max_whitespace, property_order, 
         if not isinstance(uri, str) or not any(m in uri for m in KNOWN_METASCHEMAS):
             raise UnsupportedSchemaError(f"unknown meta-schema {uri!r} (its vocabularies are unknown)", "$schema", "")
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
-    conv = Converter(schema, Options(any_whitespace, strict, max_whitespace, property_order), draft7)
+    conv = Converter(schema, options, draft7)
     # The conversion allocates many small objects that live until it ends (expressions, memo
     # tables, automata) and makes little cyclic garbage: the cyclic collector's passes over that
     # growing heap cost as much as the conversion itself on large schemas. Paused meanwhile.
