@@ -410,3 +410,13 @@ def test_deep_values_are_matched(compiler):
                                              "minItems": 2000, "items": False})
     assert accepts(compiled, json.dumps(list(range(2000))))
     assert not accepts(compiled, json.dumps(list(range(1999)))) and not accepts(compiled, json.dumps(list(range(2001))))
+
+
+@pytest.mark.parametrize("schema", [
+    {"$id": "http://localhost]:", "allOf": [{"$ref": "e"}]},  # found by the fuzzer: urllib's ValueError
+    {"$id": "http://[::1/x", "properties": {"a": {"$ref": "#/properties/b"}, "b": {}}},
+])
+def test_unparsable_base_uris_are_refused(compiler, schema):
+    with pytest.raises(UnsupportedSchemaError) as e:
+        compiler.compile_json_schema(schema)
+    assert e.value.keyword == "$ref"

@@ -45,21 +45,37 @@ class Node:
                 and self.dyn == other.dyn)
 
 
+def _defrag(uri: str) -> tuple[str, str]:
+    """(the URI without its fragment, the fragment); unparsable: UnsupportedSchemaError."""
+    try:
+        return urldefrag(uri)
+    except ValueError as e:  # urllib: "Invalid IPv6 URL", ...
+        raise UnsupportedSchemaError(f"cannot parse the URI {uri!r}: {e}", "$ref", "") from None
+
+
 def join(base: str, ref: str) -> str:
+    """`ref` resolved against `base`; a URI that cannot be parsed is UnsupportedSchemaError."""
+    try:
+        return _join(base, ref)
+    except ValueError as e:  # urllib: "Invalid IPv6 URL", a bad port, ...
+        raise UnsupportedSchemaError(f"cannot resolve {ref!r} against {base!r}: {e}", "$ref", "") from None
+
+
+def _join(base: str, ref: str) -> str:
     if _SCHEME.match(ref):
         return ref
     if ref.startswith("#"):
-        return urldefrag(base)[0] + ref
+        return _defrag(base)[0] + ref
     if _SCHEME.match(base) and base.split(":", 1)[0].lower() in ("http", "https", "file", "ftp"):
         return urljoin(base, ref)
     if base.startswith("urn:") or base.startswith("tag:"):
-        return ref if not ref else urldefrag(base)[0] + ("" if ref.startswith("#") else "#") + ref
+        return ref if not ref else _defrag(base)[0] + ("" if ref.startswith("#") else "#") + ref
     return urljoin(base, ref)
 
 
 def plain_name(ref: str) -> str | None:
     """The anchor name of a reference's fragment (not a JSON pointer), or None."""
-    fragment = unquote(urldefrag(ref)[1])
+    fragment = unquote(_defrag(ref)[1])
     return fragment if fragment and not fragment.startswith("/") else None
 
 
@@ -82,7 +98,7 @@ class Resolver:
         self.dynamic_names: set[str] = set()  # the anchor names of the $dynamicRefs
         base = DEFAULT_BASE
         if isinstance(root, dict) and isinstance(root.get("$id"), str):
-            base = urldefrag(join(DEFAULT_BASE, root["$id"]))[0] or DEFAULT_BASE
+            base = _defrag(join(DEFAULT_BASE, root["$id"]))[0] or DEFAULT_BASE
         if draft7 and isinstance(root, dict) and "$ref" in root:
             id_base, base = base, DEFAULT_BASE  # draft-07 ignores the siblings of $ref, $id included
         else:
@@ -121,7 +137,7 @@ class Resolver:
             if self.draft7 and sid.startswith("#"):
                 self.anchors[join(base, sid)] = Node(schema, base, pointer)
             else:
-                base = urldefrag(join(base, sid))[0]
+                base = _defrag(join(base, sid))[0]
                 self.resources.setdefault(base, Node(schema, base, pointer))
         node = Node(schema, base, pointer)
         self.by_pointer[pointer] = node
@@ -143,7 +159,7 @@ class Resolver:
         if not isinstance(ref, str):
             raise UnsupportedSchemaError(f"{keyword} must be a string", keyword, node.pointer)
         target = join(node.base, ref)
-        uri, fragment = urldefrag(target)
+        uri, fragment = _defrag(target)
         if uri not in self.resources:
             raise UnsupportedSchemaError(f"remote reference {ref!r} is not supported", keyword, node.pointer)
         resource = self.resources[uri]
@@ -175,7 +191,7 @@ class Resolver:
         self._walk(value, resource.base, pointer, register=False)  # not walked yet (inside an unknown keyword)
         base = resource.base
         if isinstance(value, dict) and isinstance(value.get("$id"), str):
-            base = urldefrag(join(base, value["$id"]))[0]
+            base = _defrag(join(base, value["$id"]))[0]
         return Node(value, base, pointer)
 
     # ---- dynamic scope ($dynamicRef) --------------------------------------------------------
