@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/grammar_bench.py [--reps N] [--only native|wasm] [--no-install]
     python3 build.py bench grammar            (same thing, through the project's entry point)
 
-For four grammars -- built-in JSON (any JSON value), web-llm's EBNF JSON grammar, an arithmetic EBNF
-grammar and the regex \\d{4}-\\d{2}-\\d{2} -- and one valid document each, it measures side by side in
-the same run:
+For six grammars -- built-in JSON (any JSON value), web-llm's EBNF JSON grammar, an arithmetic EBNF
+grammar, the regex \\d{4}-\\d{2}-\\d{2}, and two worst cases (an ambiguous EBNF grammar fed 300 "a"
+then their closing digits; a recursive anyOf schema of two object kinds, 1,000 levels deep) -- and
+one valid document each, it measures side by side in the same run:
 
   (a) native:        Trellis (C++ core via ctypes)  vs  xgrammar and llguidance from PyPI;
   (b) wasm, node 20: Trellis wasm  vs  @mlc-ai/web-xgrammar, in one node process
@@ -179,6 +180,18 @@ def _json_document() -> str:
 ARITHMETIC_DOCUMENT = ("((12+7)*3-4/(2-1))*(18-6*2)+100/4-(35*(2+(10-5)*8))"
                        "+2048/(16*(3+1))-(999-(100*(9+(8-(7*(6/(5-(4+(3-(2*1))))))))))"
                        "*((7+3)*(9-4)/5-(144/12+(3*(4+5))-(81/9)))")
+# Issue 22's worst cases: an ambiguous grammar (each "a" opens two derivations; a stack per
+# derivation doubled per token) and a recursive anyOf of two object kinds differing only in a
+# later property (UI trees, ASTs), 1,000 levels deep.
+AMBIGUOUS_EBNF = 'root ::= x\nx ::= y | z\ny ::= "a" x "1"\nz ::= "a" x "2" | ""'
+AMBIGUOUS_DOCUMENT = "a" * 300 + "12" * 150
+TREE_SCHEMA = json.dumps({"anyOf": [
+    {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}},
+                                      "kind": {"const": k}},
+     "required": ["children", "kind"], "additionalProperties": False} for k in ("a", "b")]})
+TREE_DEPTH = 1000
+TREE_DOCUMENT = '{"children": [' * TREE_DEPTH + "]" + ', "kind": "a"}]' * (TREE_DEPTH - 1) + ', "kind": "b"}'
+
 DATE_REGEX = r"\d{4}-\d{2}-\d{2}"
 DATE_DOCUMENT = "2026-11-30"
 
@@ -186,8 +199,8 @@ DATE_DOCUMENT = "2026-11-30"
 @dataclass
 class GrammarSpec:
     name: str
-    kind: str          # "builtin_json" | "ebnf" | "regex"
-    text: str          # EBNF or regex text ("" for built-in JSON)
+    kind: str          # "builtin_json" | "ebnf" | "regex" | "json_schema"
+    text: str          # EBNF, regex or schema text ("" for built-in JSON)
     document: str
     tokens: list[int] = field(default_factory=list)
 
@@ -200,6 +213,8 @@ def grammar_specs() -> tuple[list[GrammarSpec], str]:
         GrammarSpec("web-llm EBNF JSON", "ebnf", webllm_json, json_doc),
         GrammarSpec("arithmetic EBNF", "ebnf", arithmetic, ARITHMETIC_DOCUMENT),
         GrammarSpec(f"regex `{DATE_REGEX}`", "regex", DATE_REGEX, DATE_DOCUMENT),
+        GrammarSpec("ambiguous EBNF, 600 bytes", "ebnf", AMBIGUOUS_EBNF, AMBIGUOUS_DOCUMENT),
+        GrammarSpec(f"recursive anyOf tree, {TREE_DEPTH} deep", "json_schema", TREE_SCHEMA, TREE_DOCUMENT),
     ], source
 
 
@@ -379,6 +394,8 @@ class XGrammarNative(NativeEngine):
             return self.compiler.compile_builtin_json_grammar()
         if spec.kind == "ebnf":
             return self.compiler.compile_grammar(spec.text)
+        if spec.kind == "json_schema":
+            return self.compiler.compile_json_schema(spec.text)
         return self.compiler.compile_regex(spec.text)
 
     def matcher(self, compiled):
@@ -435,6 +452,8 @@ class LLGuidanceNative(NativeEngine):
             grammar = M.grammar_from_json_schema({})  # any JSON value, flexible whitespace
         elif spec.kind == "ebnf":
             grammar = self.llg.grammar_from("gbnf", spec.text)  # GBNF -> Lark, llguidance's own
+        elif spec.kind == "json_schema":
+            grammar = M.grammar_from_json_schema(spec.text)
         else:
             grammar = M.grammar_from_regex(spec.text)
         m = M(self.tokenizer, grammar, log_level=1)
@@ -488,6 +507,8 @@ class TrellisNative(NativeEngine):
             return self.compiler.compile_builtin_json()
         if spec.kind == "ebnf":
             return self.compiler.compile_grammar(spec.text)
+        if spec.kind == "json_schema":
+            return self.compiler.compile_json_schema(spec.text)
         return self.compiler.compile_regex(spec.text)
 
     def matcher(self, compiled):

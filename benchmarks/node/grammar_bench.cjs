@@ -6,7 +6,7 @@
 //
 // Job: {repo_root, gguf_path, web_xgrammar_cjs, web_xgrammar_version, vocab_bytelevel (the GGUF's
 // byte-level token strings), vocab_size, control_ids, eos_id, reps,
-// grammars: [{name, kind: "builtin_json" | "ebnf" | "regex", text, tokens}]}.
+// grammars: [{name, kind: "builtin_json" | "ebnf" | "regex" | "json_schema", text, tokens}]}.
 // Output (stdout, JSON): {node, web_xgrammar, setup: {engine: text}, results: [{grammar, engine,
 // version, tokens, compile_ms: [], first_ms: [], mask_us: [], error, missing}]}.
 //
@@ -48,6 +48,7 @@ async function webXGrammarEngine(job) {
     async compile(spec) {
       if (spec.kind === 'builtin_json') return compiler.compileBuiltinJSONGrammar();
       if (spec.kind === 'ebnf') return compiler.compileGrammar(spec.text);
+      if (spec.kind === 'json_schema') return compiler.compileJSONSchema(spec.text);
       // No regex entry point in the JS API: its structural-tag "regex" format compiles one.
       return compiler.compileStructuralTag({ type: 'structural_tag',
         format: { type: 'regex', pattern: spec.text } });

@@ -53,6 +53,8 @@ def compile_spec(compiler, kind, text):
         return compiler.compile_grammar(text)
     if kind == "regex":
         return compiler.compile_regex(text)
+    if kind == "json_schema":
+        return compiler.compile_json_schema(text)
     raise ValueError(kind)
 
 class PyMatcher:
