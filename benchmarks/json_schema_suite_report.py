@@ -73,7 +73,8 @@ def main(argv=None) -> int:
         f"{' --property-order any' if args.property_order == 'any' else ''}` on {_dt.date.today()} "
         f"({platform.machine()}, "
         f"Python {platform.python_version()}, native core). Suite: `../shared/data/json-schema-test-suite` "
-        "(draft2020-12 and draft7, optional/ included).",
+        f"({', '.join(suite.DRAFTS)}, optional/ included; each with its own semantics: `$schema`, "
+        "or the folder's draft).",
         "",
         "Method: each test's data is serialized with `json.dumps(data, ensure_ascii=False)` and fed "
         + ("token by token (greedy longest-match tokenization over the SmolLM2 vocabulary)"
@@ -85,6 +86,12 @@ def main(argv=None) -> int:
         "|---|---|---|---|---|",
         f"| {len(results)} | {status['passed']} ({100 * status['passed'] / len(results):.1f}%) | "
         f"{status['refused']} | {status['failed'] + status['limit']} | **{invalid}** |",
+        "",
+        "| draft | groups | passing | refused | failed | invalid instances accepted |",
+        "|---|---|---|---|---|---|",
+        *[f"| {d} | {len(rs)} | {sum(r.status == 'passed' for r in rs)} | {sum(r.status == 'refused' for r in rs)} | "
+          f"{sum(r.status in ('failed', 'limit') for r in rs)} | {sum(len(r.invalid_accepted) for r in rs)} |"
+          for d in suite.DRAFTS for rs in [[r for r in results if r.file.split('/')[0] == d]]],
         "",
         f"{tests} test instances. Whole run {elapsed:.1f} s; per group (compile + all instances) median "
         f"{1000 * times[len(times) // 2]:.1f} ms, p99 {1000 * times[int(len(times) * 0.99)]:.1f} ms, "

@@ -23,7 +23,8 @@ from trellis.grammar import GrammarMatcher
 from trellis.grammar.json_schema import json_schema_to_grammar
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "data" / "json-schema-test-suite"
-DRAFTS = {"draft2020-12": "2020-12", "draft7": "draft7"}
+DRAFTS = {"draft2020-12": "2020-12", "draft2019-09": "2019-09", "draft7": "draft7", "draft6": "draft6",
+          "draft4": "draft4"}
 
 
 @dataclass

@@ -68,7 +68,7 @@ def test_suite_in_schema_order_only_restricts(compiler, suite_results):
         assert (s.status == "refused") == (a.status == "refused"), (s.file, s.description)
         assert set(a.valid_rejected) <= set(s.valid_rejected), (s.file, s.description)
         lost += s.status == "failed" and a.status == "passed"
-    assert 0 < lost < 30  # the suite's instances with keys out of schema order, in a handful of files
+    assert 0 < lost < 60  # the suite's instances with keys out of schema order, in a handful of files per draft
 
 
 def test_suite_never_accepts_an_invalid_instance(suite_results):
@@ -82,9 +82,12 @@ def test_suite_groups_are_refused_or_pass(suite_results):
     # Trellis asserts the formats it knows. Quoted e-mail local parts, A-labels (punycode) and
     # '-' in a host name's third place are left out of the formats (restrictions); an integer
     # written 1e308 is not accepted as an integer.
-    expected = {"draft2020-12/format.json", "draft2020-12/optional/float-overflow.json",
-                "draft7/optional/float-overflow.json"}
-    expected |= {f"{d}/optional/format/{f}.json" for d in ("draft2020-12", "draft7") for f in ("email", "hostname")}
+    # draft-04: integer-valued constants are written without a fraction (1.0 is no integer there,
+    # and a constant does not know the type beside it), so 0.0 against enum [0] is refused.
+    drafts = [d for d in suite.DRAFTS]
+    expected = {"draft2020-12/format.json", "draft4/enum.json"}
+    expected |= {f"{d}/optional/float-overflow.json" for d in drafts}
+    expected |= {f"{d}/optional/format/{f}.json" for d in drafts for f in ("email", "hostname")}
     unexpected = [(r.file, r.index, r.description, r.valid_rejected)
                   for r in suite_results if r.status == "failed" and r.file not in expected]
     assert not unexpected

@@ -51,6 +51,7 @@ from .. import ir
 from ..builtin_json import json_text_rules
 from . import _dfa, _numbers, _text
 from ._negate import INTERNAL, NOT_CONST, NOT_FORMAT, NOT_MULTIPLE, NOT_PATTERN, WITNESS, Negator
+from ._draft4 import draft6_bounds, is_draft4
 from ._prune import prune
 from ._refs import Node, Resolver, escape_pointer
 from ._validate import Validator, atom_of, canon, json_equal
@@ -108,6 +109,11 @@ class Options:
         # Integers as written for generation: no ".0" (validation takes what JSON Schema does)
         self.zero_frac = ir.EMPTY if canonical_integers else _numbers.ZERO_FRAC
         self.integer = ir.seq(_numbers.MINUS, _numbers.UINT, self.zero_frac)
+        self.fractional_integers = not canonical_integers  # a float constant's integral value as 1.0
+
+    def integers_without_fraction(self):
+        self.zero_frac, self.fractional_integers = ir.EMPTY, False
+        self.integer = ir.seq(_numbers.MINUS, _numbers.UINT)
 
 
 class Converter:
@@ -564,7 +570,7 @@ class Converter:
             if isinstance(v, int) or v.is_integer():
                 n = int(v)
                 forms.append(ir.seq(ir.literal(str(n)), self.opt.zero_frac))
-            if isinstance(v, float):
+            if isinstance(v, float) and (self.opt.fractional_integers or not v.is_integer()):
                 text = repr(v)
                 if "e" not in text and "." in text:
                     forms.append(ir.seq(ir.literal(text), ir.repeat(ir.literal("0"), 0, None)))
@@ -1646,6 +1652,9 @@ def _to_grammar(schema, options: Options, draft) -> ir.Grammar:
         if not isinstance(uri, str) or not any(m in uri for m in KNOWN_METASCHEMAS):
             raise UnsupportedSchemaError(f"unknown meta-schema {uri!r} (its vocabularies are unknown)", "$schema", "")
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
+    if (is_draft4(schema) if draft is None else draft == "draft4"):
+        schema = draft6_bounds(schema)
+        options.integers_without_fraction()  # 1.0 is a number, not an integer, in draft-04
     conv = Converter(schema, options, draft7)
     # The conversion allocates many small objects that live until it ends (expressions, memo
     # tables, automata) and makes little cyclic garbage: the cyclic collector's passes over that
