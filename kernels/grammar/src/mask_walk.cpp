@@ -113,7 +113,8 @@ int32_t MaskWalk::intern_set(StateSet* set) {
   keyed_.clear();
   for (int32_t f : set->frames) keyed_.push_back({canonical(f), f});
   std::sort(keyed_.begin(), keyed_.end());
-  std::vector<int32_t> keys;
+  std::vector<int32_t>& keys = keys_;
+  keys.clear();
   set->frames.clear();
   for (size_t i = 0; i < keyed_.size(); ++i)
     if (i == 0 || keyed_[i].first != keyed_[i - 1].first) {  // equal frames: one does for both
@@ -138,7 +139,7 @@ int32_t MaskWalk::intern_set(StateSet* set) {
   const int32_t id = static_cast<int32_t>(sets_.size());
   set_slots_[k] = id;
   sets_.push_back(*set);
-  set_keys_.push_back(std::move(keys));
+  set_keys_.push_back(keys);
   set_hashes_.push_back(h);
   with_after_.push_back(-1);
   return id;

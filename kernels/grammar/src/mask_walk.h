@@ -133,7 +133,8 @@ class MaskWalk {
   SignatureTable canon_table_;
   std::vector<int32_t> canon_;  // per pool frame (id - n_states): canonical id, -1 unknown
   std::vector<int32_t> canon_todo_;
-  std::vector<std::pair<int32_t, int32_t>> keyed_;
+  std::vector<std::pair<int32_t, int32_t>> keyed_;  // intern_set's scratch: (canonical id, frame)
+  std::vector<int32_t> keys_;
   std::vector<int32_t> set_slots_;  // open addressing over set ids, -1 empty
   FlatMap set_steps_, config_ids_, config_steps_;
   std::vector<int32_t> with_after_;  // set -> set joined with the closure of `after_`, -1 unknown

@@ -37,7 +37,7 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
     const int32_t state = pool_.get(id).state;
     // A frame whose callers are known gets the union of a cache per caller (several callers:
     // stacks that merged); equivalent callers share a cache (cache_classes.h).
-    if (!g_->by_site(state) || !pool_.return_states(id, kMaxCallers, &returns_)) returns_.assign(1, -1);
+    if (!g_->by_site(state) || !pool_.return_states(id, kMaxCallers, &returns_, &return_todo_)) returns_.assign(1, -1);
     frame_caches_.clear();
     for (int32_t ret : returns_) {
       const TokenCache& c = g_->cache_for(state, ret);

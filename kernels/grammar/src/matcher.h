@@ -55,7 +55,7 @@ class Matcher {
   std::vector<uint8_t> text_;  // every byte accepted: the checks read it
   StateSet a_, b_;
   std::vector<const TokenCache*> seen_caches_, frame_caches_;
-  std::vector<int32_t> returns_;
+  std::vector<int32_t> returns_, return_todo_;
   std::unordered_map<int32_t, std::pair<int64_t, int32_t>> costs_;  // finish_cost's memo
   TokenWalker walker_;  // after scratch_: it walks speculative frames there
 };

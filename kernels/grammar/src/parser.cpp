@@ -147,12 +147,13 @@ void FramePool::add_return(int32_t join, int32_t ret) {
   ++j.n_rets;
 }
 
-bool FramePool::return_states(int32_t frame, size_t max, std::vector<int32_t>* out) const {
+bool FramePool::return_states(int32_t frame, size_t max, std::vector<int32_t>* out,
+                              std::vector<int32_t>* todo) const {
   out->clear();
-  std::vector<int32_t> todo{get(frame).parent};
-  for (size_t visited = 0; !todo.empty(); ++visited) {
-    const int32_t p = todo.back();
-    todo.pop_back();
+  todo->assign(1, get(frame).parent);
+  for (size_t visited = 0; !todo->empty(); ++visited) {
+    const int32_t p = todo->back();
+    todo->pop_back();
     if (p < 0 || visited > 2 * max) return false;
     const Frame f = get(p);
     if (!is_join(f)) {
@@ -161,7 +162,7 @@ bool FramePool::return_states(int32_t frame, size_t max, std::vector<int32_t>* o
       continue;
     }
     if (join_of(p).region) return false;
-    for_each_return(p, [&](int32_t ret) { todo.push_back(ret); });
+    for_each_return(p, [&](int32_t ret) { todo->push_back(ret); });
   }
   return true;
 }

@@ -74,7 +74,8 @@ class FramePool {
   // The states where parsing goes on after a frame's rule completes, one per caller frame (into
   // `out`), when known without the text: false for the bottom, a region (its checks read the
   // text) or more than `max` callers.
-  bool return_states(int32_t frame, size_t max, std::vector<int32_t>* out) const;
+  // `todo` is the caller's scratch (the mask path calls this per frame).
+  bool return_states(int32_t frame, size_t max, std::vector<int32_t>* out, std::vector<int32_t>* todo) const;
   // Where the text of the region around `frame` starts.
   int64_t region_from(int32_t frame) const {
     const int32_t p = get(frame).parent;

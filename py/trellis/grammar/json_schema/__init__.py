@@ -87,9 +87,10 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool 
     (unevaluatedItems) were false there; places that name nothing (`{"type": "object"}`) stay
     open. web-xgrammar's strictMode and OpenAI's strict mean the same; a subset of the language.
     `canonical_integers` writes integers as a generator should: `1`, never `1.0` (JSON Schema
-    counts both as integers; validation keeps both). `property_order` is "schema" (known properties in the schema's order, as a model writes them
-    when prompted with the schema; a smaller grammar) or "any". `draft` forces "draft7" or
-    "2020-12" semantics; by default `$schema` decides and 2020-12 is assumed.
+    counts both as integers; validation keeps both). `property_order` is "schema" (known
+    properties in the schema's order, as a model writes them when prompted with the schema; a
+    smaller grammar) or "any". `draft` forces "draft4", "draft6", "draft7" or "2020-12"
+    semantics; by default `$schema` decides and 2020-12 is assumed.
     """
     return to_grammar(schema, any_whitespace=any_whitespace, strict=strict, max_whitespace=max_whitespace,
                       property_order=property_order, draft=draft, canonical_integers=canonical_integers)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
-from math import gcd
+from math import lcm
 
 from ...errors import UnsupportedSchemaError
 from .. import ir
@@ -315,9 +315,7 @@ def checked_integer_multiples(ilo: int | None, ihi: int | None, multiples: list[
     few; with more, a text ending close to the bound may still find no multiple to complete it.
     """
     checks = [ir.Check(ir.MULTIPLE_OF, check_params(m, pointer)) for m in multiples]
-    step = 1
-    for m in multiples:
-        step = step * int(m) // gcd(step, int(m))
+    step = lcm(*(int(m) for m in multiples))
 
     def side(lo: int, hi: int | None, sign: str) -> ir.Expr:
         """Magnitudes lo..hi (lo >= 0), written after `sign`."""

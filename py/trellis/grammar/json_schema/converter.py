@@ -108,12 +108,14 @@ class Options:
         self.property_order = property_order
         # Integers as written for generation: no ".0" (validation takes what JSON Schema does)
         self.zero_frac = ir.EMPTY if canonical_integers else _numbers.ZERO_FRAC
-        self.integer = ir.seq(_numbers.MINUS, _numbers.UINT, self.zero_frac)
         self.fractional_integers = not canonical_integers  # a float constant's integral value as 1.0
+
+    @property
+    def integer(self) -> ir.Expr:
+        return ir.seq(_numbers.MINUS, _numbers.UINT, self.zero_frac)
 
     def integers_without_fraction(self):
         self.zero_frac, self.fractional_integers = ir.EMPTY, False
-        self.integer = ir.seq(_numbers.MINUS, _numbers.UINT)
 
 
 class Converter:
