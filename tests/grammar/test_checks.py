@@ -412,17 +412,14 @@ def _no_repeated_key(pairs):
     return dict(pairs)
 
 
-@pytest.mark.parametrize("index", range(len(ONE_KEY_SCHEMAS)))
-def test_masks_never_offer_a_key_already_in_the_object(compiler, index):
+def _walk_distinct_keys(compiler, compiled, seed: int, is_valid) -> None:
     """Random walks through the masks, preferring the tokens that would repeat a key: whenever
-    the text can end, it parses with every object's keys distinct and validates (jsonschema)."""
-    schema, options = ONE_KEY_SCHEMAS[index]
-    compiled = compiler.compile_json_schema(schema, **options)
+    the text can end, it parses with every object's keys distinct and `is_valid`."""
     vocab = compiler.vocab
     small = set(b'{}[]":, abc0123456789')
     near = {t for t, b in enumerate(vocab.token_bytes) if b and t not in vocab.special_ids and set(b) <= small}
     stops = set(vocab.stop_ids)
-    rng = random.Random(index)
+    rng = random.Random(seed)
     ended = 0
     for _ in range(30):
         matcher = GrammarMatcher(compiled)
@@ -431,7 +428,7 @@ def test_masks_never_offer_a_key_already_in_the_object(compiler, index):
             allowed = set(matcher.allowed_tokens())
             if allowed & stops:
                 doc = json.loads(text, object_pairs_hook=_no_repeated_key)
-                assert jsonschema.Draft202012Validator(schema).is_valid(doc), text
+                assert is_valid(doc), text
                 ended += 1
                 if rng.random() < 0.2:
                     break
@@ -444,3 +441,18 @@ def test_masks_never_offer_a_key_already_in_the_object(compiler, index):
             assert matcher.accept_token(token)
             text += vocab.token_bytes[token]
     assert ended > 0
+
+
+@pytest.mark.parametrize("index", range(len(ONE_KEY_SCHEMAS)))
+def test_masks_never_offer_a_key_already_in_the_object(compiler, index):
+    schema, options = ONE_KEY_SCHEMAS[index]
+    compiled = compiler.compile_json_schema(schema, **options)
+    _walk_distinct_keys(compiler, compiled, index, jsonschema.Draft202012Validator(schema).is_valid)
+
+
+def test_json_object_mode_writes_each_key_once(compiler):
+    """web-llm's json_object without a schema: any object, but never a key twice in one object."""
+    compiled, _ = compiler.compile_response_format({"type": "json_object"})
+    _walk_distinct_keys(compiler, compiled, 7, lambda doc: isinstance(doc, dict))
+    m = GrammarMatcher(compiled)
+    assert m.accept_string('{"a": {"a": 1, "b": [{"a": 2}]}, "b": 1') and not m.accept_string(', "a"')

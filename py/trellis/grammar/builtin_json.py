@@ -47,14 +47,19 @@ def _list(open_: str, item: ir.Expr, close: str) -> ir.Expr:
     return seq(literal(open_), _WS, repeat(seq(item, _WS, more), 0, 1), literal(close))
 
 
-@lru_cache(maxsize=1)
-def _rules() -> tuple[tuple[str, ir.Expr], ...]:
-    member = seq(Ref("string"), _WS, literal(":"), _WS, Ref("value"))
+@lru_cache(maxsize=2)
+def _rules(distinct_keys: bool = False) -> tuple[tuple[str, ir.Expr], ...]:
+    if distinct_keys:  # RFC 8259's names SHOULD be unique: a check after each key, per object
+        member = seq(Ref("string"), ir.Check(ir.DISTINCT_KEY), _WS, literal(":"), _WS, Ref("value"))
+        obj = ir.Region(_list("{", member, "}"))
+    else:
+        member = seq(Ref("string"), _WS, literal(":"), _WS, Ref("value"))
+        obj = _list("{", member, "}")
     return (
         ("root", seq(_WS, Ref("value"), _WS)),  # JSON-text = ws value ws
         ("value", alt(Ref("object"), Ref("array"), Ref("string"), Ref("number"),
                       literal("true"), literal("false"), literal("null"))),
-        ("object", _list("{", member, "}")),
+        ("object", obj),
         ("array", _list("[", Ref("value"), "]")),
         ("string", _STRING),
         ("number", _NUMBER),
@@ -80,6 +85,7 @@ def json_text_rules(prefix: str, ws: ir.Expr) -> dict[str, ir.Expr]:
     return {prefix + name: sub(body) for name, body in _rules()}
 
 
-def builtin_json_grammar() -> ir.Grammar:
-    """Any JSON value, surrounded by optional whitespace (RFC 8259 JSON-text)."""
-    return ir.Grammar(dict(_rules()), "root")
+def builtin_json_grammar(distinct_keys: bool = False) -> ir.Grammar:
+    """Any JSON value, surrounded by optional whitespace (RFC 8259 JSON-text); with
+    `distinct_keys`, no object repeats a key (what a generator should write)."""
+    return ir.Grammar(dict(_rules(distinct_keys)), "root")

@@ -191,10 +191,10 @@ def cache_key(normalized: dict | None, options: dict | None = None) -> str:
 
 
 def json_object_grammar() -> ir.Grammar:
-    """Any JSON object (not any value), with JSON's whitespace around it."""
+    """Any JSON object (not any value) with no key twice in one object, JSON's whitespace around it."""
     from .builtin_json import builtin_json_grammar
 
-    g = builtin_json_grammar()
+    g = builtin_json_grammar(distinct_keys=True)
     ws = repeat(byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0, None)
     rules = dict(g.rules)
     rules["json_object_root"] = seq(ws, Ref("object"), ws)

@@ -3,9 +3,10 @@
     grammar = json_schema_to_grammar({"type": "object", "properties": {...}})
     compiled = compiler.compile_json_schema(schema)    # GrammarCompiler's verb
 
-Draft 2020-12, with draft-07 / 2019-09 compatibility (`definitions`, `dependencies`,
-array-form `items`, `additionalItems`; a `$schema` naming draft-07 switches to draft-07
-`$ref` semantics, or pass `draft="draft7"`). Every keyword is enforced exactly or raises
+Draft 2020-12 by default; `$schema` (or `draft=`) selects draft-04, -06, -07 or 2019-09 with
+their own semantics where they differ (`definitions`, `dependencies`, array-form `items`,
+`additionalItems`, draft-07 `$ref` siblings, draft-04's `id`, boolean exclusive bounds and
+integers without a fraction; `format` an annotation in 2019-09 / 2020-12, see below). Every keyword is enforced exactly or raises
 `UnsupportedSchemaError(message, keyword, pointer)`; `ANNOTATIONS` are accepted and
 ignored, and so are keywords no draft defines (the specification says so).
 
@@ -44,8 +45,8 @@ meta-schemas, lookaround and Unicode properties other than General_Category and 
 ones (regex.py) in patterns, `uniqueItems` unless every item comes from a finite set (at most 8
 values in all, which also count `contains` exactly),
 negations of `uniqueItems` / `propertyNames` / `oneOf` / `contains` with counts, formats
-idn-email, idn-hostname and regex, draft-04 boolean exclusive bounds, and grammars beyond the
-size limits (keyword None).
+idn-email and idn-hostname where formats are asserted, and grammars beyond the size limits
+(keyword None).
 
 Malformed schemas are refused the same way, never read as if a keyword were absent: each
 keyword's value must have the JSON type and shape the specification gives it (one table,
@@ -78,7 +79,8 @@ __all__ = ["ANNOTATIONS", "FORMATS", "REFUSED_FORMATS", "REFUSED_KEYWORDS", "Uns
 
 def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool = False,
                            max_whitespace: int = DEFAULT_MAX_WHITESPACE, property_order: str = "schema",
-                           draft: str | None = None, canonical_integers: bool = False) -> ir.Grammar:
+                           draft: str | None = None, canonical_integers: bool = False,
+                           format_assertion: bool | None = None) -> ir.Grammar:
     """The grammar of the JSON texts that are valid instances of `schema`.
 
     `strict` generates no member or item the schema does not name: where the subschemas of one
@@ -90,7 +92,11 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool 
     counts both as integers; validation keeps both). `property_order` is "schema" (known
     properties in the schema's order, as a model writes them when prompted with the schema; a
     smaller grammar) or "any". `draft` forces "draft4", "draft6", "draft7" or "2020-12"
-    semantics; by default `$schema` decides and 2020-12 is assumed.
+    semantics; by default `$schema` decides and 2020-12 is assumed. `format_assertion`: by
+    default a known `format` is enforced, except in the full language (`strict=False`) of a
+    document that declares 2019-09 or 2020-12, where the specification makes it an annotation;
+    True or False decides for every document.
     """
     return to_grammar(schema, any_whitespace=any_whitespace, strict=strict, max_whitespace=max_whitespace,
-                      property_order=property_order, draft=draft, canonical_integers=canonical_integers)
+                      property_order=property_order, draft=draft, canonical_integers=canonical_integers,
+                      format_assertion=format_assertion)

@@ -51,7 +51,7 @@ from .. import ir
 from ..builtin_json import json_text_rules
 from . import _dfa, _numbers, _text
 from ._negate import INTERNAL, NOT_CONST, NOT_FORMAT, NOT_MULTIPLE, NOT_PATTERN, WITNESS, Negator
-from ._draft4 import draft6_bounds, is_draft4
+from ._dialect import draft6_forms, format_is_annotation, is_draft4, without_formats
 from ._prune import prune
 from ._refs import Node, Resolver, escape_pointer
 from ._validate import Validator, atom_of, canon, json_equal
@@ -108,14 +108,16 @@ class Options:
         self.property_order = property_order
         # Integers as written for generation: no ".0" (validation takes what JSON Schema does)
         self.zero_frac = ir.EMPTY if canonical_integers else _numbers.ZERO_FRAC
-        self.fractional_integers = not canonical_integers  # a float constant's integral value as 1.0
+        # Constants compare as numbers in every draft (draft-04's enum [1] takes 1.0), so a constant's
+        # integral value keeps its ".0" forms unless generation asks for canonical integers.
+        self.const_zero_frac = self.zero_frac
 
     @property
     def integer(self) -> ir.Expr:
         return ir.seq(_numbers.MINUS, _numbers.UINT, self.zero_frac)
 
     def integers_without_fraction(self):
-        self.zero_frac, self.fractional_integers = ir.EMPTY, False
+        self.zero_frac = ir.EMPTY
 
 
 class Converter:
@@ -405,7 +407,7 @@ class Converter:
         cands = self.finite_values(nodes)
         if cands is not None:
             keep = [v for v in cands if atom_of(v) in atoms and all(self.validator.valid(v, n) for n in nodes)]
-            return ir.alt(*(self.const_expr(v) for v in keep))
+            return ir.alt(*(self.const_expr(v, integer="frac" not in atoms) for v in keep))
         # if / then / else: per atom when the condition is about the type alone, else
         # (if ∧ then) ∨ (¬if ∧ else)
         for n in nodes:
@@ -560,7 +562,9 @@ class Converter:
 
     # ---- constants -----------------------------------------------------------------------------
 
-    def const_expr(self, v) -> ir.Expr:
+    def const_expr(self, v, integer: bool = False) -> ir.Expr:
+        """The texts of the constant `v`; `integer`: where only integers are allowed (draft-04's
+        integers have no fraction, so `1.0` is not spelled there)."""
         if v is None:
             return ir.literal("null")
         if v is True:
@@ -568,11 +572,11 @@ class Converter:
         if v is False:
             return ir.literal("false")
         if isinstance(v, (int, float)):
+            zero_frac = self.opt.zero_frac if integer else self.opt.const_zero_frac
             forms = []
             if isinstance(v, int) or v.is_integer():
-                n = int(v)
-                forms.append(ir.seq(ir.literal(str(n)), self.opt.zero_frac))
-            if isinstance(v, float) and (self.opt.fractional_integers or not v.is_integer()):
+                forms.append(ir.seq(ir.literal(str(int(v))), zero_frac))
+            if isinstance(v, float) and (zero_frac is not ir.EMPTY or not v.is_integer()):  # 1.0 spelled as itself
                 text = repr(v)
                 if "e" not in text and "." in text:
                     forms.append(ir.seq(ir.literal(text), ir.repeat(ir.literal("0"), 0, None)))
@@ -1627,21 +1631,21 @@ def detect_draft7(schema) -> bool:
 
 def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
                property_order: str = "schema", draft: str | None = None,
-               canonical_integers: bool = False) -> ir.Grammar:
+               canonical_integers: bool = False, format_assertion: bool | None = None) -> ir.Grammar:
     # The walks that still recurse (validating candidate values, writing constants, negations)
     # go as deep as the schema nests, which _keywords bounds (MAX_NESTING): room for them, and
     # a RecursionError all the same ends as a limit.
     try:
         with ir.nesting_guard("the schema", ir.NESTING_FRAMES):
             return _to_grammar(schema, Options(any_whitespace, strict, max_whitespace, property_order,
-                                               canonical_integers), draft)
+                                               canonical_integers), draft, format_assertion)
     except GrammarLimitError as e:
         if isinstance(e, SchemaLimitError):
             raise
         raise SchemaLimitError(e.message, None, "") from None
 
 
-def _to_grammar(schema, options: Options, draft) -> ir.Grammar:
+def _to_grammar(schema, options: Options, draft, format_assertion: bool | None) -> ir.Grammar:
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -1655,8 +1659,12 @@ def _to_grammar(schema, options: Options, draft) -> ir.Grammar:
             raise UnsupportedSchemaError(f"unknown meta-schema {uri!r} (its vocabularies are unknown)", "$schema", "")
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
     if (is_draft4(schema) if draft is None else draft == "draft4"):
-        schema = draft6_bounds(schema)
+        schema = draft6_forms(schema)
         options.integers_without_fraction()  # 1.0 is a number, not an integer, in draft-04
+    if format_assertion is None:  # generation wants the format; the full language is the dialect's
+        format_assertion = options.strict or not format_is_annotation(schema)
+    if not format_assertion:
+        schema = without_formats(schema)
     conv = Converter(schema, options, draft7)
     # The conversion allocates many small objects that live until it ends (expressions, memo
     # tables, automata) and makes little cyclic garbage: the cyclic collector's passes over that

@@ -1,0 +1,79 @@
+"""The forms and defaults of the dialects `$schema` names, rewritten into what the converter reads.
+
+draft-04 writes an exclusive bound as a flag on the bound (`"maximum": 5, "exclusiveMaximum":
+true`); draft-06 on made the flag the bound itself (`"exclusiveMaximum": 5`). draft-04 names a
+schema resource (or, as `"#name"`, a location-independent anchor) with `id`, later drafts with
+`$id`; draft-04's `$id` is an unknown keyword.
+
+2019-09 and 2020-12 made `format` an annotation unless a meta-schema asks for the
+format-assertion vocabulary; the drafts before leave asserting it to the implementation.
+
+Each rewrite visits every subschema of the document (data such as `enum` values are left
+alone) and keeps the document's shape, so that `$ref` pointers still lead to the same places.
+"""
+
+from __future__ import annotations
+
+from ._keywords import subschemas
+
+_FLAGS = (("exclusiveMaximum", "maximum"), ("exclusiveMinimum", "minimum"))
+_ANNOTATED_FORMAT = ("json-schema.org/draft/2020-12/", "json-schema.org/draft/2019-09/")
+
+
+def _declared(schema) -> str:
+    return schema["$schema"] if isinstance(schema, dict) and isinstance(schema.get("$schema"), str) else ""
+
+
+def is_draft4(schema) -> bool:
+    return "draft-04" in _declared(schema)
+
+
+def format_is_annotation(schema) -> bool:
+    """Whether the document declares a dialect where `format` only annotates."""
+    return any(d in _declared(schema) for d in _ANNOTATED_FORMAT)
+
+
+def _rewrite(schema, edit, pointer: str = "", depth: int = 0):
+    """`schema` with `edit(out)` applied to every schema object, innermost first."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        subs = subschemas(key, value, pointer, depth)  # also checks the keyword's shape
+        if not subs:
+            out[key] = value
+        elif subs[0][0] == "":
+            out[key] = _rewrite(value, edit, f"{pointer}/{key}", depth + 1)
+        elif isinstance(value, list):
+            out[key] = [_rewrite(s, edit, f"{pointer}/{key}/{i}", depth + 2) for i, s in enumerate(value)]
+        else:
+            out[key] = {name: _rewrite(s, edit, f"{pointer}/{key}/{name}", depth + 2) for name, s in value.items()}
+    edit(out)
+    return out
+
+
+def _draft6_forms(out: dict) -> None:
+    out.pop("$id", None)
+    if isinstance(out.get("id"), str):
+        out["$id"] = out.pop("id")
+    for flag, bound in _FLAGS:
+        if isinstance(out.get(flag), bool):
+            exclusive = out.pop(flag)
+            if exclusive and bound in out:  # without its bound the flag says nothing
+                out[flag] = out.pop(bound)
+
+
+def draft6_forms(schema):
+    """The schema with draft-04's boolean exclusive bounds and `id` in draft-06's forms."""
+    return _rewrite(schema, _draft6_forms)
+
+
+def _drop_format(out: dict) -> None:
+    fmt = out.pop("format", None)
+    if fmt is not None and not isinstance(fmt, str):
+        out["format"] = fmt  # left for the converter to refuse as malformed
+
+
+def without_formats(schema):
+    """The schema with `format` read as the annotation it is."""
+    return _rewrite(schema, _drop_format)
