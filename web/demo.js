@@ -99,7 +99,19 @@ function adapterName(adapter = {}) {
   return adapter.isFallbackAdapter ? `${name} (software)` : name;
 }
 
+/** The options panel starts at the model's sampling defaults (a 135M model loops when greedy). */
+function showSampling(sampling = {}) {
+  const given = Object.keys(sampling);
+  if ('temperature' in sampling) $('temperature').value = sampling.temperature;
+  $('temperature-value').textContent = $('temperature').value;
+  if ('top_p' in sampling) $('top-p').value = sampling.top_p;
+  if ('repetition_penalty' in sampling) $('repetition-penalty').value = sampling.repetition_penalty;
+  $('sampling-source').textContent = given.length
+    ? `${given.join(', ')}: the model's defaults` : 'the model has no sampling defaults (OpenAI\'s are shown)';
+}
+
 function showReady(info, seconds) {
+  showSampling(info.sampling);
   const adapter = adapterName(info.adapter);
   $('chip').className = 'chip ready';
   $('status').textContent = `ready: ${info.model} on ${adapter}`;
@@ -209,6 +221,8 @@ function buildRequest() {
     stream: true,
     stream_options: { include_usage: true },
     temperature: Number($('temperature').value),
+    top_p: number('top-p') ?? 1,
+    repetition_penalty: number('repetition-penalty') ?? 1,
     complete_on_length: $('complete-on-length').checked,
     ...constraint(),
   };

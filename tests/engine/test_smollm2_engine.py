@@ -54,3 +54,28 @@ def test_weather_tool_calls(smollm2_engine):
     # A 135M model picks arguments poorly (greedy, it calls get_time with an empty location):
     # the grammar guarantees the calls' shape and types, not their truth.
     print(message, r.usage)
+
+
+def _repeated_trigrams(text: str) -> float:
+    words = text.split()
+    grams = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
+    return 1 - len(set(grams)) / len(grams) if grams else 0.0
+
+
+def test_the_models_sampling_defaults_keep_it_out_of_loops(smollm2_engine):
+    """Greedy, the 135M model repeats itself (a poem's lines over and over); the defaults the build
+    records for it (build_model.EMBEDDED_SAMPLING: its card's temperature and top_p, a repetition
+    penalty) are what a request that says nothing gets, and they keep it out of the loop."""
+    from kernels.llm.build_model import EMBEDDED_SAMPLING
+
+    assert smollm2_engine.sampling_defaults == EMBEDDED_SAMPLING
+    messages = [{"role": "user", "content": "Write a poem about the sea."}]
+    smollm2_engine.reset_chat()
+    greedy = smollm2_engine.chat.completions.create(messages=messages, max_tokens=80, temperature=0,
+                                                    repetition_penalty=1.0).choices[0].message.content
+    assert _repeated_trigrams(greedy) > 0.4, greedy
+    for seed in (1, 2):
+        smollm2_engine.reset_chat()
+        text = smollm2_engine.chat.completions.create(messages=messages, max_tokens=80,
+                                                      seed=seed).choices[0].message.content
+        assert _repeated_trigrams(text) < 0.25, text

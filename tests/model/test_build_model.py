@@ -141,3 +141,32 @@ def test_unsupported_tensor_type_is_named(tmp_path):
 
     with pytest.raises(ModelError, match="blk.0.attn_q.weight.*Q4_K"):
         tensors_by_name(gguf.GGUFReader(str(tmp_path / "bad.gguf")))
+
+
+def test_sampling_defaults_come_from_the_gguf_and_the_build(tmp_path):
+    """llama.cpp's general.sampling.* keys are read into the manifest's request defaults; a
+    malformed one is a ModelError naming the key."""
+    import gguf
+
+    from kernels.llm.gguf_model import read_sampling
+    from trellis.errors import ModelError
+
+    def written(**fields):
+        path = tmp_path / f"s{len(list(tmp_path.iterdir()))}.gguf"
+        w = gguf.GGUFWriter(str(path), "llama")
+        for key, value in fields.items():
+            if isinstance(value, str):
+                w.add_string(key, value)
+            else:
+                w.add_float32(key, value)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        return gguf.GGUFReader(str(path))
+
+    assert read_sampling(written()) == {}
+    got = read_sampling(written(**{"general.sampling.temp": 0.5, "general.sampling.top_p": 0.75}))
+    assert got == {"temperature": 0.5, "top_p": 0.75}
+    with pytest.raises(ModelError, match="general.sampling.temp"):
+        read_sampling(written(**{"general.sampling.temp": "hot"}))

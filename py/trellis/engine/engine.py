@@ -63,6 +63,8 @@ class Engine:
         self.tokenizer = Tokenizer(artifacts.tokenizer_data())
         self.model_id = artifacts.id
         self.template = ChatTemplate.from_manifest(artifacts.manifest, self.tokenizer.tokens)
+        # Request defaults from the model (its generation config), as web-llm takes them from mlc-chat-config.
+        self.sampling_defaults = dict(artifacts.manifest.get("sampling") or {})
         self.stop_ids = self._stop_ids()
         vocab = Vocabulary([self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)],
                            special_ids=self.tokenizer.special_ids, stop_ids=self.stop_ids,
@@ -112,7 +114,7 @@ class Engine:
         return None if normalized is None else _Constraint(normalized, key, field)
 
     def _chat_job(self, request: dict):
-        req = parse_chat_request(request, vocab_size=self.executor.vocab_size)
+        req = parse_chat_request(request, vocab_size=self.executor.vocab_size, defaults=self.sampling_defaults)
         self._check_model(req.model)
         messages = render_tool_messages(req.messages, req.tools, req.tool_choice or "auto",
                                         parallel_tool_calls=req.parallel_tool_calls,
@@ -127,7 +129,8 @@ class Engine:
         return req, prompt, constraint
 
     def _text_job(self, request: dict):
-        req = parse_completion_request(request, vocab_size=self.executor.vocab_size)
+        req = parse_completion_request(request, vocab_size=self.executor.vocab_size,
+                                       defaults=self.sampling_defaults)
         self._check_model(req.model)
         constraint = self._constraint(req.response_format) if req.response_format is not None else None
         prompt = self.tokenizer.encode(req.prompt)
