@@ -96,6 +96,19 @@ def environment():
     return _environment
 
 
+_compiled: dict = {}  # source -> compiled template (a model's template is compiled once per process)
+
+
+def _compile(source: str):
+    template = _compiled.get(source)
+    if template is None:
+        template = environment().from_string(source)
+        if len(_compiled) >= 16:
+            _compiled.pop(next(iter(_compiled)))
+        _compiled[source] = template
+    return template
+
+
 def _failed(e: Exception) -> InvalidRequestError:
     what = "the model's chat template refused the conversation"
     detail = str(e) or type(e).__name__
@@ -144,7 +157,7 @@ class ChatTemplate:
                                       "with completions.create", "messages")
         if self._compiled is None:
             try:
-                self._compiled = environment().from_string(self.source)
+                self._compiled = _compile(self.source)
             except Exception as e:  # TemplateSyntaxError, or a limit of the parser
                 raise _failed(e) from e
         return self._compiled
