@@ -121,3 +121,23 @@ def test_live_transformers_agrees(name):
         expected = cases.transformers_render(cases.template_source(name, SMOLLM2), bos, eos, case)
         got = render(template(name), case)
         assert got == expected if "text" in expected else expected["error"] in got["error"], (name, conv)
+
+
+def test_smollm2_prompts_are_byte_identical_to_the_hand_written_chatml():
+    """Every prompt the engine made for SmolLM2 before (ChatML by hand) is unchanged, tools included."""
+    from trellis.engine.tools import render_tool_messages
+    from trellis.model.chatml import render_chatml
+
+    t = ChatTemplate(SMOLLM2, bos_token="<|im_start|>", eos_token="<|im_end|>")
+    for name, case in cases.CONVERSATIONS.items():
+        messages = [{"role": m["role"], "content": m["content"]} for m in case["messages"] if m["role"] != "tool"
+                    and not m.get("tool_calls")]
+        if messages[-1]["role"] == "user":
+            assert t.render(messages) == render_chatml(messages), name
+    request = [{"role": "user", "content": "Weather in Paris?"},
+               {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function", "function": {
+                   "name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+               {"role": "tool", "content": "18C", "tool_call_id": "c"}]
+    for choice in ("auto", "required", {"type": "function", "function": {"name": "add"}}):
+        plain = render_tool_messages(request, cases.TOOLS, choice, default_system=t.default_system)
+        assert t.render(plain) == render_chatml(plain)
