@@ -30,7 +30,7 @@ import json
 import random
 import string
 
-from .tools import _functions, _named, arguments_schema
+from .tools import arguments_schema, named_function, tool_functions
 
 _ALNUM = string.ascii_letters + string.digits
 
@@ -51,8 +51,8 @@ class ToolSyntax:
         """The structural tag that enforces this syntax's calls (None for "none" / no tools)."""
         if not tools or tool_choice == "none":
             return None
-        named = _named(tool_choice)
-        functions = [fn for fn in _functions(tools) if named is None or fn["name"] == named]
+        named = named_function(tool_choice)
+        functions = [fn for fn in tool_functions(tools) if named is None or fn["name"] == named]
         one = named is not None or not parallel_tool_calls or self.single_call_only
         return {"type": "structural_tag", "format": {
             "type": "triggered_tags", "triggers": [self.trigger], "tags": self.tags(functions, one),
@@ -63,7 +63,7 @@ class ToolSyntax:
         """(content, tool_calls) of generated text: each well-formed call becomes an OpenAI tool
         call with compact JSON arguments; text around the calls, stripped, is the content (None
         if empty). A call that does not parse (cut by max_tokens, an unknown function) stays text."""
-        names = {fn["name"] for fn in _functions(tools)} if tools else None
+        names = {fn["name"] for fn in tool_functions(tools)} if tools else None
         decoder = json.JSONDecoder(parse_constant=_no_constants)
         pieces, calls, pos, search = [], [], 0, 0
         while (start := text.find(self.trigger, search)) >= 0:
