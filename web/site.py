@@ -4,7 +4,8 @@ into one folder, and serve that folder on 127.0.0.1.
     site/
       index.html demo.css demo.js trellis.js trellis.d.ts worker.js grammar.js trellis_grammar.wasm
       subgroup_probe.wgsl
-      trellis.zip            py/trellis plus web/worker.py (as trellis_worker), unpacked by the worker
+      trellis.zip            py/trellis plus web/worker.py (as trellis_worker), and the pure-Python
+                             packages the engine imports (jinja2, markupsafe), unpacked by the worker
       pyodide/               the npm pyodide package's runtime files (never a CDN)
       models.json            {"default": id, "models": [ids]}
       models/<id>/           each built model folder (manifest.json, *.wgsl, tokenizer.json, shards)
@@ -15,6 +16,7 @@ Used by build.py (`serve`) and the end-to-end tests; imports from trellis only i
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -29,8 +31,13 @@ DEFAULT_PYODIDE = ROOT / "build" / "node" / "node_modules" / "pyodide"
 DEFAULT_GRAMMAR_WASM = ROOT / "build" / "grammar" / "wasm" / "trellis_grammar.wasm"
 SUBGROUP_PROBE = ROOT / "py" / "trellis" / "runtime" / "subgroup_probe.wgsl"  # the desktop backend runs it too
 PAGE_FILES = ("index.html", "demo.css", "demo.js", "trellis.js", "trellis.d.ts", "worker.js", "grammar.js")
-# What loadPyodide fetches from its indexURL (no packages: the engine needs only the stdlib).
+# What loadPyodide fetches from its indexURL (no Pyodide packages: the few the engine needs beside the
+# stdlib are pure Python and come in trellis.zip, see PYTHON_PACKAGES).
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+# Pure-Python packages the engine imports under Pyodide, whose npm package has no wheels: their
+# Python files and licence, taken from the build's environment (pinned in pyproject.toml), go into
+# trellis.zip beside trellis. MarkupSafe's optional C speedups stay out (it falls back to _native.py).
+PYTHON_PACKAGES = ("jinja2", "markupsafe")
 MIME = {".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json",
         ".wgsl": "text/plain; charset=utf-8", ".html": "text/html; charset=utf-8", ".ts": "text/plain; charset=utf-8",
         ".zip": "application/zip", ".bin": "application/octet-stream", ".css": "text/css"}
@@ -57,15 +64,35 @@ def _place(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
+def package_files(name: str) -> list[tuple[str, bytes]]:
+    """(archive path, bytes) of an installed pure-Python package: its .py files and its licence."""
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise SiteError(f"the Python package {name} is missing (pinned in pyproject.toml; build.py installs it)")
+    out = []
+    for f in dist.files or ():
+        path = f.as_posix()
+        if path.startswith(f"{name}/") and path.endswith(".py"):
+            out.append((path, Path(dist.locate_file(f)).read_bytes()))
+        elif ".dist-info/" in path and Path(path).name.upper().startswith("LICENSE"):
+            out.append((f"{name}/{Path(path).name}", Path(dist.locate_file(f)).read_bytes()))
+    if not any(p == f"{name}/__init__.py" for p, _ in out):
+        raise SiteError(f"the installed {name} has no {name}/__init__.py to pack")
+    return sorted(out)
+
+
 def package_archive(out: Path) -> Path:
-    """py/trellis's Python files and the worker's Python half, zipped (fixed dates: reproducible)."""
+    """py/trellis's Python files, the worker's Python half and PYTHON_PACKAGES, zipped (fixed dates:
+    reproducible)."""
     files = sorted(p for p in (ROOT / "py" / "trellis").rglob("*.py") if "__pycache__" not in p.parts)
+    entries = [(path.relative_to(ROOT / "py").as_posix(), path.read_bytes()) for path in files]
+    entries.append(("trellis_worker.py", (WEB / "worker.py").read_bytes()))
+    for name in PYTHON_PACKAGES:
+        entries += package_files(name)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for path in files:
-            z.writestr(zipfile.ZipInfo(path.relative_to(ROOT / "py").as_posix(), (2020, 1, 1, 0, 0, 0)),
-                       path.read_bytes(), zipfile.ZIP_DEFLATED)
-        z.writestr(zipfile.ZipInfo("trellis_worker.py", (2020, 1, 1, 0, 0, 0)), (WEB / "worker.py").read_bytes(),
-                   zipfile.ZIP_DEFLATED)
+        for name, data in entries:
+            z.writestr(zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
     return out
 
 

@@ -79,6 +79,8 @@ export interface ChatCompletionRequest extends GenerationOptions {
   parallel_tool_calls?: boolean | null;
 }
 
+/** A raw-prompt completion (no chat template: base models too); `response_format` and
+ * `complete_on_length` constrain the continuation as in chat. */
 export interface CompletionRequest extends GenerationOptions {
   prompt: string;
   stream?: boolean | null;

@@ -13,6 +13,7 @@ from trellis.engine.grammar_cache import GrammarCache
 from trellis.errors import InvalidRequestError
 from trellis.grammar.matcher import GrammarMatcher
 from trellis.grammar.response_format import grammar_of_normalized
+from trellis.model import chat_template
 from trellis.runtime.artifacts import Artifacts
 from trellis.runtime.webgpu_backend import WebGPUBackend
 
@@ -20,6 +21,8 @@ _ERROR_FIELDS = ("field", "keyword", "pointer", "line", "column")
 engine = None
 _checkers: OrderedDict = OrderedDict()  # key -> compiled grammar, for formats not in the engine's cache
 _MAX_CHECKERS = 8
+# jinja2 (packed in trellis.zip by web/site.py) imported now, so that Python's memory snapshot holds it.
+chat_template.environment()
 
 
 async def build(files, device, pipelines, kernels, adapter_info_json: str, context: int, model_id: str = "") -> str:

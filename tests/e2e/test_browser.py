@@ -89,6 +89,15 @@ def test_text_completion_streams_too(page):
     assert "".join(c["choices"][0]["text"] for c in chunks) == full["choices"][0]["text"]
 
 
+def test_text_completion_with_a_schema(page):
+    """completions.create takes response_format and complete_on_length as chat does (base models)."""
+    r = value(page, kind="completion", prompt="Person: ", max_tokens=40, seed=4, complete_on_length=True,
+              response_format={"type": "json_object", "schema": SCHEMA})
+    (choice,) = r["choices"]
+    jsonschema.validate(json.loads(choice["text"]), SCHEMA)
+    assert r["usage"]["extra"]["grammar_cache_hit"] is not None
+
+
 @pytest.mark.parametrize("request_, name, where", [
     ({"temperature": 5}, "InvalidRequestError", {"field": "temperature"}),
     ({"stream": True, "max_tokens": 0}, "InvalidRequestError", {"field": "max_tokens"}),

@@ -38,6 +38,10 @@ def test_package_archive_holds_trellis_and_the_worker_module(site_server, tmp_pa
     (tmp_path / "t.zip").write_bytes(get(site_server, "/trellis.zip")[1])
     names = set(zipfile.ZipFile(tmp_path / "t.zip").namelist())
     assert {"trellis_worker.py", "trellis/engine/engine.py", "trellis/runtime/webgpu_backend.py"} <= names
+    # jinja2 and markupsafe for chat templates, pure Python with their licences (Pyodide has no wheels here)
+    assert {"jinja2/__init__.py", "jinja2/sandbox.py", "jinja2/LICENSE.txt", "markupsafe/__init__.py",
+            "markupsafe/_native.py", "markupsafe/LICENSE.txt"} <= names
+    assert all(n.endswith((".py", ".txt")) for n in names)
     assert not any("__pycache__" in n for n in names)
 
 

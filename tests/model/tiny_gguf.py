@@ -13,6 +13,9 @@ from trellis.bytelevel import BYTE_TO_CHAR
 CONFIG = dict(n_layers=2, hidden=64, n_heads=4, n_kv_heads=2, head_dim=16, ffn=96, context=2048,
               rope_theta=10000.0, rms_eps=1e-5)
 CONTROL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# ChatML with no default system message (the engine renders chat through the model's template).
+CHAT_TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+                 "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 MERGES = ["Ġ t", "h e", "Ġt he", "i n", "a n", "e r", "o n", "Ġ a", "r e", "a t"]
 
 
@@ -22,7 +25,8 @@ def tiny_tokenizer() -> tuple[list[str], list[int], list[str]]:
     return tokens, types, MERGES
 
 
-def write_tiny_llama(path, seed: int = 0, q8_0_tensors=("blk.1.ffn_down.weight",), float_tensors=None) -> dict:
+def write_tiny_llama(path, seed: int = 0, q8_0_tensors=("blk.1.ffn_down.weight",), float_tensors=None,
+                     chat_template: bool = True) -> dict:
     """Write the model to `path`; returns its config (with vocab).
 
     `float_tensors` maps tensor names to "F16" or "F32" to store those unquantized.
@@ -53,6 +57,8 @@ def write_tiny_llama(path, seed: int = 0, q8_0_tensors=("blk.1.ffn_down.weight",
     w.add_token_merges(merges)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
+    if chat_template:
+        w.add_chat_template(CHAT_TEMPLATE)
 
     def linear(name, n_out, n_in, qtype=gguf.GGMLQuantizationType.Q4_1):
         if name in q8_0_tensors:

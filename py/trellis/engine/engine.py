@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from trellis.errors import InvalidRequestError, RuntimeBackendError, SequenceLengthError
 from trellis.grammar.matcher import GrammarCompiler
 from trellis.grammar.vocabulary import Vocabulary
-from trellis.model.chatml import ChatTemplate
+from trellis.model.chat_template import ChatTemplate, template_messages
 from trellis.model.tokenizer import Tokenizer
 from trellis.runtime.artifacts import Artifacts
 from trellis.runtime.executor import Executor
@@ -34,7 +34,8 @@ from .greedy import GreedyPipeline, greedy_on_gpu
 from .request import parse_chat_request, parse_completion_request
 from .sampler import Sampled, Sampler
 from .stop_strings import StopStrings
-from .tools import render_tool_messages, tool_response_format
+from .tool_syntax import syntax_for_template
+from .tools import arguments_schema, parse_tool_calls, render_tool_messages, tool_response_format
 
 
 @dataclass
@@ -65,6 +66,8 @@ class Engine:
         self.template = ChatTemplate.from_manifest(artifacts.manifest, self.tokenizer.tokens)
         # Request defaults from the model (its generation config), as web-llm takes them from mlc-chat-config.
         self.sampling_defaults = dict(artifacts.manifest.get("sampling") or {})
+        # The family's own tool-call syntax when its template writes tools; else Trellis's (tools.py).
+        self.tool_syntax = syntax_for_template(self.template.source) if self.template.supports_tools else None
         self.stop_ids = self._stop_ids()
         vocab = Vocabulary([self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)],
                            special_ids=self.tokenizer.special_ids, stop_ids=self.stop_ids,
@@ -116,17 +119,32 @@ class Engine:
     def _chat_job(self, request: dict):
         req = parse_chat_request(request, vocab_size=self.executor.vocab_size, defaults=self.sampling_defaults)
         self._check_model(req.model)
-        messages = render_tool_messages(req.messages, req.tools, req.tool_choice or "auto",
-                                        parallel_tool_calls=req.parallel_tool_calls,
-                                        default_system=self.template.default_system)
-        constraint = None
-        if req.tools and req.tool_choice != "none":
+        tools_on = bool(req.tools) and req.tool_choice != "none"
+        variables = {} if req.enable_thinking is None else {"enable_thinking": req.enable_thinking}
+        if self.tool_syntax is not None:  # the template writes the tools and the calls' history itself
+            tools = [_template_tool(t) for t in req.tools] if tools_on else None
+            text = self.template.render(template_messages(req.messages), tools=tools, **variables)
+            rf = self.tool_syntax.response_format(req.tools, req.tool_choice, parallel_tool_calls=req.parallel_tool_calls)
+        else:  # Trellis's tool prompt and syntax, through the template's system message (SmolLM2)
+            messages = render_tool_messages(req.messages, req.tools, req.tool_choice or "auto",
+                                            parallel_tool_calls=req.parallel_tool_calls,
+                                            default_system=self.template.default_system)
+            text = self.template.render(messages, **variables)
             rf = tool_response_format(req.tools, req.tool_choice or "auto", parallel_tool_calls=req.parallel_tool_calls)
+        if tools_on:
             constraint = self._constraint(rf, "tools")
         elif req.response_format is not None:
             constraint = self._constraint(req.response_format)
-        prompt = self.tokenizer.encode(self.template.render(messages))
+        else:
+            constraint = None
+        prompt = self.tokenizer.encode(text)
         return req, prompt, constraint
+
+    def parse_tool_calls(self, text: str, tools) -> tuple[str | None, list[dict]]:
+        """(content, tool_calls) of a generated answer, in the syntax the request's calls were enforced in."""
+        if self.tool_syntax is not None:
+            return self.tool_syntax.parse(text, tools)
+        return parse_tool_calls(text, tools)
 
     def _text_job(self, request: dict):
         req = parse_completion_request(request, vocab_size=self.executor.vocab_size,
@@ -343,6 +361,17 @@ class Engine:
             "grammar_cache_hit": first.grammar_hit,
         }
         return self._last
+
+
+def _template_tool(tool: dict) -> dict:
+    """A request's tool as templates read it: `parameters` always an object schema (templates such as
+    Hermes 3's read `parameters.properties`), no Trellis-only fields."""
+    fn = tool["function"]
+    out = {"name": fn["name"]}
+    if "description" in fn:
+        out["description"] = fn["description"]
+    out["parameters"] = arguments_schema(fn)
+    return {"type": "function", "function": out}
 
 
 def _common_prefix(a: list[int], b: list[int], limit: int) -> int:

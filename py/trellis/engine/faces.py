@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from trellis.errors import RuntimeBackendError
 
 from . import responses as R
-from .tools import parse_tool_calls
 
 
 @dataclass
@@ -88,10 +87,9 @@ class ChatFace(Face):
     def _job(self, request):
         return self.engine._chat_job(request)
 
-    @staticmethod
-    def _message(req, out: Outcome) -> tuple[dict, str]:
+    def _message(self, req, out: Outcome) -> tuple[dict, str]:
         if req.tools and req.tool_choice != "none":
-            content, calls = parse_tool_calls(out.text, req.tools)
+            content, calls = self.engine.parse_tool_calls(out.text, req.tools)
             if calls:
                 finish = "tool_calls" if out.finish_reason == "stop" else out.finish_reason
                 return {"role": "assistant", "content": content, "tool_calls": calls}, finish

@@ -1,5 +1,7 @@
 """Tool calling through structural tags, for models without a tool template of their own.
 
+(A model whose chat template writes `tools` gets its family's own syntax instead: tool_syntax.py.)
+
 The default model (SmolLM2-135M-Instruct, ChatML) was not trained on a tool format, so Trellis uses
 the Hermes / Qwen convention and lets the grammar make it exact:
 
@@ -39,12 +41,12 @@ END_TAG = "</tool_call>"
 NO_ARGUMENTS = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-def _functions(tools) -> list[dict]:
+def tool_functions(tools) -> list[dict]:
     """The function definitions of OpenAI tools ({"type": "function", "function": {...}})."""
     return [t["function"] for t in tools or ()]
 
 
-def _named(tool_choice) -> str | None:
+def named_function(tool_choice) -> str | None:
     return tool_choice["function"]["name"] if isinstance(tool_choice, dict) else None
 
 
@@ -77,9 +79,9 @@ def tool_prompt(tools, tool_choice="auto", *, parallel_tool_calls: bool = True) 
     """Text to append to the system message ("" for tool_choice "none" or no tools)."""
     if not tools or tool_choice == "none":
         return ""
-    named = _named(tool_choice)
+    named = named_function(tool_choice)
     lines = []
-    for fn in _functions(tools):
+    for fn in tool_functions(tools):
         if named is None or fn["name"] == named:
             entry = {"name": fn["name"], "description": fn.get("description", ""),
                      "parameters": arguments_schema(fn)}
@@ -104,11 +106,11 @@ def tool_response_format(tools, tool_choice="auto", *, parallel_tool_calls: bool
     """The structural-tag response format that enforces tool calls (None for "none"/no tools)."""
     if not tools or tool_choice == "none":
         return None
-    named = _named(tool_choice)
+    named = named_function(tool_choice)
     tags = [{"begin": _begin(fn["name"]),
              "content": {"type": "json_schema", "json_schema": arguments_schema(fn)},
              "end": "}" + END_TAG}
-            for fn in _functions(tools) if named is None or fn["name"] == named]
+            for fn in tool_functions(tools) if named is None or fn["name"] == named]
     return {"type": "structural_tag", "format": {
         "type": "triggered_tags", "triggers": [TRIGGER], "tags": tags,
         "at_least_one": named is not None or tool_choice == "required",
@@ -148,7 +150,7 @@ def parse_tool_calls(text: str, tools=None) -> tuple[str | None, list[dict]]:
     OpenAI tool call with id "call_<index>" and compact JSON arguments; the text around the calls,
     stripped, is the content (None if empty). A region that does not parse (cut by max_tokens, or
     naming a function not in `tools`) stays in the content."""
-    names = {fn["name"] for fn in _functions(tools)} if tools else None
+    names = {fn["name"] for fn in tool_functions(tools)} if tools else None
     decoder = json.JSONDecoder(parse_constant=_no_constants)
     pieces, calls, pos, search = [], [], 0, 0
     while (start := text.find(TRIGGER, search)) >= 0:
