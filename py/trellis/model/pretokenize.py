@@ -5,8 +5,11 @@
 and `split_smollm` first isolates every numeric character (llama.cpp's `smollm`, Hugging Face's
 `Digits(individual_digits=True)`), then applies the GPT-2 pattern to the pieces in between.
 `split_llama3` (llama.cpp's `llama-bpe`) and `split_qwen2` reproduce
-    (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+
-where Qwen2 takes `\\p{N}` one at a time instead of up to three.
+    (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*
+    |\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+
+where Qwen2 takes `\\p{N}` one at a time instead of up to three. We follow llama.cpp where the
+model families' tokenizer.json files differ from it: contractions match ASCII letters of either case
+only, and no NFC normalization runs first (Qwen2's tokenizer.json has one; a GGUF does not record it).
 """
 
 import unicodedata

@@ -23,15 +23,15 @@ class SentencePieceModel:
     def __init__(self, tokens: list[str], token_types: list[int], scores: list[float], unknown_id: int | None):
         if len(scores) != len(tokens):
             raise ModelError(f"tokenizer.ggml.scores has {len(scores)} entries for {len(tokens)} tokens")
-        # piece -> (score, id); a duplicate piece keeps its first id, as llama.cpp's text_to_token.
-        pieces: dict[str, tuple[float, int]] = {}
-        for i, (text, ttype) in enumerate(zip(tokens, token_types)):
-            if ttype == _NORMAL and text not in pieces:
-                pieces[text] = (scores[i], i)
-        self._pieces = pieces
+        # piece -> (score, id); a duplicate piece keeps its first id, as llama.cpp's text_to_token
+        # (built in reverse so that the lowest id is written last).
+        n = len(tokens)
+        self._pieces: dict[str, tuple[float, int]] = {
+            tokens[i]: (scores[i], i) for i in range(n - 1, -1, -1) if token_types[i] == _NORMAL}
         self._byte_ids: list[int | None] = [None] * 256
-        for i, (text, ttype) in enumerate(zip(tokens, token_types)):
-            if ttype == _BYTE and len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
+        for i in (i for i in range(n) if token_types[i] == _BYTE):
+            text = tokens[i]
+            if len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
                 try:
                     b = int(text[3:5], 16)
                 except ValueError:

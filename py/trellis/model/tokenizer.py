@@ -41,9 +41,9 @@ class Tokenizer:
         self.add_bos: bool = bool(data.get("add_bos", flags["add_bos"])) and self.bos_token_id is not None
         self.add_eos: bool = bool(data.get("add_eos", flags["add_eos"])) and self.eos_token_id is not None
         self.add_space_prefix: bool = bool(data.get("add_space_prefix", flags["add_space_prefix"]))
-        self._ids: dict[str, int] = {}
-        for i, tok in enumerate(self.tokens):
-            self._ids.setdefault(tok, i)
+        n = len(self.tokens)
+        # text -> id; a duplicate text keeps its first id (the reversed walk writes it last).
+        self._ids: dict[str, int] = dict(zip(reversed(self.tokens), range(n - 1, -1, -1)))
         if model == "gpt2":
             if pre not in PRETOKENIZERS:
                 raise ModelError(f"tokenizer.ggml.pre {pre!r} is not supported "
@@ -167,20 +167,21 @@ class Tokenizer:
         return out
 
     def _all_token_bytes(self) -> list[bytes]:
-        out = []
-        byte_level = self.model == "gpt2"
-        for text, ttype in zip(self.tokens, self.token_types):
-            if ttype in _NOT_TEXT or ttype == TOKEN_USER_DEFINED:
-                out.append(text.encode("utf-8"))  # literal text, as llama.cpp prints them
-            elif byte_level:
+        types = self.token_types
+        if self.model == "gpt2":
+            out = []
+            for text in self.tokens:
                 try:
                     out.append(bytes([CHAR_TO_BYTE[c] for c in text]))
                 except KeyError:  # not byte-level encoded (an unusual entry): its UTF-8 text
                     out.append(text.encode("utf-8"))
-            elif ttype == TOKEN_BYTE:
-                out.append(sentencepiece_to_bytes(text))
-            else:
-                out.append(text.replace(SPACE, " ").encode("utf-8"))
+        else:
+            out = [text.replace(SPACE, " ").encode("utf-8") for text in self.tokens]
+        for i in (i for i, t in enumerate(types) if t != TOKEN_NORMAL):
+            if types[i] == TOKEN_BYTE and self.model == "llama":
+                out[i] = sentencepiece_to_bytes(self.tokens[i])
+            elif types[i] in _NOT_TEXT or types[i] == TOKEN_USER_DEFINED:  # literal text, as llama.cpp prints them
+                out[i] = self.tokens[i].encode("utf-8")
         return out
 
 
