@@ -66,11 +66,11 @@ TOKENIZER_TEXT = ("The capital of France is Paris. Héllo wörld, naïve café; 
 PROFILE_NOTES = [
     "Where the time goes (profiled 2026-12-03 with a build of the core that counts the trie nodes "
     "each token-mask cache walk visits): Gemma 3's trie has 587,920 nodes (1.97 MB of token bytes, "
-    "255,895 text tokens) against SmolLM2's 100,297 (332 KB, 49,135): 5.9x. Any JSON, the regex "
-    "and the strict schema scale with that or less (mask median 1.9-3.0x: a warm mask is mostly the "
-    "copy of a cached 8,192-word bitmask, 5.3x SmolLM2's 1,536 words, so 2x is below what the mask's "
-    "own size allows; warmed compile 1.1-4.8x; lazy compile unchanged: it does not depend on the "
-    "vocabulary). The non-strict schema does not: its "
+    "255,895 text tokens) against SmolLM2's 100,297 (332 KB, 49,135): 5.9x. Any JSON, the regex and "
+    "the strict schema scale roughly with that (a warm mask copies a cached 8,192-word bitmask, "
+    "5.3x SmolLM2's 1,536 words, so part of its cost grows with the vocabulary whatever the walk "
+    "does; lazy compile does not depend on the vocabulary; on this shared 2-core machine medians "
+    "move by up to 2x between runs). The non-strict schema does not: its "
     "warmed compile visits 20.1 M trie nodes on Gemma against 1.05 M on SmolLM2 (19x), almost all in "
     "about 90 walks of ~191,000 nodes each (SmolLM2's largest walk: 1,875). Those walks start in the "
     "states of the additional-property key (json_schema converter `unknown_key`: the `keyrest` / "
@@ -80,10 +80,10 @@ PROFILE_NOTES = [
     "loops back to the same configuration (MaskWalk::loops_on), which fails as soon as the subtree "
     "holds one multi-byte UTF-8 token. SmolLM2's mostly-ASCII subtrees pass that test; Gemma's "
     "multilingual vocabulary puts non-ASCII tokens under nearly every node. The same walks are the "
-    "lazy core's p99 (one mask of ~130 ms when such a state is met first). With strict: true (no "
-    "additional properties) the schema's warmed compile is 121 ms against 106 ms. The fix belongs in "
-    "the key body's shape (a plain-state loop over JSON string characters, as for string values) or "
-    "in a text_loop-style shortcut for that configuration; it is not made here.",
+    "lazy core's p99 (one mask of 130-150 ms when such a state is met first). With strict: true (no "
+    "additional properties) the schema's warmed compile stays within 2x of SmolLM2's (table). The "
+    "fix belongs in the key body's shape (a plain-state loop over JSON string characters, as for "
+    "string values) or in a text_loop-style shortcut for that configuration; it is not made here.",
 ]
 
 

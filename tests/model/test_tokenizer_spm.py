@@ -127,3 +127,61 @@ def test_unsupported_model_is_named(data):
     without_scores = {k: v for k, v in data.items() if k != "scores"}
     with pytest.raises(ModelError, match="scores"):
         Tokenizer(without_scores)
+
+
+_PYODIDE_JS = r"""
+const path = require("path"), fs = require("fs");
+const [pyodideDir, packageDir, dataPath, sidePath] = process.argv.slice(2);
+const { loadPyodide } = require(pyodideDir + "/pyodide.js");
+(async () => {
+  const py = await loadPyodide({ indexURL: pyodideDir + "/" });
+  function copy(dir, dest) {
+    py.FS.mkdirTree(dest);
+    for (const f of fs.readdirSync(dir)) {
+      const p = path.join(dir, f);
+      if (fs.statSync(p).isDirectory()) { if (f !== "__pycache__") copy(p, dest + "/" + f); }
+      else if (f.endsWith(".py")) py.FS.writeFile(dest + "/" + f, fs.readFileSync(p));
+    }
+  }
+  copy(packageDir, "/lib/trellis");
+  py.FS.writeFile("/data.json", fs.readFileSync(dataPath));
+  console.log(await py.runPythonAsync(fs.readFileSync(sidePath, "utf8")));
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+
+_PYODIDE_SIDE = r"""
+import json, sys, time
+sys.path.insert(0, "/lib")
+from trellis.model.tokenizer import Tokenizer
+job = json.load(open("/data.json"))
+started = time.perf_counter()
+tok = Tokenizer(job["data"])
+load_s = time.perf_counter() - started
+json.dumps([sys.version_info[:2], load_s, [tok.encode(t) for t in job["texts"]],
+            [tok.decode(tok.encode(t)) for t in job["texts"]]])
+"""
+
+
+def test_same_ids_under_pyodide(ours, data, tmp_path):
+    """Gemma 3's tokenizer under Pyodide (CPython 3.14 in node, no numpy): the same ids and text."""
+    import json
+    import pathlib
+    import shutil
+    import subprocess
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    pyodide = root / "build" / "node" / "node_modules" / "pyodide"
+    assert shutil.which("node") and (pyodide / "pyodide.js").exists(), \
+        "node and the pyodide npm package come with `python3 build.py test`"
+    texts = CORPUS[1:]
+    (tmp_path / "job.json").write_text(json.dumps({"data": data, "texts": texts}))
+    (tmp_path / "run.cjs").write_text(_PYODIDE_JS)
+    (tmp_path / "side.py").write_text(_PYODIDE_SIDE)
+    run = subprocess.run(["node", str(tmp_path / "run.cjs"), str(pyodide), str(root / "py" / "trellis"),
+                          str(tmp_path / "job.json"), str(tmp_path / "side.py")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    version, load_s, ids, decoded = json.loads(run.stdout.strip().splitlines()[-1])
+    assert version[0] == 3 and version[1] >= 12
+    assert ids == [ours.encode(t) for t in texts]
+    assert decoded == texts
