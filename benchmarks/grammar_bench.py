@@ -805,7 +805,11 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(md)
+    # Keep the section benchmarks/vocab_bench.py writes below these tables.
+    from benchmarks.vocab_bench import VOCAB_MARKER
+
+    old = args.out.read_text() if args.out.exists() else ""
+    args.out.write_text(md + ("\n" + old[old.index(VOCAB_MARKER):] if VOCAB_MARKER in old else ""))
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}",
           file=sys.stderr)
     # An anchor's failure is a finding shown in its row; only Trellis failing fails the run.

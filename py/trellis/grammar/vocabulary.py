@@ -115,7 +115,8 @@ class Vocabulary:
             raise VocabularyError(
                 f"{_name(path)}: {len(types)} token types for {len(tokens)} tokens")
         kind = _GGUF_KINDS[model]
-        normal = _bytelevel_or_utf8 if kind == "byte_level" else sentencepiece_to_bytes
+        # A normal SentencePiece piece is text with U+2581 for spaces; only byte-type tokens are <0xNN>.
+        normal = _bytelevel_or_utf8 if kind == "byte_level" else _sentencepiece_text
         token_bytes, special = [], []
         for i, (text, ttype) in enumerate(zip(tokens, types)):
             if ttype == _NORMAL:
@@ -200,6 +201,10 @@ def _bytelevel_or_utf8(text: str) -> bytes:
     # Like the HF ByteLevel decoder: a token with a char outside the byte map is literal UTF-8.
     data = bytelevel_to_bytes(text)
     return text.encode("utf-8") if data is None else data
+
+
+def _sentencepiece_text(piece: str) -> bytes:
+    return piece.replace("\u2581", " ").encode("utf-8")
 
 
 def _name(source) -> str:

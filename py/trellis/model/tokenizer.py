@@ -1,46 +1,74 @@
-"""Byte-level BPE tokenizer in pure Python (runs under Pyodide: no numpy, no Rust).
+"""The model's tokenizer in pure Python (runs under Pyodide: no numpy, no Rust).
 
-It loads the data the model build writes (`tokenizer.json` in the artifacts folder, taken from the
-GGUF's `tokenizer.ggml.*` fields): tokens, merges, token types, special ids, pre-tokenizer name.
+It loads the data the model build writes (`tokenizer.json` in the artifacts folder, made from the
+GGUF's `tokenizer.ggml.*` fields by trellis.model.tokenizer_data) and handles the two GGUF kinds:
+byte-level BPE (`gpt2`: a pre-tokenizer, then merges by rank, trellis.model.bpe) and
+SentencePiece-style pieces (`llama`: U+2581 for spaces, merges by score, byte fallback,
+trellis.model.spm). Either way control and user-defined tokens are matched verbatim first.
 """
 
 import codecs
 import json
 
-from trellis.bytelevel import BYTE_TO_CHAR, CHAR_TO_BYTE
+from trellis.bytelevel import BYTE_TO_CHAR, CHAR_TO_BYTE, sentencepiece_to_bytes
 from trellis.errors import ModelError
-from trellis.model.pretokenize import PRETOKENIZERS
+from trellis.model.bpe import BytePairModel
+from trellis.model.pretokenize import IGNORE_MERGES, PRETOKENIZERS
+from trellis.model.spm import SPACE, SentencePieceModel
+from trellis.model.tokenizer_data import MODELS, default_flags
 
 # GGUF token types (llama.cpp's llama_token_type).
 TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED, TOKEN_BYTE = 1, 2, 3, 4, 5, 6
+_NOT_TEXT = (TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_UNUSED)
 
 
 class Tokenizer:
     def __init__(self, data: dict):
-        if data.get("model") != "gpt2":
-            raise ModelError(f"tokenizer model {data.get('model')!r} is not supported (only byte-level BPE 'gpt2')")
-        pre = data.get("pre", "gpt2")
-        if pre not in PRETOKENIZERS:
-            raise ModelError(f"pre-tokenizer {pre!r} is not supported (known: {', '.join(sorted(PRETOKENIZERS))})")
-        self._split = PRETOKENIZERS[pre]
+        model = data.get("model")
+        if model not in MODELS:
+            raise ModelError(f"tokenizer.ggml.model {model!r} is not supported (supported: {', '.join(MODELS)})")
+        self.model: str = model
         self.tokens: list[str] = list(data["tokens"])
         self.token_types: list[int] = list(data.get("token_types") or [TOKEN_NORMAL] * len(self.tokens))
+        if len(self.token_types) != len(self.tokens):
+            raise ModelError(f"tokenizer.ggml.token_type has {len(self.token_types)} entries "
+                             f"for {len(self.tokens)} tokens")
         self.bos_token_id: int | None = data.get("bos_token_id")
         self.eos_token_id: int | None = data.get("eos_token_id")
-        self._ids = {tok: i for i, tok in enumerate(self.tokens)}
-        self._ranks = {}
-        for rank, merge in enumerate(data["merges"]):
-            left, sep, right = merge.partition(" ")
-            if not sep:
-                raise ModelError(f"tokenizer merge {rank} {merge!r} is not two space-separated symbols")
-            self._ranks[(left, right)] = rank
-        # Control and user-defined tokens are matched verbatim in the input, before pre-tokenization.
-        self.special_ids = {
-            i for i, t in enumerate(self.token_types) if t in (TOKEN_CONTROL, TOKEN_USER_DEFINED)
-        }
-        self._specials = sorted((self.tokens[i] for i in self.special_ids), key=len, reverse=True)
-        self._token_bytes = [self._bytes_of(i) for i in range(len(self.tokens))]
-        self._cache: dict[str, list[int]] = {}
+        pre = data.get("pre", "gpt2" if model == "gpt2" else "default")
+        flags = default_flags(model, pre)
+        # Whether a prompt starts with BOS / ends with EOS (GGUF add_bos_token / add_eos_token).
+        self.add_bos: bool = bool(data.get("add_bos", flags["add_bos"])) and self.bos_token_id is not None
+        self.add_eos: bool = bool(data.get("add_eos", flags["add_eos"])) and self.eos_token_id is not None
+        self.add_space_prefix: bool = bool(data.get("add_space_prefix", flags["add_space_prefix"]))
+        n = len(self.tokens)
+        # text -> id; a duplicate text keeps its first id (the reversed walk writes it last).
+        self._ids: dict[str, int] = dict(zip(reversed(self.tokens), range(n - 1, -1, -1)))
+        if model == "gpt2":
+            if pre not in PRETOKENIZERS:
+                raise ModelError(f"tokenizer.ggml.pre {pre!r} is not supported "
+                                 f"(supported: {', '.join(sorted(PRETOKENIZERS))})")
+            self._split = PRETOKENIZERS[pre]
+            self._bpe = BytePairModel(self._ids, data["merges"], ignore_merges=pre in IGNORE_MERGES)
+        else:  # SentencePiece has no pre-tokenizer: llama.cpp ignores `pre` ("default" in Gemma 3)
+            if "scores" not in data:
+                raise ModelError("tokenizer data has no 'scores' (tokenizer.ggml.scores), "
+                                 "which a SentencePiece vocabulary needs")
+            self._spm = SentencePieceModel(self.tokens, self.token_types, data["scores"],
+                                           data.get("unknown_token_id"))
+        types = self.token_types
+        # Ids that are never text (control, unknown, unused): a grammar never emits them, and
+        # `skip_special` drops them. User-defined tokens ("\n", "<table>" in Gemma 3) are text.
+        self.special_ids = {i for i, t in enumerate(types) if t in _NOT_TEXT}
+        # Verbatim matching: first char -> [(text, id, is_control)], longest first.
+        self._verbatim: dict[str, list[tuple[str, int, bool]]] = {}
+        for i, t in enumerate(types):
+            if (t == TOKEN_CONTROL or t == TOKEN_USER_DEFINED) and self.tokens[i] and self._ids[self.tokens[i]] == i:
+                text = self.tokens[i]
+                self._verbatim.setdefault(text[0], []).append((text, i, t == TOKEN_CONTROL))
+        for entries in self._verbatim.values():
+            entries.sort(key=lambda e: len(e[0]), reverse=True)
+        self._token_bytes = self._all_token_bytes()
 
     @classmethod
     def from_file(cls, path: str) -> "Tokenizer":
@@ -54,27 +82,31 @@ class Tokenizer:
     def token_to_id(self, token: str) -> int | None:
         return self._ids.get(token)
 
-    def encode(self, text: str, special: bool = True) -> list[int]:
-        """Token ids of `text`; with `special`, control-token strings in `text` become their ids."""
-        ids: list[int] = []
-        for chunk, is_special in self._split_specials(text) if special else [(text, False)]:
-            if is_special:
-                ids.append(self._ids[chunk])
-            else:
-                for word in self._split(chunk):
-                    ids.extend(self._encode_word(word))
+    def encode(self, text: str, special: bool = True, add_special: bool = False) -> list[int]:
+        """Token ids of `text`.
+
+        With `special`, control-token strings in `text` become their ids (user-defined tokens always
+        do, as in llama.cpp). With `add_special`, BOS/EOS are added as the model asks (`add_bos`,
+        `add_eos`); BOS only when the text does not already begin with it (a chat template may write it).
+        """
+        ids = self._encode(text, special, self.add_space_prefix)
+        if add_special:
+            if self.add_bos and ids[:1] != [self.bos_token_id]:
+                ids.insert(0, self.bos_token_id)
+            if self.add_eos:
+                ids.append(self.eos_token_id)
         return ids
 
     def encode_bytes(self, data: bytes) -> list[int]:
-        """Token ids whose bytes concatenate to `data` (no special tokens); bytes that are not
-        whole UTF-8 characters (a grammar may stop mid-character) get one byte token each."""
+        """Token ids whose bytes concatenate to `data` (no control tokens, no space prefix); bytes
+        that are not whole UTF-8 characters (a grammar may stop mid-character) get one byte token each."""
         try:
-            return self.encode(data.decode("utf-8"), special=False)
+            return self._encode(data.decode("utf-8"), False, False)
         except UnicodeDecodeError as e:
             head, bad, rest = data[:e.start], data[e.start:e.end], data[e.end:]
         ids = self.encode_bytes(head) if head else []
         for b in bad:
-            token = self._ids.get(BYTE_TO_CHAR[b])
+            token = self._ids.get(BYTE_TO_CHAR[b] if self.model == "gpt2" else f"<0x{b:02X}>")
             if token is None:
                 raise ModelError(f"the vocabulary has no token for byte 0x{b:02x}")
             ids.append(token)
@@ -84,6 +116,7 @@ class Tokenizer:
         return self._token_bytes[token_id]
 
     def decode(self, ids, skip_special: bool = False) -> str:
+        """Text of `ids`. A SentencePiece space prefix is kept (it is a real space in the stream)."""
         data = b"".join(
             self._token_bytes[i] for i in ids if not (skip_special and i in self.special_ids)
         )
@@ -92,69 +125,64 @@ class Tokenizer:
     def stream_decoder(self, skip_special: bool = False) -> "StreamDecoder":
         return StreamDecoder(self, skip_special)
 
-    def _split_specials(self, text: str):
-        """(chunk, is_special) pieces; the longest special token wins at each position."""
-        if not self._specials:
-            return [(text, False)]
-        out, start, i = [], 0, 0
-        while i < len(text):
-            if text[i] == "<" or not text[i].isascii():
-                match = next((s for s in self._specials if text.startswith(s, i)), None)
+    def _encode(self, text: str, special: bool, space_prefix: bool) -> list[int]:
+        ids: list[int] = []
+        for chunk, token in self._split_verbatim(text, special):
+            if token is not None:
+                ids.append(token)
+            elif self.model == "gpt2":
+                for word in self._split(chunk):
+                    ids.extend(self._bpe.encode(word))
             else:
-                match = next((s for s in self._specials if s[0] == text[i] and text.startswith(s, i)), None)
-            if match:
-                if start < i:
-                    out.append((text[start:i], False))
-                out.append((match, True))
-                i = start = i + len(match)
-            else:
-                i += 1
-        if start < len(text):
-            out.append((text[start:], False))
-        return out
-
-    def _encode_word(self, word: str) -> list[int]:
-        cached = self._cache.get(word)
-        if cached is not None:
-            return cached
-        symbols = [BYTE_TO_CHAR[b] for b in word.encode("utf-8")]
-        ranks = self._ranks
-        while len(symbols) > 1:
-            best, best_rank = -1, None
-            for j in range(len(symbols) - 1):
-                rank = ranks.get((symbols[j], symbols[j + 1]))
-                if rank is not None and (best_rank is None or rank < best_rank):
-                    best, best_rank = j, rank
-            if best < 0:
-                break
-            pair = (symbols[best], symbols[best + 1])
-            # Merge every non-overlapping occurrence of the winning pair, left to right.
-            out, j = [], best
-            out.extend(symbols[:best])
-            while j < len(symbols):
-                if j < len(symbols) - 1 and (symbols[j], symbols[j + 1]) == pair:
-                    out.append(pair[0] + pair[1])
-                    j += 2
-                else:
-                    out.append(symbols[j])
-                    j += 1
-            symbols = out
-        # A byte with no token of its own (SmolLM2 lacks a few control bytes) is dropped, as
-        # llama.cpp and `tokenizers` without an unknown token do.
-        ids = [self._ids[sym] for sym in symbols if sym in self._ids]
-        if len(self._cache) < 100_000:
-            self._cache[word] = ids
+                # llama.cpp prefixes every text fragment that follows a matched token (or starts the
+                # text) with a space; Hugging Face's Prepend normalizer does the same per fragment.
+                if space_prefix:
+                    chunk = " " + chunk
+                ids.extend(self._spm.encode(chunk.replace(" ", SPACE)))
         return ids
 
-    def _bytes_of(self, token_id: int) -> bytes:
-        text = self.tokens[token_id]
-        if token_id in self.special_ids:
-            return text.encode("utf-8")
-        try:
-            return bytes(CHAR_TO_BYTE[c] for c in text)
-        except KeyError:
-            # Not byte-level encoded (an unusual vocabulary entry): use its UTF-8 text.
-            return text.encode("utf-8")
+    def _split_verbatim(self, text: str, control: bool):
+        """(chunk, None) text pieces and (token text, id) matches; the longest token wins at each
+        position, scanning left to right (Hugging Face's added-token rule; llama.cpp matches the
+        longest token everywhere first, which differs only when two tokens overlap)."""
+        verbatim = self._verbatim
+        if not verbatim or not text:
+            return [(text, None)] if text else []
+        out, start, i, n = [], 0, 0, len(text)
+        while i < n:
+            match = None
+            for tok, tid, is_control in verbatim.get(text[i], ()):
+                if (control or not is_control) and text.startswith(tok, i):
+                    match = (tok, tid)
+                    break
+            if match:
+                if start < i:
+                    out.append((text[start:i], None))
+                out.append(match)
+                i = start = i + len(match[0])
+            else:
+                i += 1
+        if start < n:
+            out.append((text[start:], None))
+        return out
+
+    def _all_token_bytes(self) -> list[bytes]:
+        types = self.token_types
+        if self.model == "gpt2":
+            out = []
+            for text in self.tokens:
+                try:
+                    out.append(bytes([CHAR_TO_BYTE[c] for c in text]))
+                except KeyError:  # not byte-level encoded (an unusual entry): its UTF-8 text
+                    out.append(text.encode("utf-8"))
+        else:
+            out = [text.replace(SPACE, " ").encode("utf-8") for text in self.tokens]
+        for i in (i for i, t in enumerate(types) if t != TOKEN_NORMAL):
+            if types[i] == TOKEN_BYTE and self.model == "llama":
+                out[i] = sentencepiece_to_bytes(self.tokens[i])
+            elif types[i] in _NOT_TEXT or types[i] == TOKEN_USER_DEFINED:  # literal text, as llama.cpp prints them
+                out[i] = self.tokens[i].encode("utf-8")
+        return out
 
 
 class StreamDecoder:
