@@ -137,7 +137,7 @@ class Engine:
             constraint = self._constraint(req.response_format)
         else:
             constraint = None
-        prompt = self.tokenizer.encode(text)
+        prompt = self.tokenizer.encode(text, add_special=True)  # BOS as the model asks, once
         return req, prompt, constraint
 
     def parse_tool_calls(self, text: str, tools) -> tuple[str | None, list[dict]]:
@@ -151,7 +151,7 @@ class Engine:
                                        defaults=self.sampling_defaults)
         self._check_model(req.model)
         constraint = self._constraint(req.response_format) if req.response_format is not None else None
-        prompt = self.tokenizer.encode(req.prompt)
+        prompt = self.tokenizer.encode(req.prompt, add_special=True)
         if not prompt:
             raise InvalidRequestError("must not be empty", "prompt")
         return req, prompt, constraint
