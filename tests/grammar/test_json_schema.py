@@ -1023,3 +1023,32 @@ def test_draft4_semantics_match_its_validator(compiler, schema, texts):
     validator = jsonschema.Draft4Validator(schema)
     for text in texts:
         assert suite.accepts(g, text, None) == validator.is_valid(json.loads(text)), text
+
+
+DRAFT2019 = "https://json-schema.org/draft/2019-09/schema"
+_TREE = {"$schema": DRAFT2019, "$id": "https://example.com/tree", "$recursiveAnchor": True,
+         "type": "object", "properties": {"v": {"type": "integer"},
+                                          "kids": {"type": "array", "items": {"$recursiveRef": "#"}}}}
+
+
+@pytest.mark.parametrize("schema, texts", [
+    (_TREE, ['{"v": 1, "kids": [{"v": 2}]}', '{"kids": [{"v": "x"}]}', '{"kids": [{"kids": [{"v": 1.5}]}]}']),
+    # an extension that anchors too: its recursion reaches the outer resource (strict kids: no "w")
+    ({"$schema": DRAFT2019, "$id": "https://example.com/strict", "$recursiveAnchor": True,
+      "$ref": "https://example.com/tree", "unevaluatedProperties": False, "$defs": {"tree": _TREE}},
+     ['{"v": 1}', '{"w": 1}', '{"kids": [{"w": 1}]}', '{"kids": [{"v": 1, "kids": []}]}']),
+    # without $recursiveAnchor it is a plain $ref to its resource
+    ({"$schema": DRAFT2019, "type": "object", "properties": {"a": {"$recursiveRef": "#"}, "b": {"type": "null"}}},
+     ['{"a": {"b": null}}', '{"a": {"b": 1}}', '{"a": {"a": {}}}']),
+])
+def test_recursive_ref_matches_the_2019_09_validator(compiler, schema, texts):
+    g = compiler.compile_json_schema(schema, property_order="any")
+    validator = jsonschema.Draft201909Validator(schema)
+    for text in texts:
+        assert suite.accepts(g, text, None) == validator.is_valid(json.loads(text)), text
+
+
+def test_recursive_ref_other_than_hash_is_refused_with_its_pointer(compiler):
+    with pytest.raises(UnsupportedSchemaError) as e:
+        compiler.compile_json_schema({"$schema": DRAFT2019, "properties": {"a": {"$recursiveRef": "#/x"}}})
+    assert (e.value.keyword, e.value.pointer) == ("$recursiveRef", "/properties/a")

@@ -6,7 +6,8 @@
 Draft 2020-12 by default; `$schema` (or `draft=`) selects draft-04, -06, -07 or 2019-09 with
 their own semantics where they differ (`definitions`, `dependencies`, array-form `items`,
 `additionalItems`, draft-07 `$ref` siblings, draft-04's `id`, boolean exclusive bounds and
-integers without a fraction; `format` an annotation in 2019-09 / 2020-12, see below). Every keyword is enforced exactly or raises
+integers without a fraction, 2019-09's `$recursiveRef` / `$recursiveAnchor` as the `$dynamicRef`
+they became; `format` an annotation in 2019-09 / 2020-12, see below). Every keyword is enforced exactly or raises
 `UnsupportedSchemaError(message, keyword, pointer)`; `ANNOTATIONS` are accepted and
 ignored, and so are keywords no draft defines (the specification says so).
 
@@ -39,7 +40,7 @@ Output conventions (restrictions of what is generated, never wrong acceptances):
   left out; quoted local parts and address literals of e-mail are included.
 
 Refused (UnsupportedSchemaError with keyword and pointer): remote `$ref` and `$dynamicRef`,
-2019-09's `$recursiveRef`, a `$dynamicRef` inside a subschema that a negation rebuilds (its
+`$recursiveRef` under draft-07 semantics, a `$dynamicRef` inside a subschema that a negation rebuilds (its
 dynamic scope is not known there), `$dynamicRef` with draft-07 semantics, unknown `$schema`
 meta-schemas, lookaround and Unicode properties other than General_Category and a few binary
 ones (regex.py) in patterns, `uniqueItems` unless every item comes from a finite set (at most 8

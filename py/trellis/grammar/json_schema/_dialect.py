@@ -5,6 +5,11 @@ true`); draft-06 on made the flag the bound itself (`"exclusiveMaximum": 5`). dr
 schema resource (or, as `"#name"`, a location-independent anchor) with `id`, later drafts with
 `$id`; draft-04's `$id` is an unknown keyword.
 
+2019-09's `$recursiveRef: "#"` is 2020-12's `$dynamicRef` with one anchor name that every
+resource with `$recursiveAnchor: true` declares: the outermost such resource in the dynamic
+scope, when the resource the reference is written in declares it too, else that resource
+itself (a plain `$ref: "#"`).
+
 2019-09 and 2020-12 made `format` an annotation unless a meta-schema asks for the
 format-assertion vocabulary; the drafts before leave asserting it to the implementation.
 
@@ -14,6 +19,9 @@ alone) and keeps the document's shape, so that `$ref` pointers still lead to the
 
 from __future__ import annotations
 
+import json
+
+from ...errors import UnsupportedSchemaError
 from ._keywords import subschemas
 
 _FLAGS = (("exclusiveMaximum", "maximum"), ("exclusiveMinimum", "minimum"))
@@ -33,26 +41,31 @@ def format_is_annotation(schema) -> bool:
     return any(d in _declared(schema) for d in _ANNOTATED_FORMAT)
 
 
-def _rewrite(schema, edit, pointer: str = "", depth: int = 0):
-    """`schema` with `edit(out)` applied to every schema object, innermost first."""
+def _rewrite(schema, edit, pointer: str = "", depth: int = 0, scope=None, enter=None):
+    """`schema` with `edit(out, scope, pointer)` applied to every schema object, innermost first; `enter(schema,
+    scope)` gives the scope of a schema object and its subschemas (None: no scope)."""
     if not isinstance(schema, dict):
         return schema
+    if enter is not None:
+        scope = enter(schema, scope)
     out = {}
     for key, value in schema.items():
         subs = subschemas(key, value, pointer, depth)  # also checks the keyword's shape
         if not subs:
             out[key] = value
         elif subs[0][0] == "":
-            out[key] = _rewrite(value, edit, f"{pointer}/{key}", depth + 1)
+            out[key] = _rewrite(value, edit, f"{pointer}/{key}", depth + 1, scope, enter)
         elif isinstance(value, list):
-            out[key] = [_rewrite(s, edit, f"{pointer}/{key}/{i}", depth + 2) for i, s in enumerate(value)]
+            out[key] = [_rewrite(s, edit, f"{pointer}/{key}/{i}", depth + 2, scope, enter)
+                        for i, s in enumerate(value)]
         else:
-            out[key] = {name: _rewrite(s, edit, f"{pointer}/{key}/{name}", depth + 2) for name, s in value.items()}
-    edit(out)
+            out[key] = {name: _rewrite(s, edit, f"{pointer}/{key}/{name}", depth + 2, scope, enter)
+                        for name, s in value.items()}
+    edit(out, scope, pointer)
     return out
 
 
-def _draft6_forms(out: dict) -> None:
+def _draft6_forms(out: dict, _scope, _pointer) -> None:
     out.pop("$id", None)
     if isinstance(out.get("id"), str):
         out["$id"] = out.pop("id")
@@ -68,7 +81,7 @@ def draft6_forms(schema):
     return _rewrite(schema, _draft6_forms)
 
 
-def _drop_format(out: dict) -> None:
+def _drop_format(out: dict, _scope, _pointer) -> None:
     fmt = out.pop("format", None)
     if fmt is not None and not isinstance(fmt, str):
         out["format"] = fmt  # left for the converter to refuse as malformed
@@ -77,3 +90,37 @@ def _drop_format(out: dict) -> None:
 def without_formats(schema):
     """The schema with `format` read as the annotation it is."""
     return _rewrite(schema, _drop_format)
+
+
+RECURSIVE_ANCHOR = "trellis:recursive"  # no $dynamicAnchor a document writes has a ':' (an NCName)
+
+
+def _recursive_scope(schema: dict, anchored):
+    """Whether the schema resource around (a document root or a subschema with `$id`) is anchored."""
+    if anchored is None or "$id" in schema:
+        return schema.get("$recursiveAnchor") is True
+    return anchored
+
+
+def _recursive_forms(out: dict, anchored: bool, pointer: str) -> None:
+    if out.pop("$recursiveAnchor", None) is True and "$dynamicAnchor" not in out:
+        out["$dynamicAnchor"] = RECURSIVE_ANCHOR
+    if "$recursiveRef" not in out:
+        return
+    ref = out.pop("$recursiveRef")
+    if ref != "#":
+        raise UnsupportedSchemaError(f'$recursiveRef must be "#", got {ref!r}', "$recursiveRef", pointer)
+    key, target = ("$dynamicRef", "#" + RECURSIVE_ANCHOR) if anchored else ("$ref", "#")
+    if "$ref" in out or "$dynamicRef" in out:  # beside another reference: one more conjunct
+        out["allOf"] = [*out.get("allOf", ()), {key: target}]
+    else:
+        out[key] = target
+
+
+def dynamic_forms(schema):
+    """The schema with 2019-09's `$recursiveRef` / `$recursiveAnchor` in 2020-12's forms."""
+    try:
+        present = "$recursiveRef" in json.dumps(schema)  # C-fast; a walk costs as much as the rewrite
+    except (TypeError, ValueError):  # not JSON: the converter says what is wrong with it
+        return schema
+    return _rewrite(schema, _recursive_forms, enter=_recursive_scope) if present else schema

@@ -175,17 +175,19 @@ _PLAIN_OUT = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]  # the bytes below 0x80 tha
 
 
 def rest_rules(rest: str, heavy: str) -> dict[str, ir.Expr]:
-    """Rules for any rest of a JSON string body: `rest` (a plain byte, or a `heavy` character,
-    and so on, right-recursively). Named apart for each user: a rule's follow contexts are
-    those of all its callers, and the core's token-mask caches are cheap only when they are few."""
-    plain = ir.byte_set(ir.negate_ranges(_PLAIN_OUT, 0x7F))
-    return {rest: ir.alt(ir.seq(plain, ir.Ref(rest)), ir.Ref(heavy), ir.EMPTY),
+    """Rules for any rest of a JSON string body and its closing quote: `rest` (one rule whose
+    states only consume bytes until the quote, so that a token-mask walk through it is a string
+    body's, MaskWalk::text_loop, however many non-ASCII tokens the vocabulary has), and `heavy`
+    (a character that is not plain, then `rest`). Named apart for each user: a rule's follow
+    contexts are those of all its callers, and the core's token-mask caches are cheap only when
+    they are few."""
+    return {rest: ir.seq(ir.repeat(JSON_CHAR, 0, None), ir.literal('"')),
             heavy: ir.seq(HEAVY_CHAR, ir.Ref(rest))}
 
 
 def leave_trie(chars: frozenset, rest: ir.Ref, heavy: ir.Ref) -> ir.Expr:
-    """In a JSON string body: a character that is none of `chars`, then any rest (the rules of
-    `rest_rules`)."""
+    """In a JSON string body: a character that is none of `chars`, then any rest and the closing
+    quote (the rules of `rest_rules`)."""
     if all(0x20 <= ord(c) < 0x80 and escape_byte(ord(c)) is None for c in chars):
         # the plain characters but these are a byte set; `heavy` covers every other one
         return ir.alt(ir.seq(_plain_but(chars), rest), heavy)

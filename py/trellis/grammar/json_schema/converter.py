@@ -51,7 +51,7 @@ from .. import ir
 from ..builtin_json import json_text_rules
 from . import _dfa, _numbers, _text
 from ._negate import INTERNAL, NOT_CONST, NOT_FORMAT, NOT_MULTIPLE, NOT_PATTERN, WITNESS, Negator
-from ._dialect import draft6_forms, format_is_annotation, is_draft4, without_formats
+from ._dialect import draft6_forms, dynamic_forms, format_is_annotation, is_draft4, without_formats
 from ._prune import prune
 from ._refs import Node, Resolver, escape_pointer
 from ._validate import Validator, atom_of, canon, json_equal
@@ -66,7 +66,8 @@ ANNOTATIONS = frozenset({
     "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor", "$dynamicAnchor",
     "$recursiveAnchor", "$defs", "definitions", "$vocabulary",
 })
-# Never enforced: always refused when present (2019-09's $recursiveRef; $dynamicRef is its 2020-12 form).
+# Refused when present: 2019-09's $recursiveRef is rewritten into $dynamicRef (_dialect.py) except
+# under draft-07 semantics, where it is no keyword and cannot mean what its author meant.
 REFUSED_KEYWORDS = frozenset({"$recursiveRef"})
 REF_KEYWORDS = ("$ref", "$dynamicRef")
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -95,6 +96,9 @@ DISTINCT_KEY = ir.Check(ir.DISTINCT_KEY)
 
 
 PROPERTY_ORDERS = ("schema", "any")
+
+
+_CLOSE_QUOTE = ir.literal('"')
 
 
 class Options:
@@ -1426,7 +1430,7 @@ class Converter:
                        tuple(not_match))
                 body = self.key_cache.get(sig)
                 if body is None and not patterns and not name_nodes and match is None and not not_match:
-                    body = self.key_cache[sig] = self.unknown_key(known)
+                    body = self.key_cache[sig] = self.unknown_key(known)  # its closing quote within
                 if body is None:
                     comps = [(self.any_string_dfa(), True), (_dfa.literal_set([k.encode() for k in known]), False)]
                     for i, (n, p) in enumerate(patterns):
@@ -1443,18 +1447,20 @@ class Converter:
                                           True))
                     d = _dfa.product([c for c, _ in comps], [w for _, w in comps], "patternProperties",
                                      nodes[0].pointer)
-                    body = ir.NOTHING if d.is_empty() else self.dfa_rules(d, "key", _text.json_escape)
+                    body = ir.NOTHING if d.is_empty() else ir.seq(self.dfa_rules(d, "key", _text.json_escape),
+                                                                  _CLOSE_QUOTE)
                     self.key_cache[sig] = body
                 if body == ir.NOTHING:
                     continue
-                key = ir.seq(ir.literal('"'), body, ir.literal('"'))
+                key = ir.seq(ir.literal('"'), body)
             parts.append(ir.seq(key, key_end, self.colon, value))
         return ir.alt(*parts)
 
     def unknown_key(self, known) -> ir.Expr:
-        """The JSON string bodies of the keys that are none of `known` (the usual additional
-        property), built directly: a trie of the known keys over characters, where leaving the
-        trie at any point leads to any rest of the string (two rules of its own)."""
+        """The JSON string bodies, closing quote included, of the keys that are none of `known`
+        (the usual additional property), built directly: a trie of the known keys over
+        characters, where leaving the trie at any point leads to any rest of the string (two
+        rules of its own)."""
         trie: dict = {}
         for k in known:
             node = trie
@@ -1491,7 +1497,7 @@ class Converter:
                 way_out = leave[chars] = out.items if type(out) is ir.Alt else (out,)
             items += way_out
             if None not in node:
-                items.append(ir.EMPTY)  # a proper prefix of known keys is itself unknown
+                items.append(_CLOSE_QUOTE)  # a proper prefix of known keys is itself unknown
             out = items[0] if len(items) == 1 else ir.Alt(tuple(items))
             if depth % (8 if depth <= 64 else 64) == 0:
                 name = self.fresh("key")
@@ -1661,6 +1667,8 @@ def _to_grammar(schema, options: Options, draft, format_assertion: bool | None) 
     if (is_draft4(schema) if draft is None else draft == "draft4"):
         schema = draft6_forms(schema)
         options.integers_without_fraction()  # 1.0 is a number, not an integer, in draft-04
+    if not draft7:
+        schema = dynamic_forms(schema)
     if format_assertion is None:  # generation wants the format; the full language is the dialect's
         format_assertion = options.strict or not format_is_annotation(schema)
     if not format_assertion:
