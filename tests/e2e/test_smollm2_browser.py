@@ -47,6 +47,17 @@ def test_france_answer_names_paris(demo):
     print(f"\nSmolLM2 in Chromium: {r['usage']['extra']}")
 
 
+def test_hermione_as_web_llm_sends_it(demo):
+    """web-llm's example request as its users send it (greedy, 160 tokens, no Trellis extension):
+    strict by default, the object closes by itself, parses and validates in the browser too."""
+    r = ask(demo, {**HERMIONE_REQUEST, "max_tokens": 160, "temperature": 0})
+    text = r["choices"][0]["message"]["content"]
+    assert r["choices"][0]["finish_reason"] == "stop", text
+    person = json.loads(text)
+    jsonschema.validate(person, PERSON_SCHEMA)
+    assert set(person) == set(PERSON_SCHEMA["properties"]), person
+
+
 def turn(page):
     n = page.locator(DONE).count()
     page.click("#send")
