@@ -19,7 +19,7 @@ scores are the same in any order of the head dimension that Q and K share.
 from dataclasses import dataclass
 
 from kernels.llm import kernels as K
-from kernels.llm.gguf_model import ModelConfig as LlamaConfig
+from kernels.llm.gguf_model import ModelConfig
 
 PREFILL_BLOCK = 8  # tokens per invocation in prefill matmuls (register blocking)
 # Output rows per invocation (register blocking: each x load serves that many rows), by tokens per invocation.
@@ -64,18 +64,18 @@ ADAPTER_FORMS = [
 ]
 
 
-def rows_per_thread(c: LlamaConfig, block: int) -> int:
+def rows_per_thread(c: ModelConfig, block: int) -> int:
     """Output rows per invocation of the matmuls for `block` tokens per invocation."""
     return (ROWS_PER_THREAD if c.hidden >= 256 else SMALL_MODEL_ROWS_PER_THREAD)[block]
 
 
-def norm_parts(c: LlamaConfig, block: int) -> int:
+def norm_parts(c: ModelConfig, block: int) -> int:
     """Partial sums of squares per token that the norms' producers write (one per invocation)."""
     rows = rows_per_thread(c, block)
     return (c.hidden + rows - 1) // rows
 
 
-def buffers(c: LlamaConfig, chunk: int) -> dict:
+def buffers(c: ModelConfig, chunk: int) -> dict:
     """name -> {"bytes": fixed size, "per_context": bytes per context position, "kind"}."""
     q_rows, kv_rows = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
     parts = max(norm_parts(c, block) for block in (1, PREFILL_BLOCK))
@@ -104,7 +104,7 @@ def row_tile(formats: dict, weight: str) -> int:
     return HEAD_ROW_TILE if weight == _head_weight(formats) else ROW_TILE
 
 
-def linear_groups(c: LlamaConfig, names) -> dict:
+def linear_groups(c: ModelConfig, names) -> dict:
     """GPU weight array -> the GGUF tensors stacked into it (Q/K/V and gate/up are fused; Phi-3 stores
     them fused already)."""
     groups = {"token_embd.weight": ["token_embd.weight"]}
@@ -121,7 +121,7 @@ def linear_groups(c: LlamaConfig, names) -> dict:
     return groups
 
 
-def vector_groups(c: LlamaConfig) -> dict:
+def vector_groups(c: ModelConfig) -> dict:
     """GPU vector array (f32) -> the 1-D GGUF tensors it holds: the norms one each, the Q/K/V biases
     stacked as their rows are (`<layer>.attn_qkv.bias`)."""
     groups = {}
@@ -143,7 +143,7 @@ def vector_groups(c: LlamaConfig) -> dict:
 ROPE_FREQS = "rope_freqs.weight"  # Llama 3's per-pair frequency divisors, folded into the RoPE tables
 
 
-def head_order(c: LlamaConfig) -> list[int] | None:
+def head_order(c: ModelConfig) -> list[int] | None:
     """The order of a head's dimensions on the GPU: NeoX RoPE's pairs (i, i + d/2) made adjacent
     (interleaved pairs 2i, 2i+1), or None where RoPE is interleaved already."""
     if c.rope_style == "interleaved":
@@ -154,7 +154,7 @@ def head_order(c: LlamaConfig) -> list[int] | None:
     return [j // 2 + (j % 2) * half for j in range(c.head_dim)]
 
 
-def qk_row_order(c: LlamaConfig) -> list[int] | None:
+def qk_row_order(c: ModelConfig) -> list[int] | None:
     """The stacked Q/K/V rows in GPU order (`head_order` within each Q and K head; V as stored)."""
     order = head_order(c)
     if order is None:
@@ -164,7 +164,7 @@ def qk_row_order(c: LlamaConfig) -> list[int] | None:
     return rows + list(range(heads * c.head_dim, heads * c.head_dim + c.n_kv_heads * c.head_dim))
 
 
-def rope_tables(c: LlamaConfig) -> dict:
+def rope_tables(c: ModelConfig) -> dict:
     """RoPE table name -> (base, linear scale): the global layers' ("rope"), and the sliding-window
     layers' own ("rope_local") where their base differs or the global layers' are scaled."""
     tables = {"rope": (c.rope_theta, c.rope_scale)}
@@ -173,11 +173,11 @@ def rope_tables(c: LlamaConfig) -> dict:
     return tables
 
 
-def rope_of(c: LlamaConfig, layer: int) -> str:
+def rope_of(c: ModelConfig, layer: int) -> str:
     return "rope_local" if c.sliding(layer) and "rope_local" in rope_tables(c) else "rope"
 
 
-def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, form: Form = Form()) -> list[dict]:
+def plan(c: ModelConfig, formats: dict, tokens: int, block: int, kernels: dict, form: Form = Form()) -> list[dict]:
     """Dispatches for `tokens` tokens per run; fills `kernels` (name -> Kernel) with what it uses.
 
     `formats` maps each weight array of `linear_groups` to its format; `form` shapes the one-token
@@ -266,7 +266,7 @@ def plan(c: LlamaConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     return steps
 
 
-def adapter_variants(c: LlamaConfig, formats: dict, tokens: int, block: int, default: list[dict],
+def adapter_variants(c: ModelConfig, formats: dict, tokens: int, block: int, default: list[dict],
                      kernels: dict) -> dict:
     """variant name -> {"adapter", "subgroup_size" (where the form needs one), "kernels": {kernel of
     `default`, the plan(..., tokens, block): the kernel that variant runs instead}}; fills `kernels`
@@ -289,14 +289,14 @@ def _head_weight(formats: dict) -> str:
     return "output.weight" if "output.weight" in formats else "token_embd.weight"
 
 
-def mask_plan(c: LlamaConfig, kernels: dict) -> list[dict]:
+def mask_plan(c: ModelConfig, kernels: dict) -> list[dict]:
     """Applies the uploaded token bitmask to the logits, after either plan."""
     kernel = K.apply_bitmask(c.vocab)
     kernels.setdefault(kernel.name, kernel)
     return [{"kernel": kernel.name, "args": {"logits": "logits", "mask": "bitmask"}}]
 
 
-def argmax_plan(c: LlamaConfig, kernels: dict) -> list[dict]:
+def argmax_plan(c: ModelConfig, kernels: dict) -> list[dict]:
     """Greedy decoding on the GPU: the logits' argmax (the first of equal maxima) into ids[0], where
     the next decode step reads its input token."""
     partial, final = K.argmax_partial(c.vocab), K.argmax_final()
@@ -311,7 +311,7 @@ def _divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, at_most + 1) if n % d == 0)
 
 
-def _pairs(c: LlamaConfig, at_most: int) -> int:
+def _pairs(c: ModelConfig, at_most: int) -> int:
     """Row pairs per invocation of qkv_rope: must divide the pair count and stay inside one head."""
     pairs = (c.n_heads + 2 * c.n_kv_heads) * c.head_dim // 2
     return max(d for d in range(1, at_most + 1) if pairs % d == 0 and (c.head_dim // 2) % d == 0)

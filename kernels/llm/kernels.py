@@ -675,8 +675,10 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                                     if _stores(pb * DOT_WG + tx, threads, x_lanes, tb * block + t < step[0]):
                                         # Rows 2p, 2p+1 of pair p = invocation * P + i; acc[(2i + j) * block + t].
                                         if rotate:
-                                            cs[0] = rope[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) % half, 0]
-                                            cs[1] = rope[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) % half, 1]
+                                            cs[0] = rope[step[1] + tb * block + t,
+                                                         ((pb * DOT_WG + tx) * P + i) % half, 0]
+                                            cs[1] = rope[step[1] + tb * block + t,
+                                                         ((pb * DOT_WG + tx) * P + i) % half, 1]
                                         else:  # qk_finish rotates, after what must come first (norm, bias)
                                             cs[0] = T.float32(1)
                                             cs[1] = T.float32(0)
@@ -714,7 +716,8 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                  step: T.Buffer((STEP_WORDS,), I32)):
             body(x, w, None, q, k_cache, v_cache, sumsq, step)
 
-    name = f"qkv{'_rope' if rotate else ''}_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}_s{parts}_w{tile}{_suffix(x_lanes)}"
+    name = (f"qkv{'_rope' if rotate else ''}_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}_s{parts}_w{tile}"
+            f"{_suffix(x_lanes)}")
     return Kernel(name, func, ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1), x_lanes > 1)
 
 
@@ -919,8 +922,9 @@ def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1, window
                                         for d in T.unroll(dv):
                                             dot[0] = dot[0] + qv[hh * dv + d] * k_cache[
                                                 k0 * tile + i, (hb * H // group) * dv + d]
-                                        acc[4 * hh + 3] = softcapped((lane(dot[0], 0) + lane(dot[0], 1) + lane(dot[0], 2)
-                                                                      + lane(dot[0], 3)) * T.float32(scale), softcap)
+                                        acc[4 * hh + 3] = softcapped(
+                                            (lane(dot[0], 0) + lane(dot[0], 1) + lane(dot[0], 2) + lane(dot[0], 3))
+                                            * T.float32(scale), softcap)
                                 if lanes == 1:
                                     for hh in T.unroll(H):
                                         tile_scores[hh * tile + i] = acc[4 * hh + 3]
