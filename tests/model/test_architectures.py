@@ -53,8 +53,8 @@ def test_plans_take_each_feature_as_an_option(tiny_paths):
     def kernels_of(name):
         c = _config(tiny_paths[name])
         groups = graph.linear_groups(c, tensors_by_name(gguf.GGUFReader(str(tiny_paths[name]))))
-        formats = {g: "q8_0" for g in groups}
-        return [d["kernel"] for d in graph.plan(c, formats, 1, 1, {})], graph.plan(c, formats, 1, 1, {})
+        steps = graph.plan(c, {g: "q8_0" for g in groups}, 1, 1, {})
+        return [d["kernel"] for d in steps], steps
 
     llama, _ = kernels_of("llama3")
     assert not any(k.startswith(("qk_finish", "post_norm_add")) for k in llama)
