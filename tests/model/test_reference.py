@@ -94,4 +94,4 @@ def test_gemma3_270m_continues_coherently():
 
     model, tok = load()
     assert model.config.architecture == "gemma3"
-    assert continue_text(model, tok, "The three primary colors are", 6) == " red, blue, and yellow."
+    assert continue_text(model, tok, "The three primary colors are", 6) == " red, blue, and yellow"
