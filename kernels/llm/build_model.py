@@ -1,4 +1,5 @@
-"""Build a model's WebGPU artifacts from a Llama GGUF: WGSL kernels, weight shards, tokenizer, manifest.
+"""Build a model's WebGPU artifacts from a GGUF (the architectures gguf_model.read_config knows): WGSL
+kernels, weight shards, tokenizer, manifest.
 
     python3 build.py model [--gguf PATH] [--out DIR] [--chunk N]
 
@@ -18,7 +19,7 @@ import gguf
 import numpy as np
 
 from kernels.llm import graph
-from kernels.llm.gguf_model import read_config, read_sampling, read_tokenizer, tensors_by_name
+from kernels.llm.gguf_model import dequantize, read_config, read_sampling, read_tokenizer, tensors_by_name
 from kernels.llm.pack import pack_linear, pack_vector, rope_table, weight_format
 from trellis.errors import ModelError
 
@@ -60,17 +61,54 @@ def default_gguf() -> str:
     return str(smollm2_gguf_path())
 
 
+def check_tensors(config, tensors: dict, groups: dict, vectors: dict) -> None:
+    """ModelError naming the tensors the architecture needs that the GGUF lacks, or the ones it has
+    that the architecture has no place for (e.g. biases a Llama has none of)."""
+    needed = [m for members in [*groups.values(), *vectors.values()] for m in members]
+    missing = [m for m in needed if m not in tensors]
+    if missing:
+        raise ModelError(f"GGUF lacks tensors {', '.join(missing[:5])} ({config.architecture})")
+    known = set(needed) | ({graph.ROPE_FREQS} if config.rope_freq_factors else set())
+    unexpected = [name for name in tensors if name not in known]
+    if unexpected:
+        raise ModelError(f"tensors {', '.join(unexpected[:5])} have no place in a {config.architecture} model")
+    for name, members in vectors.items():
+        for m in members:
+            if len(tensors[m].shape) != 1:
+                raise ModelError(f"tensor {m!r} (shape {list(tensors[m].shape)}) should be a vector")
+
+
+def _vector(config, name: str, members: list, tensors: dict) -> np.ndarray:
+    """A vector array: the tensors concatenated; Q/K norms and biases in the GPU's head order."""
+    data = np.concatenate([pack_vector(tensors[m]) for m in members])
+    order = graph.head_order(config)
+    if order is None:
+        return data
+    if name.endswith("attn_qkv.bias"):
+        return data[np.asarray(graph.qk_row_order(config))]
+    if name.endswith(("attn_q_norm.weight", "attn_k_norm.weight")):
+        return data[np.asarray(order)]
+    return data
+
+
 def _weight_arrays(tensors: dict, groups: dict, formats: dict, config):
-    """(name, array) for every GPU weight array, in a stable order."""
+    """(name, array) for every GPU weight array, in a stable order: the linear weights, the vectors
+    in the GGUF's order (of each group's first member), the RoPE tables."""
     for name, members in groups.items():
-        yield name, pack_linear([tensors[m] for m in members], graph.row_tile(formats, name))
-    grouped = {m for members in groups.values() for m in members}
-    for name, tensor in tensors.items():
-        if name not in grouped:
-            if len(tensor.shape) != 1:
-                raise ModelError(f"tensor {name!r} (shape {list(tensor.shape)}) has no place in a Llama model")
-            yield name, pack_vector(tensor)
-    yield "rope", rope_table(config.context, config.head_dim, config.rope_theta)
+        order = graph.qk_row_order(config) if name.endswith("attn_qkv") else None
+        yield name, pack_linear([tensors[m] for m in members], graph.row_tile(formats, name), order)
+    vectors = graph.vector_groups(config)
+    first = {members[0]: name for name, members in vectors.items()}
+    for tensor_name in tensors:
+        if tensor_name in first:
+            name = first[tensor_name]
+            yield name, _vector(config, name, vectors[name], tensors)
+    factors = dequantize(tensors[graph.ROPE_FREQS]).reshape(-1) if config.rope_freq_factors else None
+    if factors is not None and len(factors) != config.head_dim // 2:
+        raise ModelError(f"tensor {graph.ROPE_FREQS!r} has {len(factors)} factors; head dim {config.head_dim}"
+                         f" has {config.head_dim // 2} pairs")
+    for name, (theta, scale) in graph.rope_tables(config).items():
+        yield name, rope_table(config.context, config.head_dim, theta, scale, factors)
 
 
 def write_shards(arrays, out: Path) -> dict:
@@ -125,8 +163,10 @@ def _previous(out: Path) -> dict:
         return {}
 
 
-def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict | None = None) -> dict:
-    """`sampling`: request defaults (temperature, top_p, repetition_penalty) over the GGUF's own."""
+def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict | None = None,
+          variants: bool = True) -> dict:
+    """`sampling`: request defaults (temperature, top_p, repetition_penalty) over the GGUF's own;
+    without `variants`, only the default kernels (tests that run one form)."""
     started = time.time()
     out.mkdir(parents=True, exist_ok=True)
     previous = _previous(out)
@@ -135,11 +175,9 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
     config = read_config(reader)
     tensors = tensors_by_name(reader)
     groups = graph.linear_groups(config, tensors)
-    missing = [m for members in groups.values() for m in members if m not in tensors]
-    if missing:
-        raise ModelError(f"GGUF lacks tensors {', '.join(missing[:5])}")
+    check_tensors(config, tensors, groups, graph.vector_groups(config))
     formats = {name: weight_format(tensors[members[0]]) for name, members in groups.items()}
-    if config.n_heads % config.n_kv_heads or config.head_dim % 2:
+    if config.n_heads % config.n_kv_heads or config.head_dim % 4:
         raise ModelError(f"unsupported attention layout (heads, KV heads, head dim): {config}")
 
     kernels = {}
@@ -148,8 +186,9 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
              for name, (tokens, block) in shapes.items()}
     plans["mask"] = {"tokens": 0, "dispatches": graph.mask_plan(config, kernels)}
     plans["argmax"] = {"tokens": 0, "dispatches": graph.argmax_plan(config, kernels)}
+    forms = shapes.items() if variants else ()
     variants = {}
-    for plan_name, (tokens, block) in shapes.items():
+    for plan_name, (tokens, block) in forms:
         for name, variant in graph.adapter_variants(config, formats, tokens, block, plans[plan_name]["dispatches"],
                                                     kernels).items():
             variants.setdefault(name, {**variant, "kernels": {}})["kernels"].update(variant["kernels"])
@@ -220,12 +259,13 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="build.py model", description=__doc__.splitlines()[0])
-    parser.add_argument("--gguf", help="Llama GGUF (default: the embedded SmolLM2-135M-Instruct)")
+    parser.add_argument("--gguf", help="model GGUF (default: the embedded SmolLM2-135M-Instruct)")
     parser.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="prefill tokens per dispatch plan run")
     parser.add_argument("--sampling", action="append", metavar="KEY=VALUE",
                         help="a request default the model's manifest records (temperature, top_p, "
                              "repetition_penalty); repeatable; over the GGUF's general.sampling.* values")
+    parser.add_argument("--no-variants", action="store_true", help="only the default kernels (no adapter forms)")
     args = parser.parse_args(argv)
     if args.chunk % graph.PREFILL_BLOCK:
         parser.error(f"--chunk must be a multiple of {graph.PREFILL_BLOCK}")
@@ -240,7 +280,7 @@ def main(argv=None) -> int:
             parser.error(f"--sampling takes temperature=, top_p= or repetition_penalty= with a number, got {item!r}")
     gguf_path = args.gguf or default_gguf()
     build(gguf_path, Path(args.out) if args.out else DEFAULT_OUT, args.chunk,
-          {**EMBEDDED_SAMPLING, **sampling} if _is_embedded(gguf_path) else sampling)
+          {**EMBEDDED_SAMPLING, **sampling} if _is_embedded(gguf_path) else sampling, not args.no_variants)
     return 0
 
 

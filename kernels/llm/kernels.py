@@ -23,6 +23,7 @@ One buffer per weight keeps every kernel at 7 storage bindings or fewer (WebGPU'
 """
 
 import functools
+import struct
 from dataclasses import dataclass
 
 from tvm.script import tirx as T
@@ -330,9 +331,38 @@ def _suffix(x_lanes: int) -> str:
     return f"_l{x_lanes}" if x_lanes > 1 else ""
 
 
+def _float_suffix(tag: str, value: float, default: float) -> str:
+    """A kernel name's part for a float option, empty at its default (names stay as they were)."""
+    return "" if value == default else f"_{tag}{value:g}".replace("-", "m").replace(".", "p")
+
+
+def _scaled(value, scale: float):
+    return value if scale == 1.0 else value * _exact_f32(scale)
+
+
+def _exact_f32(value: float):
+    """`value` rounded to f32, built from its bits: TVM prints float literals with 7 digits."""
+    return T.reinterpret(F32, T.uint32(struct.unpack("<I", struct.pack("<f", value))[0]))
+
+
+# tanh's argument is clamped: past +-10 tanh is 1 to f32 precision, and some adapters' tanh
+# overflows (exp of a large argument) into NaN.
+TANH_CLAMP = 10.0
+
+
+def _tanh(value):
+    return T.tanh(T.max(T.min(value, T.float32(TANH_CLAMP)), T.float32(-TANH_CLAMP)))
+
+
+def softcapped(value, cap: float):
+    """Gemma 2's soft-capping: cap * tanh(value / cap) (cap 0: none)."""
+    return value if not cap else T.float32(cap) * _tanh(value / T.float32(cap))
+
+
 @functools.cache  # one parse per distinct kernel, however many layers use it
-def embed(fmt, vocab, hidden, tokens, tile):
-    """x[t] = dequantized row ids[t] of the embedding; reads the weight as plain u32 words."""
+def embed(fmt, vocab, hidden, tokens, tile, scale=1.0):
+    """x[t] = dequantized row ids[t] of the embedding (times `scale`: Gemma's sqrt(hidden)); reads the
+    weight as plain u32 words."""
     shape = weight_shape(fmt, vocab, hidden, tile)
     qv = weight_vectors(fmt, hidden)[0]
     per_scale = BLOCKS_PER_SCALE_VECTOR[fmt]
@@ -362,10 +392,11 @@ def embed(fmt, vocab, hidden, tokens, tile):
             for tx in T.thread_binding(WG, "threadIdx.x"):
                 with T.sblock("embed"):
                     if bx * WG + tx < total and (bx * WG + tx) // hidden < step[0]:
-                        x[(bx * WG + tx) // hidden, (bx * WG + tx) % hidden] = element(
-                            w, ids[(bx * WG + tx) // hidden], (bx * WG + tx) % hidden)
+                        x[(bx * WG + tx) // hidden, (bx * WG + tx) % hidden] = _scaled(element(
+                            w, ids[(bx * WG + tx) // hidden], (bx * WG + tx) % hidden), scale)
 
-    return Kernel(f"embed_{fmt}_v{vocab}_h{hidden}_t{tokens}_w{tile}", func, ((total + WG - 1) // WG, 1, 1))
+    return Kernel(f"embed_{fmt}_v{vocab}_h{hidden}_t{tokens}_w{tile}{_float_suffix('x', scale, 1.0)}", func,
+                  ((total + WG - 1) // WG, 1, 1))
 
 
 @functools.cache
@@ -446,7 +477,7 @@ def norm_partials(hidden, tokens, rows_per_thread):
 
 @T.macro
 def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok, threads,
-            lanes):
+            lanes, softcap):
     """matmul's loop nest; g, h and sumsq are used (and passed) in mode "residual_norm" only."""
     for tb in T.thread_binding(groups, "blockIdx.y"):
         for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
@@ -479,11 +510,13 @@ def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors
                             if (ob * DOT_WG + tx) * R + r < rows:
                                 for t in T.unroll(n_tok):
                                     if mode == "last":
-                                        y[(ob * DOT_WG + tx) * R + r] = acc[r]
+                                        y[(ob * DOT_WG + tx) * R + r] = softcapped(acc[r], softcap)
                                     elif tb * n_tok + t < step[0]:
                                         if mode == "accumulate":
                                             y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = (
                                                 y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] + acc[r * n_tok + t])
+                                        elif mode == "store":
+                                            y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = acc[r * n_tok + t]
                                         else:
                                             out[0] = y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] + acc[r * n_tok + t]
                                             y[tb * n_tok + t, (ob * DOT_WG + tx) * R + r] = out[0]
@@ -497,16 +530,17 @@ def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors
 
 
 @functools.cache
-def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread, tile, x_lanes=1):
+def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread, tile, x_lanes=1, softcap=0.0):
     """y[t, o] += x[t, :] . W[o, :]; an invocation owns `rows_per_thread` rows and `block` tokens.
 
     mode "accumulate" adds into y (the residual add); "residual_norm" too, and then writes the next
     norm's input from the new y: h[t, o] = y[t, o] * g[o] and sumsq[t, i] over invocation i's rows
-    (see `rms_scale`); "last" computes only the chunk's last token into y[o] (the logits head).
+    (see `rms_scale`); "store" writes y = x . W (an output that is normed before its residual add);
+    "last" computes only the chunk's last token into y[o] (the logits head, soft-capped with `softcap`).
     Rows past the end (when rows % rows_per_thread != 0) are computed from clamped reads and dropped
     (and so are invocations past the end, with `x_lanes`: see dot_rows_decode).
     """
-    if mode not in ("accumulate", "residual_norm", "last"):
+    if mode not in ("accumulate", "residual_norm", "store", "last"):
         raise ValueError(f"unknown matmul mode {mode!r}")
     R = rows_per_thread
     shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, rows, k_dim, tile)
@@ -522,23 +556,37 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread, tile, x_lanes
                  g: T.Buffer((rows,), F32), h: T.Buffer((tokens, rows), F32), sumsq: T.Buffer((tokens, threads), F32),
                  step: T.Buffer((STEP_WORDS,), I32)):
             _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok,
-                    threads, x_lanes)
+                    threads, x_lanes, softcap)
     else:
         @T.prim_func(s_tir=True)
         def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer(y_shape, F32),
                  step: T.Buffer((STEP_WORDS,), I32)):
             _matmul(fmt, mode, x, w, y, None, None, None, step, rows, R, n_blk, quant_vectors, per_scale, groups,
-                    n_tok, threads, x_lanes)
+                    n_tok, threads, x_lanes, softcap)
 
-    return Kernel(f"matmul_{mode}_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}_w{tile}{_suffix(x_lanes)}", func,
+    return Kernel(f"matmul_{mode}_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}_w{tile}{_suffix(x_lanes)}"
+                  f"{_float_suffix('c', softcap, 0.0)}", func,
                   ((threads + DOT_WG - 1) // DOT_WG, groups, 1), x_lanes > 1)
 
 
+ACTIVATION_NAMES = {"silu": "silu", "gelu_tanh": "gelu"}
+
+
+def _activation(act_fn: str, g):
+    if act_fn == "silu":
+        return g / (T.float32(1) + T.exp(-g))
+    if act_fn == "gelu_tanh":  # 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3)))
+        return T.float32(0.5) * g * (T.float32(1) + _tanh(
+            _exact_f32(0.7978845608028654) * (g + T.float32(0.044715) * g * g * g)))
+    raise ValueError(f"unknown activation {act_fn!r}")
+
+
 @functools.cache
-def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps, tile, x_lanes=1):
+def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps, tile, x_lanes=1, act_fn="silu"):
     """act[t, o] = silu(n[t] . W[o]) * (n[t] . W[ffn + o]), where n[t] = x[t] / rms is the RMSNorm of
     x = h / g (`rms_scale`, from `parts` partial sums): W stacks the gate rows over the up rows, so
-    the norm, the two GEMVs and the SiLU-mul are one pass. An invocation owns `rows_per_thread` outputs."""
+    the norm, the two GEMVs and the SiLU-mul are one pass. An invocation owns `rows_per_thread` outputs.
+    `act_fn` "gelu_tanh" takes GELU's tanh approximation instead of SiLU (Gemma)."""
     R = rows_per_thread
     if ffn % R:
         raise ValueError(f"FFN size {ffn} is not a multiple of {R}")
@@ -572,18 +620,19 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps, t
                                 for t in T.unroll(block):
                                     if _stores(ob * DOT_WG + tx, threads, x_lanes, tb * block + t < step[0]):
                                         act[tb * block + t, (ob * DOT_WG + tx) * R + r] = (
-                                            acc[r * block + t] / (T.float32(1) + T.exp(-acc[r * block + t]))
-                                            * acc[(R + r) * block + t])
+                                            _activation(act_fn, acc[r * block + t]) * acc[(R + r) * block + t])
 
-    return Kernel(f"gate_up_silu_{fmt}_h{hidden}_f{ffn}_t{tokens}_r{R}_s{parts}_w{tile}{_suffix(x_lanes)}", func,
+    return Kernel(f"gate_up_{ACTIVATION_NAMES[act_fn]}_{fmt}_h{hidden}_f{ffn}_t{tokens}_r{R}_s{parts}_w{tile}"
+                  f"{_suffix(x_lanes)}", func,
                   ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1), x_lanes > 1)
 
 
 @functools.cache
 def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs_per_thread, parts, eps, tile,
-             x_lanes=1):
+             x_lanes=1, rotate=True):
     """The RMSNorm (finished from `parts` partial sums, `rms_scale`), Q, K, V projections,
-    interleaved RoPE and the KV-cache append in one kernel.
+    interleaved RoPE and the KV-cache append in one kernel (without `rotate`, no RoPE: `qk_finish`
+    applies it after the Q/K norms or biases that come before it).
 
     W stacks the Q, K and V rows. An invocation owns `pairs_per_thread` pairs of output rows
     (2i, 2i+1) and `block` tokens, so it rotates each pair itself; `rope` holds cos and sin per
@@ -599,11 +648,8 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
     half = head_dim // 2
     _check_lanes(x_lanes, block, fmt)
 
-    @T.prim_func(s_tir=True)
-    def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4),
-             rope: T.Buffer((context, half, 2), F32), q: T.Buffer((tokens, q_rows), F32),
-             k_cache: T.Buffer((context, kv_rows), F32), v_cache: T.Buffer((context, kv_rows), F32),
-             sumsq: T.Buffer((tokens, parts), F32), step: T.Buffer((STEP_WORDS,), I32)):
+    @T.macro
+    def body(x, w, rope, q, k_cache, v_cache, sumsq, step):
         for tb in T.thread_binding(tokens // block, "blockIdx.y"):
             for pb in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
                 for tx in T.thread_binding(DOT_WG, "threadIdx.x"):
@@ -628,8 +674,14 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                                 for t in T.unroll(block):
                                     if _stores(pb * DOT_WG + tx, threads, x_lanes, tb * block + t < step[0]):
                                         # Rows 2p, 2p+1 of pair p = invocation * P + i; acc[(2i + j) * block + t].
-                                        cs[0] = rope[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) % half, 0]
-                                        cs[1] = rope[step[1] + tb * block + t, ((pb * DOT_WG + tx) * P + i) % half, 1]
+                                        if rotate:
+                                            cs[0] = rope[step[1] + tb * block + t,
+                                                         ((pb * DOT_WG + tx) * P + i) % half, 0]
+                                            cs[1] = rope[step[1] + tb * block + t,
+                                                         ((pb * DOT_WG + tx) * P + i) % half, 1]
+                                        else:  # qk_finish rotates, after what must come first (norm, bias)
+                                            cs[0] = T.float32(1)
+                                            cs[1] = T.float32(0)
                                         if ((pb * DOT_WG + tx) * P + i) * 2 < q_rows:
                                             q[tb * block + t, ((pb * DOT_WG + tx) * P + i) * 2] = (
                                                 acc[2 * i * block + t] * cs[0] - acc[(2 * i + 1) * block + t] * cs[1])
@@ -649,7 +701,23 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                                                     ((pb * DOT_WG + tx) * P + i) * 2 - q_rows - kv_rows + 1] = (
                                                 acc[(2 * i + 1) * block + t])
 
-    name = f"qkv_rope_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}_s{parts}_w{tile}{_suffix(x_lanes)}"
+    if rotate:
+        @T.prim_func(s_tir=True)
+        def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4),
+                 rope: T.Buffer((context, half, 2), F32), q: T.Buffer((tokens, q_rows), F32),
+                 k_cache: T.Buffer((context, kv_rows), F32), v_cache: T.Buffer((context, kv_rows), F32),
+                 sumsq: T.Buffer((tokens, parts), F32), step: T.Buffer((STEP_WORDS,), I32)):
+            body(x, w, rope, q, k_cache, v_cache, sumsq, step)
+    else:
+        @T.prim_func(s_tir=True)
+        def func(x: T.Buffer((tokens, hidden // 4), F32X4), w: T.Buffer(shape, U32X4),
+                 q: T.Buffer((tokens, q_rows), F32), k_cache: T.Buffer((context, kv_rows), F32),
+                 v_cache: T.Buffer((context, kv_rows), F32), sumsq: T.Buffer((tokens, parts), F32),
+                 step: T.Buffer((STEP_WORDS,), I32)):
+            body(x, w, None, q, k_cache, v_cache, sumsq, step)
+
+    name = (f"qkv{'_rope' if rotate else ''}_{fmt}_h{hidden}_q{q_rows}_kv{kv_rows}_t{tokens}_p{P}_s{parts}_w{tile}"
+            f"{_suffix(x_lanes)}")
     return Kernel(name, func, ((threads + DOT_WG - 1) // DOT_WG, tokens // block, 1), x_lanes > 1)
 
 
@@ -659,7 +727,137 @@ def half_check(head_dim: int, pairs_per_thread: int) -> bool:
 
 
 @functools.cache
-def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1):
+def qk_finish(n_heads, n_kv, head_dim, context, tokens, bias, norm, eps):
+    """What comes between the Q/K/V projections (qkv_rope without `rotate`) and attention when a
+    model has Q/K/V biases (`bias`: Qwen2) or per-head Q/K RMSNorms (`norm`: Qwen3, Gemma 3): add
+    the biases, norm each head, then RoPE (interleaved pairs), in place in q and the KV cache.
+
+    One invocation per (token, head) owns the whole head, so the norm needs no barrier and no other
+    invocation writes what it reads. `b` stacks the Q, K and V biases as W stacks their rows;
+    `q_norm` and `k_norm` are per head-dimension weights, shared by the heads.
+    """
+    if not (bias or norm):
+        raise ValueError("qk_finish without biases or norms: qkv_rope rotates by itself")
+    q_rows, kv_rows = n_heads * head_dim, n_kv * head_dim
+    heads = n_heads + n_kv + (n_kv if bias else 0)  # V heads only take their bias
+    half = head_dim // 2
+
+    def value(buf, row, col, b, b_col):
+        return buf[row, col] + b[b_col] if bias else buf[row, col]
+
+    @T.macro
+    def finish(buf, row, col0, b, b0, g, rope, pos, r, a):
+        if norm:
+            r[0] = T.float32(0)
+            for j in range(head_dim):
+                a[0] = value(buf, row, col0 + j, b, b0 + j)
+                r[0] = r[0] + a[0] * a[0]
+            r[0] = T.float32(1) / T.sqrt(r[0] / T.float32(head_dim) + T.float32(eps))
+        for i in range(half):
+            a[0] = value(buf, row, col0 + 2 * i, b, b0 + 2 * i)
+            a[1] = value(buf, row, col0 + 2 * i + 1, b, b0 + 2 * i + 1)
+            if norm:
+                a[0] = a[0] * r[0] * g[2 * i]
+                a[1] = a[1] * r[0] * g[2 * i + 1]
+            buf[row, col0 + 2 * i] = a[0] * rope[pos, i, 0] - a[1] * rope[pos, i, 1]
+            buf[row, col0 + 2 * i + 1] = a[0] * rope[pos, i, 1] + a[1] * rope[pos, i, 0]
+
+    @T.macro
+    def body(q, k_cache, v_cache, b, q_norm, k_norm, rope, step):
+        for t in T.thread_binding(tokens, "blockIdx.y"):
+            for hb in T.thread_binding((heads + WG - 1) // WG, "blockIdx.x"):
+                for tx in T.thread_binding(WG, "threadIdx.x"):
+                    with T.sblock("qk_finish"):
+                        r = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        a = T.sblock_alloc_buffer((2,), F32, scope="local")
+                        if hb * WG + tx < heads and t < step[0]:
+                            if hb * WG + tx < n_heads:
+                                finish(q, t, (hb * WG + tx) * head_dim, b, (hb * WG + tx) * head_dim, q_norm, rope,
+                                       step[1] + t, r, a)
+                            elif hb * WG + tx < n_heads + n_kv:
+                                finish(k_cache, step[1] + t, (hb * WG + tx - n_heads) * head_dim, b,
+                                       q_rows + (hb * WG + tx - n_heads) * head_dim, k_norm, rope, step[1] + t, r, a)
+                            elif bias:
+                                for j in range(head_dim):
+                                    v_cache[step[1] + t, (hb * WG + tx - n_heads - n_kv) * head_dim + j] = (
+                                        v_cache[step[1] + t, (hb * WG + tx - n_heads - n_kv) * head_dim + j]
+                                        + b[q_rows + kv_rows + (hb * WG + tx - n_heads - n_kv) * head_dim + j])
+
+    Q, KV, ROPE, STEP = (tokens, q_rows), (context, kv_rows), (context, half, 2), (STEP_WORDS,)
+    if bias and norm:
+        @T.prim_func(s_tir=True)
+        def func(q: T.Buffer(Q, F32), k_cache: T.Buffer(KV, F32), v_cache: T.Buffer(KV, F32),
+                 b: T.Buffer((q_rows + 2 * kv_rows,), F32), q_norm: T.Buffer((head_dim,), F32),
+                 k_norm: T.Buffer((head_dim,), F32), rope: T.Buffer(ROPE, F32), step: T.Buffer(STEP, I32)):
+            body(q, k_cache, v_cache, b, q_norm, k_norm, rope, step)
+    elif bias:
+        @T.prim_func(s_tir=True)
+        def func(q: T.Buffer(Q, F32), k_cache: T.Buffer(KV, F32), v_cache: T.Buffer(KV, F32),
+                 b: T.Buffer((q_rows + 2 * kv_rows,), F32), rope: T.Buffer(ROPE, F32), step: T.Buffer(STEP, I32)):
+            body(q, k_cache, v_cache, b, None, None, rope, step)
+    else:
+        @T.prim_func(s_tir=True)
+        def func(q: T.Buffer(Q, F32), k_cache: T.Buffer(KV, F32), q_norm: T.Buffer((head_dim,), F32),
+                 k_norm: T.Buffer((head_dim,), F32), rope: T.Buffer(ROPE, F32), step: T.Buffer(STEP, I32)):
+            body(q, k_cache, None, None, q_norm, k_norm, rope, step)
+
+    kind = ("_bias" if bias else "") + ("_norm" if norm else "")
+    name = f"qk_finish{kind}_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}" + (
+        f"_e{eps:g}".replace("-", "m").replace(".", "p") if norm else "")
+    return Kernel(name, func, ((heads + WG - 1) // WG, tokens, 1))
+
+
+@functools.cache
+def post_norm_add(hidden, tokens, rows_per_thread, eps):
+    """x[t] += RMSNorm(o[t]) * g_post (a sandwich norm: Gemma's post-attention and post-FFN norms),
+    then the next norm's input as residual_norm writes it: h[t] = x[t] * g and the partial sums of
+    squares sumsq[t, i] over invocation i's `rows_per_thread` rows.
+
+    Every invocation sums o[t]'s squares itself (no barrier); it writes only its own rows of x."""
+    R = rows_per_thread
+    parts = (hidden + R - 1) // R
+
+    @T.prim_func(s_tir=True)
+    def func(o: T.Buffer((tokens, hidden), F32), g_post: T.Buffer((hidden,), F32), x: T.Buffer((tokens, hidden), F32),
+             g: T.Buffer((hidden,), F32), h: T.Buffer((tokens, hidden), F32), sumsq: T.Buffer((tokens, parts), F32),
+             step: T.Buffer((STEP_WORDS,), I32)):
+        for t in T.thread_binding(tokens, "blockIdx.y"):
+            for pb in T.thread_binding((parts + WG - 1) // WG, "blockIdx.x"):
+                for tx in T.thread_binding(WG, "threadIdx.x"):
+                    with T.sblock("post_norm_add"):
+                        rs = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        ss = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        out = T.sblock_alloc_buffer((1,), F32, scope="local")
+                        if pb * WG + tx < parts and t < step[0]:
+                            rs[0] = T.float32(0)
+                            for k in range(hidden):
+                                rs[0] = rs[0] + o[t, k] * o[t, k]
+                            rs[0] = T.float32(1) / T.sqrt(rs[0] / T.float32(hidden) + T.float32(eps))
+                            ss[0] = T.float32(0)
+                            for r in T.unroll(R):
+                                if (pb * WG + tx) * R + r < hidden:
+                                    out[0] = x[t, (pb * WG + tx) * R + r] + (
+                                        o[t, (pb * WG + tx) * R + r] * rs[0] * g_post[(pb * WG + tx) * R + r])
+                                    x[t, (pb * WG + tx) * R + r] = out[0]
+                                    h[t, (pb * WG + tx) * R + r] = out[0] * g[(pb * WG + tx) * R + r]
+                                    ss[0] = ss[0] + out[0] * out[0]
+                            sumsq[t, pb * WG + tx] = ss[0]
+
+    name = f"post_norm_add_h{hidden}_e{eps:g}_t{tokens}_r{R}".replace("-", "m").replace(".", "p")
+    return Kernel(name, func, ((parts + WG - 1) // WG, tokens, 1))
+
+
+def _first_key(position, window: int):
+    """The first key position a token at `position` sees (with a sliding `window`, the last `window`)."""
+    return 0 if not window else T.max(position - (window - 1), 0)
+
+
+def _sees(key, position, window: int):
+    return key <= position if not window else T.And(key <= position, key > position - window)
+
+
+@functools.cache
+def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1, window=0, softcap=0.0, scale=0.0):
     """out[t, h] = softmax(q[t, h] . k[:, h // group] / sqrt(d)) . v[:, h // group] in one pass over
     the keys the token may see (an online softmax: the running max rescales the sums as it grows),
     so scores never leave the workgroup and attention costs one dispatch, not two: lavapipe pays
@@ -672,10 +870,17 @@ def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1):
     between two barriers. With `lanes` > 1 (subgroups of a multiple of `lanes` invocations in
     local-index order, as in dot_rows_decode), `lanes` invocations, dv / lanes output vectors per
     head each, and subgroupShuffle hands the scores round: no barrier.
+
+    Options: `window` > 0 lets a token see only the last `window` positions (its own included: a
+    sliding-window layer); `softcap` caps the scaled scores (`softcapped`); `scale` replaces
+    1/sqrt(head_dim).
     """
     group = n_heads // n_kv
     dv = head_dim // 4
-    scale = 1.0 / head_dim**0.5
+    default_scale = 1.0 / head_dim**0.5
+    options = _float_suffix("s", scale or default_scale, default_scale) + _float_suffix("c", softcap, 0.0)
+    options += f"_win{window}" if window else ""
+    scale = scale or default_scale
     if lanes > 1 and dv % lanes:
         raise ValueError(f"{dv} output vectors per head do not split over {lanes} lanes")
     if group % heads:
@@ -708,17 +913,18 @@ def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1):
                                 acc[4 * hh] = T.float32(-3.0e38)
                                 acc[4 * hh + 2] = T.float32(0)
                             # Causal: token t sits at position step[1] + t and sees keys up to it.
-                            for k0 in range((step[1] + t + tile) // tile):
+                            for k0 in range(_first_key(step[1] + t, window) // tile, (step[1] + t + tile) // tile):
                                 for hh in T.unroll(H):
                                     acc[4 * hh + 3] = T.float32(-3.0e38)
-                                if k0 * tile + i <= step[1] + t:
+                                if _sees(k0 * tile + i, step[1] + t, window):
                                     for hh in T.unroll(H):
                                         dot[0] = T.Broadcast(T.float32(0), 4)
                                         for d in T.unroll(dv):
                                             dot[0] = dot[0] + qv[hh * dv + d] * k_cache[
                                                 k0 * tile + i, (hb * H // group) * dv + d]
-                                        acc[4 * hh + 3] = (lane(dot[0], 0) + lane(dot[0], 1) + lane(dot[0], 2)
-                                                           + lane(dot[0], 3)) * T.float32(scale)
+                                        acc[4 * hh + 3] = softcapped(
+                                            (lane(dot[0], 0) + lane(dot[0], 1) + lane(dot[0], 2) + lane(dot[0], 3))
+                                            * T.float32(scale), softcap)
                                 if lanes == 1:
                                     for hh in T.unroll(H):
                                         tile_scores[hh * tile + i] = acc[4 * hh + 3]
@@ -737,7 +943,7 @@ def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1):
                                     if lanes > 1:
                                         acc[4 * hh + 3] = T.exp(acc[4 * hh + 3] - acc[4 * hh])  # past the keys: 0
                                 for v in T.unroll(tile):
-                                    if k0 * tile + v <= step[1] + t:
+                                    if _sees(k0 * tile + v, step[1] + t, window):
                                         for hh in T.unroll(H):
                                             if lanes == 1:
                                                 w[0] = T.exp(tile_scores[hh * tile + v] - acc[4 * hh])
@@ -755,7 +961,7 @@ def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1):
                                     out[t, (hb * H + hh) * dv + i * per_lane + j] = (
                                         o[hh * per_lane + j] / T.Broadcast(acc[4 * hh + 2], 4))
 
-    return Kernel(f"attention_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}_g{H}{_suffix(lanes)}", func,
+    return Kernel(f"attention_h{n_heads}_kv{n_kv}_d{head_dim}_t{tokens}_g{H}{options}{_suffix(lanes)}", func,
                   (n_heads // H, tokens, 1), lanes > 1)
 
 

@@ -38,9 +38,10 @@ def _rows(tensor) -> np.ndarray:
     return np.concatenate([quants, padded.view(np.uint32).reshape(rows, scale_vectors, 4)], axis=1)
 
 
-def pack_linear(tensors, tile: int) -> np.ndarray:
+def pack_linear(tensors, tile: int, order=None) -> np.ndarray:
     """One u32 array [tile, vector, row in tile, 4] of weights stacked by rows (one format, same width), the
-    rows in tiles of `tile` (the last padded with zeros)."""
+    rows in tiles of `tile` (the last padded with zeros); with `order`, the stacked rows taken in that
+    order (rows are independent in every format: NeoX RoPE's reordered Q/K rows)."""
     formats = {weight_format(t) for t in tensors}
     columns = {int(t.shape[0]) for t in tensors}
     if len(formats) != 1 or len(columns) != 1:
@@ -48,6 +49,8 @@ def pack_linear(tensors, tile: int) -> np.ndarray:
         raise ModelError(f"fused weights must share one type and width: {names}")
     fmt, cols = formats.pop(), columns.pop()
     stacked = np.concatenate([_rows(t) for t in tensors], axis=0)
+    if order is not None:
+        stacked = stacked[np.asarray(order)]
     tiles, vectors, _ = weight_shape(fmt, stacked.shape[0], cols, tile)
     assert stacked.shape[1] == vectors
     padded = np.zeros((tiles * tile, vectors, 4), np.uint32)
@@ -59,8 +62,11 @@ def pack_vector(tensor) -> np.ndarray:
     return dequantize(tensor).reshape(-1)
 
 
-def rope_table(context: int, head_dim: int, theta: float) -> np.ndarray:
-    """cos and sin of position * theta^(-2i/d) for every (position, pair i), computed in double precision."""
+def rope_table(context: int, head_dim: int, theta: float, scale: float = 1.0, factors=None) -> np.ndarray:
+    """cos and sin of position * theta^(-2i/d) for every (position, pair i), computed in double precision;
+    positions divided by `scale` (linear scaling), pair i's frequency by factors[i] (Llama 3's rope_freqs)."""
     freqs = theta ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
-    angles = np.arange(context, dtype=np.float64)[:, None] * freqs[None, :]
+    if factors is not None:
+        freqs = freqs / np.asarray(factors, np.float64)
+    angles = (np.arange(context, dtype=np.float64) / scale)[:, None] * freqs[None, :]
     return np.stack([np.cos(angles), np.sin(angles)], axis=-1).astype(np.float32)

@@ -84,3 +84,14 @@ def test_smollm2_answers_paris(smollm2_gguf, smollm2_tokenizer_data):
     model = ReferenceLlama(smollm2_gguf)
     out = model.greedy(tok.encode(prompt), max_tokens=12, eos=tok.eos_token_id)
     assert tok.decode(out) == "The capital of France is Paris.<|im_end|>"
+
+
+@pytest.mark.slow
+def test_gemma3_270m_continues_coherently():
+    """The real Gemma 3 (sliding-window and global layers, Q/K norms, sandwich norms, GELU, NeoX
+    RoPE) through the reference: a coherent greedy continuation."""
+    from tests.model.gemma3_reference import continue_text, load
+
+    model, tok = load()
+    assert model.config.architecture == "gemma3"
+    assert continue_text(model, tok, "The three primary colors are", 6) == " red, blue, and yellow"
