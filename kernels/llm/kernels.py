@@ -41,13 +41,15 @@ MASKED_LOGIT = -3.0e38  # what a disallowed token's logit becomes (short in WGSL
 # (pack.KERNEL_FORMATS says which GGUF types each format holds.)
 QUANT_VECTORS = {"q4_1": 1, "q8_0": 2, "f32": 8, "q5_1": 1, "q6_k": 1, "q8_16": 2, "f16": 4, "bf16": 4}
 BLOCKS_PER_SCALE_VECTOR = {"q4_1": 2, "q8_0": 4, "f32": 0,  # q4_1: (d, m) pairs; q8_0: d
-                           "q5_1": 4, "q6_k": 4, "q8_16": 4, "f16": 0, "bf16": 0}
-# Formats with several words per block besides the codes keep them struct-of-arrays: per group of
-# SIDE_GROUP blocks, SIDE_WORDS vectors, vector k holding word k of each block (lane = block in group).
-#   q5_1: d, m, the 32 fifth bits              w = d * (nibble | bit << 4) + m
+                           "q5_1": 1, "q6_k": 1, "q8_16": 1, "f16": 0, "bf16": 0}
+# Formats with several words per block besides the codes have one side vector per block, its lanes:
+#   q5_1: d, m, the 32 fifth bits (lane 3 unused)  w = d * (nibble | bit << 4) + m
 #   q6_k: d of elements 0-15, d of 16-31, their 2-bit high parts (16 a word)   w = d * (code - 32)
 #   q8_16: d of elements 0-15, d of 16-31, m of 0-15, m of 16-31              w = d * int8 + m
-SIDE_GROUP = 4
+# (Struct-of-arrays over groups of 4 blocks would save q5_1's unused lane, 1/8 byte per weight, but a
+# block's words then sit in lanes that vary with the block: either 4 blocks unrolled per loop step,
+# which made shaders 4x larger (780 KB for a 32-row head, minutes to compile on lavapipe), or lane
+# selects per element.)
 SIDE_WORDS = {"q5_1": 3, "q6_k": 4, "q8_16": 4}
 # Formats whose dot products dequantize a block into registers first (`block_value`): no shifted-code
 # form or shared x loads (`x_lanes`) for them; q4_1 and q8_0 (SmolLM2's) keep their faster forms.
@@ -62,7 +64,7 @@ def weight_vectors(fmt: str, cols: int) -> tuple[int, int]:
         raise ValueError(f"weight rows must be a multiple of 32 elements, got {cols}")
     blocks = cols // 32
     if fmt in SIDE_WORDS:
-        return blocks * QUANT_VECTORS[fmt], (blocks + SIDE_GROUP - 1) // SIDE_GROUP * SIDE_WORDS[fmt]
+        return blocks * QUANT_VECTORS[fmt], blocks
     per_scale = BLOCKS_PER_SCALE_VECTOR[fmt]
     return blocks * QUANT_VECTORS[fmt], (blocks + per_scale - 1) // per_scale if per_scale else 0
 
@@ -158,11 +160,10 @@ def block_value(fmt: str, quant_word, side_word, j):
     raise ValueError(f"no block values for {fmt!r}")
 
 
-def register_value(fmt: str, wq, sv, r, bi, j):
-    """block_value of element j of block bi of its side group, for dot-product row r: its code vectors in
-    wq[0:], its group's side vectors in sv[r * SIDE_WORDS:]."""
-    words = SIDE_WORDS.get(fmt, 1)
-    return block_value(fmt, lambda i: lane_of(wq[i // 4], i % 4, 4), lambda k: lane_of(sv[r * words + k], bi, 4), j)
+def register_value(fmt: str, wq, sv, r, j):
+    """block_value of element j of a block of dot-product row r: its code vectors in wq[0:], its side
+    vector in sv[r]."""
+    return block_value(fmt, lambda i: lane_of(wq[i // 4], i % 4, 4), lambda k: lane_of(sv[r], k, 4), j)
 
 
 def block_dot(fmt: str, wq, w0, xv):
@@ -344,28 +345,23 @@ def _dot_rows_blocks(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, r
 
 @T.macro
 def _dot_rows_values(fmt, w, x, n_blk, quant_vectors, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, vals):
-    """dot_rows for VALUE_FORMATS: per group of SIDE_GROUP blocks each row's side vectors are loaded once,
-    per block each row's values dequantized once into `vals` (32 per row) for all tokens."""
+    """dot_rows for VALUE_FORMATS: per block, each row's values dequantized once into `vals` (32 per row)
+    for all tokens."""
     for i in T.unroll(n_rows * n_tok):
         acc[i] = T.float32(0)
-    for g in range((n_blk + SIDE_GROUP - 1) // SIDE_GROUP):
-        if fmt in SIDE_WORDS:
+    for b in range(n_blk):
+        for r in T.unroll(n_rows):
+            if fmt in SIDE_WORDS:
+                sv[r] = weight_at(w, quant_vectors + b, _row(row0, r, run, stride))
+            for i in T.unroll(QUANT_VECTORS[fmt]):
+                wq[i] = weight_at(w, b * QUANT_VECTORS[fmt] + i, _row(row0, r, run, stride))
+            for j in T.unroll(32):
+                vals[r * 32 + j] = register_value(fmt, wq, sv, r, j)
+        for t in T.unroll(n_tok):
+            for v in T.unroll(8):
+                xv[v] = x[t0 + t, b * 8 + v]
             for r in T.unroll(n_rows):
-                for k in T.unroll(SIDE_WORDS.get(fmt, 1)):
-                    sv[r * SIDE_WORDS.get(fmt, 1) + k] = weight_at(w, quant_vectors + g * SIDE_WORDS.get(fmt, 1) + k,
-                                                                   _row(row0, r, run, stride))
-        for bi in T.unroll(SIDE_GROUP):
-            if n_blk % SIDE_GROUP == 0 or g * SIDE_GROUP + bi < n_blk:
-                for r in T.unroll(n_rows):
-                    for i in T.unroll(QUANT_VECTORS[fmt]):
-                        wq[i] = weight_at(w, (g * SIDE_GROUP + bi) * QUANT_VECTORS[fmt] + i, _row(row0, r, run, stride))
-                    for j in T.unroll(32):
-                        vals[r * 32 + j] = register_value(fmt, wq, sv, r, bi, j)
-                for t in T.unroll(n_tok):
-                    for v in T.unroll(8):
-                        xv[v] = x[t0 + t, (g * SIDE_GROUP + bi) * 8 + v]
-                    for r in T.unroll(n_rows):
-                        acc[r * n_tok + t] = acc[r * n_tok + t] + unpacked_dot(vals, r * 32, xv)
+                acc[r * n_tok + t] = acc[r * n_tok + t] + unpacked_dot(vals, r * 32, xv)
 
 
 @T.macro
@@ -401,11 +397,6 @@ def _check_lanes(x_lanes: int, tokens_per_invocation: int, fmt: str) -> None:
         raise ValueError(f"x_lanes {x_lanes} does not divide a block's 8 x vectors into lanes")
     if x_lanes > 1 and (tokens_per_invocation != 1 or not shares_x_loads(fmt)):
         raise ValueError("shared x loads (x_lanes > 1) exist for one token of q4_1 / q8_0 weights only")
-
-
-def _side_len(fmt: str, rows: int) -> int:
-    """Scale vectors an invocation of `rows` dot-product rows keeps in registers."""
-    return rows * SIDE_WORDS.get(fmt, 1)
 
 
 def _codes_len(fmt: str, rows: int, tokens: int) -> int:
@@ -444,8 +435,7 @@ def embed(fmt, vocab, hidden, tokens, tile):
         blk, j = k // 32, k % 32
         if fmt in VALUE_FORMATS:
             return block_value(fmt, lambda i: word(w, row, blk * QUANT_VECTORS[fmt] + i // 4, i % 4),
-                               lambda s: word(w, row, qv + blk // SIDE_GROUP * SIDE_WORDS.get(fmt, 1) + s,
-                                              blk % SIDE_GROUP), j)
+                               lambda s: word(w, row, qv + blk, s), j)
         if fmt == "q4_1":
             q = T.bitwise_and(T.shift_right(word(w, row, blk, (j % 16) // 4), T.Cast(U32, nibble_bit(j))),
                               T.uint32(15))
@@ -557,7 +547,7 @@ def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors
                 with T.sblock("matmul"):
                     acc = T.sblock_alloc_buffer((R * n_tok,), F32, scope="local")
                     wq = T.sblock_alloc_buffer((R * QUANT_VECTORS[fmt],), U32X4, scope="local")
-                    sv = T.sblock_alloc_buffer((_side_len(fmt, R),), U32X4, scope="local")
+                    sv = T.sblock_alloc_buffer((R,), U32X4, scope="local")
                     dm = T.sblock_alloc_buffer((2 * R,), F32, scope="local")
                     xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
                     xl = T.sblock_alloc_buffer((1,), F32X4, scope="local")
@@ -660,7 +650,7 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps, t
                         # Rows: gate rows o*R .. o*R+R-1, then the up rows ffn + the same.
                         acc = T.sblock_alloc_buffer((2 * R * block,), F32, scope="local")
                         wq = T.sblock_alloc_buffer((2 * R * QUANT_VECTORS[fmt],), U32X4, scope="local")
-                        sv = T.sblock_alloc_buffer((_side_len(fmt, 2 * R),), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((2 * R,), U32X4, scope="local")
                         dm = T.sblock_alloc_buffer((4 * R,), F32, scope="local")
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
                         xl = T.sblock_alloc_buffer((1,), F32X4, scope="local")
@@ -714,7 +704,7 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                         rs = T.sblock_alloc_buffer((block,), F32, scope="local")
                         acc = T.sblock_alloc_buffer((2 * P * block,), F32, scope="local")
                         wq = T.sblock_alloc_buffer((2 * P * QUANT_VECTORS[fmt],), U32X4, scope="local")
-                        sv = T.sblock_alloc_buffer((_side_len(fmt, 2 * P),), U32X4, scope="local")
+                        sv = T.sblock_alloc_buffer((2 * P,), U32X4, scope="local")
                         dm = T.sblock_alloc_buffer((4 * P,), F32, scope="local")
                         xv = T.sblock_alloc_buffer((8,), F32X4, scope="local")
                         xs = T.sblock_alloc_buffer((32,), F32, scope="local")

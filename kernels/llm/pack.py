@@ -7,7 +7,7 @@ exactly: every element still dequantizes to the value gguf's own `dequantize` gi
 
 The way there is one intermediate form per tensor, `Codes`: unsigned integer codes u per element and
 per 16 elements an f32 scale d and offset m, w = d * (u - offset) + m. Each GGUF type has a reader into it
-(`_READERS`) and each kernel format a writer from it (`_WRITERS`), so K-quants' super-blocks, Q5's
+(`_READERS`) and each kernel format a writer from it (`_write`), so K-quants' super-blocks, Q5's
 high-bit words and Q6_K's 16-element sub-blocks are all decoded once, in numpy, at build time.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.llm.gguf_model import dequantize
-from kernels.llm.kernels import SIDE_GROUP, SIDE_WORDS, weight_shape, weight_vectors
+from kernels.llm.kernels import weight_shape, weight_vectors
 from trellis.errors import ModelError
 
 # Kernel formats from the cheapest (bytes per 32 weights as packed, scales included) up; a GGUF type
@@ -26,15 +26,15 @@ from trellis.errors import ModelError
 # format per row range or separate matmuls, costs shader size or dispatches on every step; this costs
 # memory only on the mixed layers.
 #   q4_1  24 B: 4-bit codes, per 32 an f32 d and m             (Q4_0, Q4_1, Q4_K)
-#   q5_1  28 B: q4_1's nibbles, per 32 d, m and a high-bit word (Q5_0, Q5_1, Q5_K, and the above)
+#   q5_1  32 B: q4_1's nibbles, per 32 d, m, a high-bit word and 4 unused (Q5_0, Q5_1, Q5_K, Q4_0/1/K)
 #   q6_k  32 B: q4_1's nibbles, per 16 d, per 32 two 2-bit high words, w = d (u - 32)  (Q6_K, Q4_0, Q5_0)
 #   q8_0  36 B: int8 codes, per 32 d                            (Q8_0, Q4_0, Q5_0)
 #   q8_16 48 B: int8 codes, per 16 d and m                      (every quantized type: the mixes' fallback)
 #   f16 / bf16 64 B: the GGUF's 16-bit values as stored; f32 128 B (F32, and mixes of float types)
-# K-quants' 6-bit sub-scales are pre-decoded into f32 d (and m) per sub-block: Q4_K packed as q4_1 is
-# 0.75 bytes per weight against GGUF's 0.5625 (+0.1875, the scales); Q5_K as q5_1 0.875 against 0.6875
-# (+0.1875); Q6_K as q6_k 1.0 against 0.8203 (+0.1797: 8 bytes of d per 32 weights where GGUF has 2 bytes
-# of scale and 0.0625 of d).
+# K-quants' 6-bit sub-scales are pre-decoded into f32 d (and m) per sub-block, which costs in bytes per
+# weight (packed against GGUF's): Q4_K as q4_1 0.75 against 0.5625 (+0.1875: 8 bytes of d and m per 32
+# weights for 2 of sub-scales and d); Q5_K as q5_1 1.0 against 0.6875 (+0.3125: that 0.1875, and 0.125 in
+# q5_1's unused lane); Q6_K as q6_k 1.0 against 0.8203 (+0.1797: 8 bytes of d per 32 for 2.25).
 KERNEL_FORMATS = {
     "q4_1": {"Q4_0", "Q4_1", "Q4_K"},
     "q5_1": {"Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q5_1", "Q5_K"},
@@ -198,16 +198,13 @@ def _high_words(u, shift: int, width: int, per_word: int) -> np.ndarray:
     return (f << (width * np.arange(per_word, dtype=np.uint32))).sum(axis=-1, dtype=np.uint32)
 
 
-def _side(fmt: str, words: list, blocks: int) -> np.ndarray:
-    """u32 [rows, vectors, 4] of SIDE_WORDS formats: per group of SIDE_GROUP blocks, vector k holds word k
-    of each block (each of `words` is [rows, blocks] u32 or f32), zero-padded to whole groups."""
-    rows, groups = words[0].shape[0], -(-blocks // SIDE_GROUP)
-    out = np.zeros((rows, groups, SIDE_WORDS[fmt], SIDE_GROUP), np.uint32)
+def _side(words: list) -> np.ndarray:
+    """u32 [rows, blocks, 4]: per block one side vector (kernels.SIDE_WORDS) whose lane k is block's word
+    k of `words` ([rows, blocks] u32 or f32 each), unused lanes zero."""
+    out = np.zeros(words[0].shape + (4,), np.uint32)
     for k, w in enumerate(words):
-        padded = np.zeros((rows, groups * SIDE_GROUP), np.uint32)
-        padded[:, :blocks] = np.ascontiguousarray(w).view(np.uint32)
-        out[:, :, k] = padded.reshape(rows, groups, SIDE_GROUP)
-    return out.reshape(rows, groups * SIDE_WORDS[fmt], 4)
+        out[..., k] = np.ascontiguousarray(w).view(np.uint32)
+    return out
 
 
 def _fits(u, bits: int, name: str, fmt: str) -> np.ndarray:
@@ -235,14 +232,14 @@ def _write(fmt: str, c: Codes, name: str) -> np.ndarray:
             scales = np.zeros((d.shape[0], -(-blocks // 2) * 4), np.float32)
             scales[:, :dm.shape[1]] = dm
             return np.concatenate([quants, scales.view(np.uint32).reshape(d.shape[0], -1, 4)], axis=1)
-        return np.concatenate([quants, _side(fmt, [d, m, _high_words(u, 4, 1, 32)], blocks)], axis=1)
+        return np.concatenate([quants, _side([d, m, _high_words(u, 4, 1, 32)])], axis=1)
     if fmt == "q6_k":
         if c.m is not None:
             raise ModelError(f"tensor {name!r}: an offset per block, which q6_k has not")
         u = _fits(c.u.astype(np.int16) - c.offset + 32, 6, name, fmt)
         highs = _high_words(u, 4, 2, 16)  # [rows, 2 per block]
         return np.concatenate([_words(_pack_nibbles(u)),
-                               _side(fmt, [c.d[:, 0::2], c.d[:, 1::2], highs[:, 0::2], highs[:, 1::2]], blocks)],
+                               _side([c.d[:, 0::2], c.d[:, 1::2], highs[:, 0::2], highs[:, 1::2]])],
                               axis=1)
     if fmt in ("q8_0", "q8_16"):
         signed = c.u.astype(np.int16) - c.offset
@@ -259,8 +256,7 @@ def _write(fmt: str, c: Codes, name: str) -> np.ndarray:
             scales = np.zeros((d.shape[0], -(-blocks // 4) * 4), np.float32)
             scales[:, :blocks] = d
             return np.concatenate([quants, scales.view(np.uint32).reshape(d.shape[0], -1, 4)], axis=1)
-        return np.concatenate([quants, _side(fmt, [c.d[:, 0::2], c.d[:, 1::2], m[:, 0::2], m[:, 1::2]], blocks)],
-                              axis=1)
+        return np.concatenate([quants, _side([c.d[:, 0::2], c.d[:, 1::2], m[:, 0::2], m[:, 1::2]])], axis=1)
     raise ValueError(f"no writer for {fmt!r}")
 
 
