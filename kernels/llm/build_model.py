@@ -20,7 +20,7 @@ import numpy as np
 
 from kernels.llm import graph
 from kernels.llm.gguf_model import dequantize, read_config, read_sampling, read_tokenizer, tensors_by_name
-from kernels.llm.pack import pack_linear, pack_vector, rope_table, weight_format
+from kernels.llm.pack import group_format, pack_linear, pack_vector, rope_table
 from trellis.errors import ModelError
 
 MANIFEST_VERSION = 2  # 2: variants name their adapter and subgroup size
@@ -176,7 +176,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
     tensors = tensors_by_name(reader)
     groups = graph.linear_groups(config, tensors)
     check_tensors(config, tensors, groups, graph.vector_groups(config))
-    formats = {name: weight_format(tensors[members[0]]) for name, members in groups.items()}
+    formats = {name: group_format([tensors[m] for m in members]) for name, members in groups.items()}
     if config.n_heads % config.n_kv_heads or config.head_dim % 4:
         raise ModelError(f"unsupported attention layout (heads, KV heads, head dim): {config}")
 

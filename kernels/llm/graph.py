@@ -185,7 +185,7 @@ def plan(c: ModelConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     """
 
     def lanes(weight, tokens_per_invocation=block):  # shared x loads serve one token of quantized weights
-        return form.lanes if tokens_per_invocation == 1 and formats[weight] != "f32" else 1
+        return form.lanes if tokens_per_invocation == 1 and K.shares_x_loads(formats[weight]) else 1
 
     def use(kernel: K.Kernel, **args) -> dict:
         kernels.setdefault(kernel.name, kernel)

@@ -39,8 +39,22 @@ STEP_WORDS = 4
 MASKED_LOGIT = -3.0e38  # what a disallowed token's logit becomes (short in WGSL's 7-digit literal)
 
 # Per format: 16-byte vectors of quantized values per 32-element block, and blocks per scale vector.
-QUANT_VECTORS = {"q4_1": 1, "q8_0": 2, "f32": 8}
-BLOCKS_PER_SCALE_VECTOR = {"q4_1": 2, "q8_0": 4, "f32": 0}  # q4_1: (d, m) pairs; q8_0: d
+# (pack.KERNEL_FORMATS says which GGUF types each format holds.)
+QUANT_VECTORS = {"q4_1": 1, "q8_0": 2, "f32": 8, "q5_1": 1, "q6_k": 1, "q8_16": 2, "f16": 4, "bf16": 4}
+BLOCKS_PER_SCALE_VECTOR = {"q4_1": 2, "q8_0": 4, "f32": 0,  # q4_1: (d, m) pairs; q8_0: d
+                           "q5_1": 1, "q6_k": 1, "q8_16": 1, "f16": 0, "bf16": 0}
+# Formats with several words per block besides the codes have one side vector per block, its lanes:
+#   q5_1: d, m, the 32 fifth bits (lane 3 unused)  w = d * (nibble | bit << 4) + m
+#   q6_k: d of elements 0-15, d of 16-31, their 2-bit high parts (16 a word)   w = d * (code - 32)
+#   q8_16: d of elements 0-15, d of 16-31, m of 0-15, m of 16-31              w = d * int8 + m
+# (Struct-of-arrays over groups of 4 blocks would save q5_1's unused lane, 1/8 byte per weight, but a
+# block's words then sit in lanes that vary with the block: either 4 blocks unrolled per loop step,
+# which made shaders 4x larger (780 KB for a 32-row head, minutes to compile on lavapipe), or lane
+# selects per element.)
+SIDE_WORDS = {"q5_1": 3, "q6_k": 4, "q8_16": 4}
+# Formats whose dot products dequantize a block into registers first (`block_value`): no shifted-code
+# form or shared x loads (`x_lanes`) for them; q4_1 and q8_0 (SmolLM2's) keep their faster forms.
+VALUE_FORMATS = ("q5_1", "q6_k", "q8_16", "f16", "bf16")
 
 
 def weight_vectors(fmt: str, cols: int) -> tuple[int, int]:
@@ -50,6 +64,8 @@ def weight_vectors(fmt: str, cols: int) -> tuple[int, int]:
     if cols % 32:
         raise ValueError(f"weight rows must be a multiple of 32 elements, got {cols}")
     blocks = cols // 32
+    if fmt in SIDE_WORDS:
+        return blocks * QUANT_VECTORS[fmt], blocks
     per_scale = BLOCKS_PER_SCALE_VECTOR[fmt]
     return blocks * QUANT_VECTORS[fmt], (blocks + per_scale - 1) // per_scale if per_scale else 0
 
@@ -109,6 +125,46 @@ def block_code(fmt: str, wq, w0, j):
         # Move the byte to the top, then an arithmetic shift sign-extends it.
         return T.Cast(F32, T.shift_right(T.reinterpret(I32, T.shift_left(word, T.Cast(U32, 24 - 8 * (j % 4)))), 24))
     return T.reinterpret(F32, lane_of(wq[w0 + j // 4], j % 4, 4))
+
+
+def _f16_value(h):
+    """The f32 value of the f16 whose bits are h's low 16 (inf and NaN excepted): the exponent re-biased
+    for normals, subnormals as mantissa * 2**-24 (no f32 subnormal on the way, which GPUs may flush)."""
+    mag = T.bitwise_and(h, T.uint32(0x7FFF))
+    sign = T.shift_left(T.shift_right(h, T.uint32(15)), T.uint32(31))
+    tiny = T.Cast(F32, T.reinterpret(I32, mag)) * T.reinterpret(F32, T.uint32((127 - 24) << 23))
+    return T.Select(mag < T.uint32(0x400), T.Select(sign == T.uint32(0), tiny, -tiny),
+                    T.reinterpret(F32, T.bitwise_or(sign, T.shift_left(mag, T.uint32(13)) + T.uint32(112 << 23))))
+
+
+def block_value(fmt: str, quant_word, side_word, j):
+    """Element j of a block of a VALUE_FORMATS format as f32, exactly as gguf dequantizes it.
+    quant_word(i): u32 word i of the block's code vectors; side_word(k): the block's side word k."""
+    if fmt in ("f16", "bf16"):
+        half = T.shift_right(quant_word(j // 2), T.Cast(U32, 16 * (j % 2)))
+        if fmt == "bf16":  # the high half of an f32
+            return T.reinterpret(F32, T.shift_left(half, T.uint32(16)))
+        return _f16_value(T.bitwise_and(half, T.uint32(0xFFFF)))
+    if fmt == "q8_16":
+        code = T.shift_right(T.reinterpret(I32, T.shift_left(quant_word(j // 4), T.Cast(U32, 24 - 8 * (j % 4)))), 24)
+        return (T.reinterpret(F32, side_word(j // 16)) * T.Cast(F32, code)
+                + T.reinterpret(F32, side_word(2 + j // 16)))
+    nibble = T.bitwise_and(T.shift_right(quant_word((j % 16) // 4), T.Cast(U32, nibble_bit(j))), T.uint32(15))
+    if fmt == "q5_1":
+        high = T.bitwise_and(T.shift_right(side_word(2), T.Cast(U32, j)), T.uint32(1))
+        code = T.Cast(F32, T.reinterpret(I32, T.bitwise_or(nibble, T.shift_left(high, T.uint32(4)))))
+        return T.reinterpret(F32, side_word(0)) * code + T.reinterpret(F32, side_word(1))
+    if fmt == "q6_k":
+        high = T.bitwise_and(T.shift_right(side_word(2 + j // 16), T.Cast(U32, 2 * (j % 16))), T.uint32(3))
+        code = T.Cast(F32, T.reinterpret(I32, T.bitwise_or(nibble, T.shift_left(high, T.uint32(4)))))
+        return T.reinterpret(F32, side_word(j // 16)) * (code - T.float32(32))
+    raise ValueError(f"no block values for {fmt!r}")
+
+
+def register_value(fmt: str, wq, sv, r, j):
+    """block_value of element j of a block of dot-product row r: its code vectors in wq[0:], its side
+    vector in sv[r]."""
+    return block_value(fmt, lambda i: lane_of(wq[i // 4], i % 4, 4), lambda k: lane_of(sv[r], k, 4), j)
 
 
 def block_dot(fmt: str, wq, w0, xv):
@@ -289,13 +345,37 @@ def _dot_rows_blocks(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, r
 
 
 @T.macro
+def _dot_rows_values(fmt, w, x, n_blk, quant_vectors, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, vals):
+    """dot_rows for VALUE_FORMATS: per block, each row's values dequantized once into `vals` (32 per row)
+    for all tokens."""
+    for i in T.unroll(n_rows * n_tok):
+        acc[i] = T.float32(0)
+    for b in range(n_blk):
+        for r in T.unroll(n_rows):
+            if fmt in SIDE_WORDS:
+                sv[r] = weight_at(w, quant_vectors + b, _row(row0, r, run, stride))
+            for i in T.unroll(QUANT_VECTORS[fmt]):
+                wq[i] = weight_at(w, b * QUANT_VECTORS[fmt] + i, _row(row0, r, run, stride))
+            for j in T.unroll(32):
+                vals[r * 32 + j] = register_value(fmt, wq, sv, r, j)
+        for t in T.unroll(n_tok):
+            for v in T.unroll(8):
+                xv[v] = x[t0 + t, b * 8 + v]
+            for r in T.unroll(n_rows):
+                acc[r * n_tok + t] = acc[r * n_tok + t] + unpacked_dot(vals, r * 32, xv)
+
+
+@T.macro
 def dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv, xs, sx,
              dm, codes, lanes, x_lane, xl):
     """acc[r * n_tok + t] = W[row r] . x[t0 + t] for r < n_rows, t < n_tok, where row r is
     row0 + r % run + (r // run) * stride (runs of consecutive rows, e.g. gate rows then up rows).
     One token of quantized weights (decode, the head) takes dot_rows_decode, the rest
-    _dot_rows_blocks (which has no `lanes` form)."""
-    if n_tok == 1 and per_scale > 0:
+    _dot_rows_blocks (which has no `lanes` form); VALUE_FORMATS take _dot_rows_values."""
+    if fmt in VALUE_FORMATS:
+        _dot_rows_values(fmt, w, x, n_blk, quant_vectors, row0, n_rows, run, stride, t0, n_tok, acc, wq, sv, xv,
+                         codes)
+    elif n_tok == 1 and per_scale > 0:
         dot_rows_decode(fmt, w, x, n_blk, quant_vectors, per_scale, row0, n_rows, run, stride, t0, acc, wq, sv, xv,
                         xs, sx, lanes, x_lane, xl)
     else:
@@ -308,11 +388,21 @@ def _dot_setup(fmt, rows, cols, tile):
     return shape, cols // 32, weight_vectors(fmt, cols)[0], BLOCKS_PER_SCALE_VECTOR[fmt]
 
 
+def shares_x_loads(fmt: str) -> bool:
+    """Whether one-token dot products over `fmt` weights have an `x_lanes` form."""
+    return fmt in ("q4_1", "q8_0")
+
+
 def _check_lanes(x_lanes: int, tokens_per_invocation: int, fmt: str) -> None:
     if x_lanes not in (1, 2, 4, 8):
         raise ValueError(f"x_lanes {x_lanes} does not divide a block's 8 x vectors into lanes")
-    if x_lanes > 1 and (tokens_per_invocation != 1 or fmt == "f32"):
-        raise ValueError("shared x loads (x_lanes > 1) exist for one token of quantized weights only")
+    if x_lanes > 1 and (tokens_per_invocation != 1 or not shares_x_loads(fmt)):
+        raise ValueError("shared x loads (x_lanes > 1) exist for one token of q4_1 / q8_0 weights only")
+
+
+def _codes_len(fmt: str, rows: int, tokens: int) -> int:
+    """Unpacked codes (or values) an invocation keeps: 32 per row, unless one token of q4_1 / q8_0."""
+    return rows * 32 if tokens > 1 or fmt in VALUE_FORMATS else 1
 
 
 def _computes(inv, threads, lanes):
@@ -373,6 +463,9 @@ def embed(fmt, vocab, hidden, tokens, tile, scale=1.0):
 
     def element(w, row, k):
         blk, j = k // 32, k % 32
+        if fmt in VALUE_FORMATS:
+            return block_value(fmt, lambda i: word(w, row, blk * QUANT_VECTORS[fmt] + i // 4, i % 4),
+                               lambda s: word(w, row, qv + blk, s), j)
         if fmt == "q4_1":
             q = T.bitwise_and(T.shift_right(word(w, row, blk, (j % 16) // 4), T.Cast(U32, nibble_bit(j))),
                               T.uint32(15))
@@ -491,7 +584,7 @@ def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors
                     xl = T.sblock_alloc_buffer((1,), F32X4, scope="local")
                     xs = T.sblock_alloc_buffer((32,), F32, scope="local")
                     sx = T.sblock_alloc_buffer((1,), F32, scope="local")
-                    codes = T.sblock_alloc_buffer((R * 32 if n_tok > 1 else 1,), F32, scope="local")
+                    codes = T.sblock_alloc_buffer((_codes_len(fmt, R, n_tok),), F32, scope="local")
                     t0 = T.sblock_alloc_buffer((1,), I32, scope="local")
                     ss = T.sblock_alloc_buffer((n_tok,), F32, scope="local")  # residual_norm's sums of squares
                     out = T.sblock_alloc_buffer((1,), F32, scope="local")
@@ -611,7 +704,7 @@ def gate_up_silu(fmt, hidden, ffn, tokens, block, rows_per_thread, parts, eps, t
                         xl = T.sblock_alloc_buffer((1,), F32X4, scope="local")
                         xs = T.sblock_alloc_buffer((32,), F32, scope="local")
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
-                        codes = T.sblock_alloc_buffer((2 * R * 32 if block > 1 else 1,), F32, scope="local")
+                        codes = T.sblock_alloc_buffer((_codes_len(fmt, 2 * R, block),), F32, scope="local")
                         if _computes(ob * DOT_WG + tx, threads, x_lanes) and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (ob * DOT_WG + tx) * R, 2 * R, R, ffn,
                                      tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes, x_lanes, tx % x_lanes, xl)
@@ -664,7 +757,7 @@ def qkv_rope(fmt, hidden, n_heads, n_kv, head_dim, context, tokens, block, pairs
                         sx = T.sblock_alloc_buffer((1,), F32, scope="local")
                         cs = T.sblock_alloc_buffer((2,), F32, scope="local")
                         xl = T.sblock_alloc_buffer((1,), F32X4, scope="local")
-                        codes = T.sblock_alloc_buffer((2 * P * 32 if block > 1 else 1,), F32, scope="local")
+                        codes = T.sblock_alloc_buffer((_codes_len(fmt, 2 * P, block),), F32, scope="local")
                         if _computes(pb * DOT_WG + tx, threads, x_lanes) and tb * block < step[0]:
                             dot_rows(fmt, w, x, n_blk, quant_vectors, per_scale, (pb * DOT_WG + tx) * 2 * P, 2 * P,
                                      2 * P, 0, tb * block, block, acc, wq, sv, xv, xs, sx, dm, codes, x_lanes,

@@ -131,15 +131,14 @@ def test_unsupported_tensor_type_is_named(tmp_path):
     from trellis.errors import ModelError
 
     w = gguf.GGUFWriter(str(tmp_path / "bad.gguf"), "llama")
-    w.add_tensor("blk.0.attn_q.weight", np.zeros((32, 256), np.uint8)[:, :144],
-                 raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+    w.add_tensor("blk.0.attn_q.weight", np.zeros((32, 84), np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q2_K)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
     from kernels.llm.gguf_model import tensors_by_name
 
-    with pytest.raises(ModelError, match="blk.0.attn_q.weight.*Q4_K"):
+    with pytest.raises(ModelError, match="blk.0.attn_q.weight.*Q2_K"):
         tensors_by_name(gguf.GGUFReader(str(tmp_path / "bad.gguf")))
 
 

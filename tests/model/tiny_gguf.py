@@ -3,6 +3,7 @@
 2 layers, hidden 64, 4 query heads over 2 KV heads (GQA), head dim 16, FFN 96; linear weights Q4_1
 (one Q8_0, to cover that GEMV too), a Q8_0 token embedding tied as the output head, F32 norms;
 a byte-level vocabulary of 3 control tokens, 256 bytes and a few merges (vocab 269: not a round number).
+`types` stores any tensor in any GGUF type the kernels pack; K-quants need rows of 256 (K_CONFIG).
 """
 
 import gguf
@@ -19,6 +20,33 @@ CHAT_TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' +
 MERGES = ["Ġ t", "h e", "Ġt he", "i n", "a n", "e r", "o n", "Ġ a", "r e", "a t"]
 
 
+# For K-quant weights: every linear weight's row a multiple of 256 elements.
+K_CONFIG = dict(CONFIG, hidden=256, head_dim=64, ffn=256)
+K_QUANTS = ("Q4_K", "Q5_K", "Q6_K")
+# Where each quantized type's f16 scale fields sit in its block: (block bytes, elements, scale offsets).
+BLOCK_FIELDS = {"Q4_0": (18, 32, (0,)), "Q4_1": (20, 32, (0, 2)), "Q5_0": (22, 32, (0,)), "Q5_1": (24, 32, (0, 2)),
+                "Q8_0": (34, 32, (0,)), "Q4_K": (144, 256, (0, 2)), "Q5_K": (176, 256, (0, 2)),
+                "Q6_K": (210, 256, (208,))}
+
+
+def random_blocks(qtype: str, rows: int, cols: int, rng, scales) -> np.ndarray:
+    """uint8 [rows, bytes] of `qtype` blocks: random bytes (codes, sub-scales, high bits), with each f16
+    scale field drawn by scales(count) (an f16 array), so no block holds an infinity or NaN."""
+    size, per, offsets = BLOCK_FIELDS[qtype]
+    raw = rng.integers(0, 256, (rows, cols // per, size), dtype=np.uint8)
+    for offset in offsets:
+        raw[..., offset:offset + 2] = scales(rows * (cols // per)).astype(np.float16).view(np.uint8).reshape(
+            rows, cols // per, 2)
+    return raw.reshape(rows, -1)
+
+
+def sane_scales(qtype: str, n_in: int, rng):
+    """scales() for random_blocks giving weights of about 1 / sqrt(n_in): codes times sub-scales reach
+    about 15 * 63 (Q4_K), 31 * 63 (Q5_K) or 32 * 127 (Q6_K)."""
+    reach = {"Q4_K": 15 * 63, "Q5_K": 31 * 63, "Q6_K": 32 * 127}.get(qtype, 16)
+    return lambda n: rng.uniform(0.5, 1.5, n) * 3 / np.sqrt(n_in) / reach
+
+
 def tiny_tokenizer() -> tuple[list[str], list[int], list[str]]:
     tokens = CONTROL + [BYTE_TO_CHAR[b] for b in range(256)] + [m.replace(" ", "") for m in MERGES]
     types = [3] * len(CONTROL) + [1] * (len(tokens) - len(CONTROL))
@@ -26,15 +54,17 @@ def tiny_tokenizer() -> tuple[list[str], list[int], list[str]]:
 
 
 def write_tiny_llama(path, seed: int = 0, q8_0_tensors=("blk.1.ffn_down.weight",), float_tensors=None,
-                     chat_template: bool = True) -> dict:
+                     chat_template: bool = True, types=None, config=None) -> dict:
     """Write the model to `path`; returns its config (with vocab).
 
-    `float_tensors` maps tensor names to "F16" or "F32" to store those unquantized.
+    `float_tensors` maps tensor names to "F16" or "F32" to store those unquantized; `types` maps tensor
+    names (or "*": every linear weight and the embedding) to a GGUF type name; `config` replaces CONFIG.
     """
     float_tensors = float_tensors or {}
+    types = types or {}
     rng = np.random.default_rng(seed)
-    c = dict(CONFIG)
-    tokens, types, merges = tiny_tokenizer()
+    c = dict(config or CONFIG)
+    tokens, token_types, merges = tiny_tokenizer()
     c["vocab"] = len(tokens)
     h, d, f = c["hidden"], c["head_dim"], c["ffn"]
 
@@ -53,7 +83,7 @@ def write_tiny_llama(path, seed: int = 0, q8_0_tensors=("blk.1.ffn_down.weight",
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("smollm")
     w.add_token_list(tokens)
-    w.add_token_types(types)
+    w.add_token_types(token_types)
     w.add_token_merges(merges)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
@@ -63,6 +93,13 @@ def write_tiny_llama(path, seed: int = 0, q8_0_tensors=("blk.1.ffn_down.weight",
     def linear(name, n_out, n_in, qtype=gguf.GGMLQuantizationType.Q4_1):
         if name in q8_0_tensors:
             qtype = gguf.GGMLQuantizationType.Q8_0
+        kind = types.get(name, types.get("*"))
+        if kind in K_QUANTS:  # gguf cannot quantize to these: random blocks of sane scales
+            qtype = gguf.GGMLQuantizationType[kind]
+            w.add_tensor(name, random_blocks(kind, n_out, n_in, rng, sane_scales(kind, n_in, rng)), raw_dtype=qtype)
+            return
+        if kind is not None:
+            qtype = gguf.GGMLQuantizationType[kind]
         # Non-zero means per row exercise Q4_1's offset term.
         weight = rng.normal(0, 1 / np.sqrt(n_in), (n_out, n_in)) + rng.normal(0, 0.02, (n_out, 1))
         if name in float_tensors:
