@@ -194,6 +194,13 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
         raise _too_big("this string constraint", keyword, pointer) from None
     first = nfa.closure([start])
     closure = _memoized(nfa.closure) if compact else nfa.closure
+    # A set holding a state from which every string is accepted (after the match of an
+    # unanchored pattern) accepts everything too: all such sets are one DFA state, which keeps
+    # the searches for several words from tracking every combination of words found so far.
+    universal = _universal_states(nfa, end)
+    everything = nfa.closure([min(universal)]) if universal else None
+    if universal and not universal.isdisjoint(first):
+        first = everything
     index = {first: 0}
     order = [first]
     trans: list[list[tuple[int, int, int]]] = []
@@ -206,6 +213,8 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
         row = []
         for lo, hi, targets in _partition([e for s in cur for e in nfa.edges[s]]):
             nxt = closure(targets)
+            if universal and not universal.isdisjoint(nxt):
+                nxt = everything
             if nxt not in index:
                 if len(order) >= MAX_STATES:
                     raise _too_big("this string constraint", keyword, pointer)
@@ -214,6 +223,19 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
             row.append((lo, hi, index[nxt]))
         trans.append(_merge(row))
     return minimize(Dfa(trans, accept)) if compact else Dfa(trans, accept)
+
+
+def _universal_states(nfa: _Nfa, end: int) -> set[int]:
+    """States from which every byte string leads to `end`: the target t of an edge on every
+    byte from a state s, when t's closure holds `end` and s (so that it can loop)."""
+    out = set()
+    for s, edges in enumerate(nfa.edges):
+        for lo, hi, t in edges:
+            if lo == 0 and hi == 0xFF and t not in out:
+                reach = nfa.closure([t])
+                if end in reach and s in reach:
+                    out.add(t)
+    return out
 
 
 def _memoized(closure):
