@@ -372,9 +372,8 @@ def product(dfas: list[Dfa], wants: list[bool], keyword: str = "pattern", pointe
             elif j >= 0:
                 row[-1][1] = ends[x]
         trans.append([tuple(r) for r in row])
-    if keyword in _NUMBER_KEYWORDS:
-        return minimize(trim(Dfa(trans, accept)))
-    return trim(Dfa(trans, accept))
+    d = trim(Dfa(trans, accept), reachable=True)  # every state was reached to be built
+    return minimize(d) if keyword in _NUMBER_KEYWORDS else d
 
 
 # The keywords whose products are over number texts (converter: multipleOf, and `not` for numbers):
@@ -476,20 +475,21 @@ def _reachable(d: Dfa) -> set[int]:
     return seen
 
 
-def trim(d: Dfa) -> Dfa:
-    """Drop states that are unreachable or cannot reach acceptance (state 0 stays first)."""
+def trim(d: Dfa, reachable: bool = False) -> Dfa:
+    """Drop states that are unreachable or cannot reach acceptance (state 0 stays first);
+    `reachable`: every state is known to be reachable."""
     if d.trimmed:
         return d
-    reach = _reachable(d)
-    back: dict[int, list[int]] = {}
+    reach = range(len(d.trans)) if reachable else _reachable(d)
+    back: list[list[int]] = [[] for _ in d.trans]
     for s in reach:
         for _, _, t in d.trans[s]:
-            back.setdefault(t, []).append(s)
+            back[t].append(s)
     live = {s for s in reach if d.accept[s]}
     todo = list(live)
     while todo:
         s = todo.pop()
-        for p in back.get(s, ()):
+        for p in back[s]:
             if p not in live:
                 live.add(p)
                 todo.append(p)
