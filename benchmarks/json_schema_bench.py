@@ -465,6 +465,7 @@ def summarize(info: dict) -> dict:
         "invalidation_instances": sum(r["invalid_accepted"] for r in ok),
         "instances": sum(r.get("valid", 0) + r.get("invalid", 0) for r in ok),
         "ttfm_ms": {k: _pct(ttfm, q) for k, q in (("median", 50), ("p99", 99), ("max", 100))},
+        "ttfm_over_50ms": sum(1 for t in ttfm if t > 50),
         "mask_us": {k: _pct(masks, q) for k, q in (("median", 50), ("p99", 99), ("max", 100))},
         "mask_tokens": len(masks),
         "timed_schemas": sum(1 for r in ok if "mask_us" in r),
@@ -541,6 +542,19 @@ def render(summaries: dict) -> str:
             lines.append("Issue 3 goals for Trellis on this split: " + "; ".join(
                 f"{name}: {'met' if ok else 'NOT met'} ({detail})" for name, ok, detail in goals) + ".")
             lines.append("")
+            t, lt = tr["ttfm_ms"], llg["ttfm_ms"]
+            if None not in (t["median"], lt["median"]):
+                tail = [  # issue 22: the compile tail
+                    ("TTFM p99 ≤ llguidance", t["p99"] <= lt["p99"], f"{_fmt(t['p99'])} vs {_fmt(lt['p99'])} ms"),
+                    ("TTFM max ≤ 50 ms", t["max"] <= 50, f"{_fmt(t['max'])} ms"),
+                    ("TTFM median ≤ 1.2× llguidance", t["median"] <= 1.2 * lt["median"],
+                     f"{_fmt(t['median'])} vs 1.2 × {_fmt(lt['median'])} ms"),
+                ]
+                over = "; ".join(f"{s['engine']} {s['ttfm_over_50ms']}" for s in (tr, llg) if "ttfm_over_50ms" in s)
+                lines.append("Issue 22 goals (compile tail): " + "; ".join(
+                    f"{name}: {'met' if ok else 'NOT met'} ({detail})" for name, ok, detail in tail)
+                    + (f". Compiled schemas with TTFM over 50 ms: {over}." if over else "."))
+                lines.append("")
         for s in rows:
             if s.get("unavailable"):
                 continue

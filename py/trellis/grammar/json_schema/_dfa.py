@@ -19,10 +19,18 @@ MAX_STATES = 4000  # per DFA; beyond this the schema is refused rather than comp
 class Dfa:
     """`trans[s]` is a sorted list of (lo, hi, target) byte ranges; `accept[s]` a bool; start 0."""
 
-    __slots__ = ("trans", "accept")
+    __slots__ = ("trans", "accept", "_cuts", "trimmed")
 
-    def __init__(self, trans: list[list[tuple[int, int, int]]], accept: list[bool]):
+    def __init__(self, trans: list[list[tuple[int, int, int]]], accept: list[bool], trimmed: bool = False):
         self.trans, self.accept = trans, accept
+        self._cuts = None
+        self.trimmed = trimmed  # known to have only reachable states that can reach acceptance
+
+    def cuts(self) -> frozenset:
+        """Every byte where a range of some transition starts or ends + 1 (kept: DFAs are shared)."""
+        if self._cuts is None:
+            self._cuts = frozenset(x for row in self.trans for lo, hi, _ in row for x in (lo, hi + 1))
+        return self._cuts
 
     def step(self, state: int, byte: int) -> int:
         for lo, hi, t in self.trans[state]:
@@ -136,11 +144,26 @@ class _Nfa:
 
 
 def _partition(edges):
-    """Split overlapping (lo, hi, x) ranges into disjoint pieces with the set of x's (a sweep
-    over the range ends, in order)."""
+    """Split overlapping (lo, hi, x) ranges into disjoint pieces with the set of x's, in order."""
     if len(edges) == 1:
         lo, hi, x = edges[0]
         return [(lo, hi, {x})]
+    if len(edges) > 64:  # many ranges (a big character class): a sweep over the range ends
+        return _sweep(edges)
+    # few ranges: cut the bytes at every range end and fill the pieces each range covers
+    points = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+    where = {p: i for i, p in enumerate(points)}
+    sets: list = [None] * (len(points) - 1)
+    for lo, hi, x in edges:
+        for i in range(where[lo], where[hi + 1]):
+            if sets[i] is None:
+                sets[i] = {x}
+            else:
+                sets[i].add(x)
+    return [(points[i], points[i + 1] - 1, xs) for i, xs in enumerate(sets) if xs is not None]
+
+
+def _sweep(edges):
     events: dict[int, list] = {}
     for lo, hi, x in edges:
         events.setdefault(lo, []).append((x, 1))
@@ -171,6 +194,13 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
         raise _too_big("this string constraint", keyword, pointer) from None
     first = nfa.closure([start])
     closure = _memoized(nfa.closure) if compact else nfa.closure
+    # A set holding a state from which every string is accepted (after the match of an
+    # unanchored pattern) accepts everything too: all such sets are one DFA state, which keeps
+    # the searches for several words from tracking every combination of words found so far.
+    universal = _universal_states(nfa, end)
+    everything = nfa.closure([min(universal)]) if universal else None
+    if universal and not universal.isdisjoint(first):
+        first = everything
     index = {first: 0}
     order = [first]
     trans: list[list[tuple[int, int, int]]] = []
@@ -183,6 +213,8 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
         row = []
         for lo, hi, targets in _partition([e for s in cur for e in nfa.edges[s]]):
             nxt = closure(targets)
+            if universal and not universal.isdisjoint(nxt):
+                nxt = everything
             if nxt not in index:
                 if len(order) >= MAX_STATES:
                     raise _too_big("this string constraint", keyword, pointer)
@@ -191,6 +223,19 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
             row.append((lo, hi, index[nxt]))
         trans.append(_merge(row))
     return minimize(Dfa(trans, accept)) if compact else Dfa(trans, accept)
+
+
+def _universal_states(nfa: _Nfa, end: int) -> set[int]:
+    """States from which every byte string leads to `end`: the target t of an edge on every
+    byte from a state s, when t's closure holds `end` and s (so that it can loop)."""
+    out = set()
+    for s, edges in enumerate(nfa.edges):
+        for lo, hi, t in edges:
+            if lo == 0 and hi == 0xFF and t not in out:
+                reach = nfa.closure([t])
+                if end in reach and s in reach:
+                    out.add(t)
+    return out
 
 
 def _memoized(closure):
@@ -208,15 +253,20 @@ def _memoized(closure):
 
 def minimize(d: Dfa) -> Dfa:
     """The equivalent DFA with the fewest states (Moore's refinement), numbered breadth-first."""
-    block = [int(a) for a in d.accept]
-    count = len(set(block))
+    starts = _cuts([d])
+    rows = [_expand(row, starts) for row in d.trans]
+    # block[-1] (the last entry) is the dead state's: a missing transition reads it
+    block = [int(a) for a in d.accept] + [-1]
+    count = len(set(d.accept))
     while True:  # split blocks by where their bytes lead until nothing splits
         keys: dict[tuple, int] = {}
-        block = [keys.setdefault((block[s], tuple(_merge([(lo, hi, block[t]) for lo, hi, t in row]))), len(keys))
-                 for s, row in enumerate(d.trans)]
+        at = block.__getitem__
+        block = [keys.setdefault((block[s], tuple(map(at, row))), len(keys)) for s, row in enumerate(rows)]
+        block.append(-1)
         if len(keys) == count:
             break
         count = len(keys)
+    block.pop()
     first = {}
     for s, b in enumerate(block):
         first.setdefault(b, s)
@@ -233,7 +283,7 @@ def minimize(d: Dfa) -> Dfa:
             row.append((lo, hi, j))
         trans.append(_merge(row))
         accept.append(d.accept[first[b]])
-    return Dfa(trans, accept)
+    return Dfa(trans, accept, d.trimmed)  # merging states keeps them reachable and live
 
 
 def _merge(row):
@@ -273,7 +323,22 @@ def product(dfas: list[Dfa], wants: list[bool], keyword: str = "pattern", pointe
     start = tuple(0 for _ in dfas)
     if hopeless(start):
         return Dfa([[]], [False])
-    index = {start: 0}
+    # The bytes cut at every range end of every component: within one piece each component
+    # has one target, so a product row is the components' rows zipped piece by piece.
+    starts = _cuts(dfas)
+    ends = [x - 1 for x in starts[1:]] + [255]
+    nowhere = (-1,) * len(starts)
+    expanded: list[dict] = [{} for _ in dfas]
+
+    def pieces_of(k: int, s: int):
+        if s < 0:
+            return nowhere
+        row = expanded[k].get(s)
+        if row is None:
+            row = expanded[k][s] = _expand(dfas[k].trans[s], starts)
+        return row
+
+    index = {start: 0, (-1,) * n: -1}
     order = [start]
     trans, accept = [], []
     i = 0
@@ -281,30 +346,62 @@ def product(dfas: list[Dfa], wants: list[bool], keyword: str = "pattern", pointe
         cur = order[i]
         i += 1
         accept.append(all((s >= 0 and d.accept[s]) == w for d, s, w in zip(dfas, cur, wants)))
-        rows = [d.trans[s] if s >= 0 else () for d, s in zip(dfas, cur)]
-        live = [k for k in range(n) if rows[k]]
-        if len(live) == 1:  # one component left: its transitions as they are
-            k = live[0]
-            pieces = [(lo, hi, {(k, t)}) for lo, hi, t in rows[k]]
-        else:
-            pieces = _partition([(lo, hi, (k, t)) for k in live for lo, hi, t in rows[k]])
+        targets = list(zip(*[pieces_of(k, s) for k, s in enumerate(cur)]))
+        js = list(map(index.get, targets))  # the common case, all known, without a Python loop
+        if None in js:
+            for x, j in enumerate(js):
+                if j is None:
+                    nxt = targets[x]
+                    j = index.get(nxt)  # seen earlier in this row
+                    if j is None:
+                        if hopeless(nxt):
+                            j = index[nxt] = -1
+                        else:
+                            if len(order) >= MAX_STATES:
+                                raise _too_big("this combination of string constraints", keyword, pointer)
+                            j = index[nxt] = len(order)
+                            order.append(nxt)
+                    js[x] = j
         row = []
-        for lo, hi, targets in pieces:
-            nxt = [-1] * n
-            for k, t in targets:
-                nxt[k] = t
-            nxt = tuple(nxt)
-            j = index.get(nxt)
-            if j is None:
-                if hopeless(nxt):
-                    continue
-                if len(order) >= MAX_STATES:
-                    raise _too_big("this combination of string constraints", keyword, pointer)
-                j = index[nxt] = len(order)
-                order.append(nxt)
-            row.append((lo, hi, j))
-        trans.append(_merge(row))
-    return trim(Dfa(trans, accept))
+        last = -1
+        for x, j in enumerate(js):
+            if j != last:
+                if j >= 0:
+                    row.append([starts[x], ends[x], j])
+                last = j
+            elif j >= 0:
+                row[-1][1] = ends[x]
+        trans.append([tuple(r) for r in row])
+    d = trim(Dfa(trans, accept), reachable=True)  # every state was reached to be built
+    return minimize(d) if keyword in _NUMBER_KEYWORDS else d
+
+
+# The keywords whose products are over number texts (converter: multipleOf, and `not` for numbers):
+# bounds and remainders overlap there, so they shrink when minimized (764 states to 66 for
+# multipleOf 256 with minimum 1024), and every state saved is a rule the core need not compile.
+# String products (a pattern and a length) are about minimal already, and Moore's refinement
+# would take a round per character of their length.
+_NUMBER_KEYWORDS = ("multipleOf", "not")
+
+
+def _cuts(dfas: list[Dfa]) -> list[int]:
+    """The first byte of every piece when bytes are cut at each range end of each DFA."""
+    points = {0}
+    for d in dfas:
+        points |= d.cuts()
+    points.discard(256)
+    return sorted(points)
+
+
+def _expand(row, starts) -> tuple:
+    """A state's targets, one per piece (-1: none); every piece lies within a range or outside all."""
+    out = []
+    j, n = 0, len(row)
+    for a in starts:
+        while j < n and row[j][1] < a:
+            j += 1
+        out.append(row[j][2] if j < n and row[j][0] <= a else -1)
+    return tuple(out)
 
 
 def _covers(d: Dfa, q: int, g: Dfa, u: int, memo: dict) -> bool:
@@ -378,27 +475,31 @@ def _reachable(d: Dfa) -> set[int]:
     return seen
 
 
-def trim(d: Dfa) -> Dfa:
-    """Drop states that are unreachable or cannot reach acceptance (state 0 stays first)."""
-    reach = _reachable(d)
-    back: dict[int, list[int]] = {}
+def trim(d: Dfa, reachable: bool = False) -> Dfa:
+    """Drop states that are unreachable or cannot reach acceptance (state 0 stays first);
+    `reachable`: every state is known to be reachable."""
+    if d.trimmed:
+        return d
+    reach = range(len(d.trans)) if reachable else _reachable(d)
+    back: list[list[int]] = [[] for _ in d.trans]
     for s in reach:
         for _, _, t in d.trans[s]:
-            back.setdefault(t, []).append(s)
+            back[t].append(s)
     live = {s for s in reach if d.accept[s]}
     todo = list(live)
     while todo:
         s = todo.pop()
-        for p in back.get(s, ()):
+        for p in back[s]:
             if p not in live:
                 live.add(p)
                 todo.append(p)
     if 0 not in live:
-        return Dfa([[]], [False])
+        return Dfa([[]], [False], True)
     order = [0] + sorted(live - {0})
     index = {s: i for i, s in enumerate(order)}
+    # rows stay merged: dropping transitions and renumbering states joins no two ranges
     trans = [[(lo, hi, index[t]) for lo, hi, t in d.trans[s] if t in live] for s in order]
-    return Dfa([_merge(r) for r in trans], [d.accept[s] for s in order])
+    return Dfa(trans, [d.accept[s] for s in order], True)
 
 
 # ---- DFA -> IR ------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ JSON Schema 2020-12.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from decimal import Decimal
 from fractions import Fraction
 from math import lcm
@@ -224,6 +226,8 @@ def multiple_dfa(m: Decimal, pointer: str) -> _dfa.Dfa:
 
     With m = p / 10^s: the digits of the integer part followed by the first s fraction digits
     (padded with zeros) form a multiple of p, and any later fraction digits are zeros.
+    Minimized (a remainder modulo 256 needs few states: 10^8 is a multiple of it), which keeps
+    its products with bounds small, and kept: the same multipleOf recurs.
     """
     sign, digits, exp = m.as_tuple()
     p = int("".join(map(str, digits)))
@@ -231,6 +235,16 @@ def multiple_dfa(m: Decimal, pointer: str) -> _dfa.Dfa:
     p *= 10 ** (exp if exp > 0 else 0)
     if p * (s + 2) > 3000:
         raise UnsupportedSchemaError(f"multipleOf {m} needs too many automaton states", "multipleOf", pointer)
+    return _minimal_multiple_dfa(p, s)
+
+
+@lru_cache(maxsize=64)
+def _minimal_multiple_dfa(p: int, s: int) -> _dfa.Dfa:
+    return _dfa.minimize(_multiple_dfa(p, s))
+
+
+def _multiple_dfa(p: int, s: int) -> _dfa.Dfa:
+    """Multiples of p / 10^s: the states read the remainders modulo p."""
     # states: ("i", r) integer part; ("f", k, r) k fraction digits read; ("z", r) trailing zeros
     index: dict = {}
     trans: list = []

@@ -1,0 +1,94 @@
+"""The JSON Schema front-end's string and number automata (json_schema/_dfa.py) against
+independent oracles: Python's `re` for patterns, `fractions` for multipleOf, and the
+character-level construction the byte-level searches replace (their minimal products with
+valid UTF-8 must be the same automaton)."""
+
+from __future__ import annotations
+
+import random
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+from trellis.errors import UnsupportedSchemaError
+from trellis.grammar.json_schema import _dfa, _numbers, _text
+
+# Python's `re` reads these as ECMA-262 does (no classes or escapes that differ)
+PATTERNS = ["nightly|beta|devedition|release|esr|unbranded-release", "^(http)|(https)://(.*)$", "é+b",
+            "^[a-z0-9-]+:[a-z0-9.-]+$", "ab?c|^x", "[^a]é$", "(foo|bar)baz", "^$", "a.c"]
+ALPHABET = ["a", "b", "c", "é", "x", "-", ":", "/", ".", "ht", "tp", "s", "foo", "bar", "baz", "beta", "esr", "日",
+            "\U0001F600", "0"]
+
+
+def _strings(seed, n=400, longest=8):
+    rng = random.Random(seed)
+    return ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, longest))) for _ in range(n)]
+
+
+def _char_level(pattern: str) -> _dfa.Dfa:
+    """The search automaton with any *characters* around the match (the construction before)."""
+    return _dfa.from_ir(_text.pattern_expr(pattern, ""))
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_byte_level_searches_find_what_re_finds(pattern):
+    dfa = _text.pattern_dfa(pattern, "")
+    for s in _strings(pattern):
+        assert dfa.matches(s.encode()) == bool(re.search(pattern, s)), (pattern, s)
+
+
+def test_a_search_for_several_words_stays_small():
+    # each word found is one accepting state for all: the character-level subset construction
+    # tracked every combination of words found (3601 states)
+    assert len(_text.pattern_dfa(PATTERNS[0], "").trans) < 80
+
+
+@pytest.mark.parametrize("pattern", ["beta|esr|rc"] + PATTERNS[1:])  # the first one is slow character-level
+def test_byte_level_products_equal_the_character_level_ones(pattern):
+    valid = _text.any_string_dfa()
+    for wants in ([True, True], [True, False]):
+        new = _dfa.minimize(_dfa.product([valid, _text.pattern_dfa(pattern, "")], wants))
+        old = _dfa.minimize(_dfa.product([valid, _char_level(pattern)], wants))
+        assert (new.trans, new.accept) == (old.trans, old.accept), (pattern, wants)
+
+
+@pytest.mark.parametrize("lo,hi,ascii", [(0, 6, False), (3, None, False), (2, 5, True)])
+def test_products_with_lengths_and_negations_against_re(lo, hi, ascii):
+    want, refuse = PATTERNS[4], PATTERNS[5]
+    comps = [_text.any_string_dfa(), _text.pattern_dfa(want, ""), _text.pattern_dfa(refuse, ""),
+             _text.length_dfa(lo, hi, ascii)]
+    d = _dfa.product(comps, [True, True, False, True])
+    for s in _strings(f"{lo} {hi}", 800):
+        ok = bool(re.search(want, s)) and not re.search(refuse, s) and lo <= len(s) and (hi is None or len(s) <= hi)
+        ok = ok and (not ascii or s.isascii())
+        assert d.matches(s.encode()) == ok, s
+
+
+@pytest.mark.parametrize("m", ["256", "0.25", "7", "1000", "1.5"])
+def test_multiple_automata_are_minimal_and_exact(m):
+    m = Decimal(m)
+    d = _numbers.multiple_dfa(m, "")
+    assert len(_dfa.minimize(d).trans) == len(d.trans)
+    rng = random.Random(str(m))
+    for _ in range(1500):
+        k = rng.randint(-3000, 3000)
+        text = rng.choice([str(k), str(k * m), f"{k}.{rng.randint(0, 99)}", f"{k * m}0", f"{k}.0"])
+        assert d.matches(text.encode()) == (Fraction(text) / Fraction(m) == int(Fraction(text) / Fraction(m))), text
+
+
+def test_number_products_are_minimized():
+    base = _dfa.from_ir(_numbers.decimal_range(Decimal(1024), True, None, True))
+    d = _dfa.intersect([base, _numbers.multiple_dfa(Decimal(256), "")], "multipleOf")
+    assert len(d.trans) < 100  # 764 states before minimizing
+    for v in range(-600, 5000, 7):
+        for text in (str(v), f"{v}.0", f"{v}.5"):
+            assert d.matches(text.encode()) == (Fraction(text) >= 1024 and Fraction(text) % 256 == 0), text
+
+
+def test_products_keep_refusing_what_is_too_big():
+    # "a" found or not yet, times 3001 counts: more than MAX_STATES
+    with pytest.raises(UnsupportedSchemaError, match="automaton states"):
+        _dfa.product([_text.any_string_dfa(), _text.pattern_dfa("a", ""), _text.length_dfa(0, 3000, True)],
+                     [True, True, True])
