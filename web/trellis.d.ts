@@ -20,11 +20,17 @@ export interface EngineConfig {
   context?: number;
 }
 
+/** Generation defaults per dialect (README; trellis.grammar.response_format.STRICT_DEFAULTS). JSON Schemas are
+ * generated in strict mode (no property or tuple item the schema does not name) where the dialect's own
+ * engine is: web-llm's json_object + schema, TGI's json, Transformers.js's json_schema; OpenAI's only with
+ * `strict: true`. `strict: false` (a Trellis extension) asks for the schema's whole language. In every
+ * dialect integers are written without fraction or exponent and no object repeats a key (json_object without
+ * a schema too). `$schema` picks the draft (04, 06, 07, 2019-09, 2020-12; 2020-12 when absent). */
 export type ResponseFormat =
   | { type: 'text' }
-  | { type: 'json_object'; schema?: object | string }
+  | { type: 'json_object'; schema?: object | string; strict?: boolean }
   | { type: 'json_schema'; json_schema: { name?: string; schema: object; strict?: boolean; description?: string } }
-  | { type: 'json'; value: object }
+  | { type: 'json'; value: object; strict?: boolean }
   | { type: 'grammar'; grammar: string }
   | { type: 'regex'; regex?: string; value?: string }
   | { type: 'structural_tag'; structural_tag?: object | string; format?: object; structures?: object[]; triggers?: string[] };
