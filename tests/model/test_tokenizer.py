@@ -2,29 +2,14 @@
 
 import pytest
 
+from tests.model.corpus import TEXTS
 from trellis.errors import ModelError
 from trellis.model.pretokenize import split_gpt2, split_smollm
 from trellis.model.tokenizer import Tokenizer
 
-CORPUS = [
-    "",
-    "Hello, world!",
-    "The capital of France is Paris.",
-    "  12345  and 3.14159, -42, 1e10, 0x1F, ½ ² ٣ ४",
-    "def f(x):\n    return x ** 2  # square\n\n\tif x:\n\t\tpass\n",
-    'for (int i = 0; i < n; ++i) { a[i] = b[i] * 2; }  // C\r\n',
-    "It's, I'm, we'll, they've, you'd, she'S 'twas ''s",
-    "héllo wörld — naïve café; Ελληνικά; русский текст; 日本語のテキスト; 한국어",
-    "emoji 😀👍🏽🇫🇷 and zero\u200bwidth, nbsp\u00a0here, ideographic\u3000space",
-    "    leading spaces, trailing spaces    ",
-    "tabs\t\tand\n\n\nnewlines \n \n  mixed   \t ",
+CORPUS = [*TEXTS,  # and this vocabulary's own special tokens among text
     "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
     "<|endoftext|> <file_sep><filename>x.py<gh_stars>10",
-    "{\"key\": [1, 2.5, null, true], \"nested\": {\"a\": \"b\\n\"}}",
-    "URL https://example.com/path?q=1&r=two#frag, email a.b@c.org",
-    "$$\\int_0^1 x^2 dx = \\frac{1}{3}$$ ~~~ ``` !!! ??? ...",
-    "\x00\x01 control \x7f chars \x1c\x1d",
-    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 ]
 
 

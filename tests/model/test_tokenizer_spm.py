@@ -5,30 +5,16 @@ import random
 
 import pytest
 
+from tests.model.corpus import TEXTS
 from tests.model.hf_reference import sentencepiece_reference
 from trellis.errors import ModelError
 from trellis.model.tokenizer import Tokenizer
 
 pytestmark = pytest.mark.slow
 
-CORPUS = [
-    "",
-    "Hello, world!",
-    "The capital of France is Paris.",
-    "  12345  and 3.14159, -42, 1e10, 0x1F, ½ ² ٣ ४",
-    "def f(x):\n    return x ** 2  # square\n\n\tif x:\n\t\tpass\n",
-    'for (int i = 0; i < n; ++i) { a[i] = b[i] * 2; }  // C\r\n',
-    "It's, I'm, we'll, they've, you'd, she'S 'twas ''s",
-    "héllo wörld — naïve café; Ελληνικά; русский текст; 日本語のテキスト; 한국어; 中文分词测试",
-    "emoji 😀👍🏽🇫🇷 and zero\u200bwidth, nbsp\u00a0here, ideographic\u3000space",
-    "    leading spaces, trailing spaces    ",
-    "tabs\t\tand\n\n\nnewlines \n \n  mixed   \t " + "\n" * 40 + " " * 40 + "end",
+CORPUS = [*TEXTS,  # and this vocabulary's own special tokens among text
     "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n",
     "<bos><eos> <table><tr><td>cell</td></tr></table> [multimodal] <unused3>",
-    '{"key": [1, 2.5, null, true], "nested": {"a": "b\\n"}}',
-    "URL https://example.com/path?q=1&r=two#frag, email a.b@c.org",
-    "\x00\x01 control \x7f chars \x1c\x1d \U0001f9ff\U000e0001 rare: \u0132\u013f\u01a5\u0d9e",
-    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 ]
 
 
