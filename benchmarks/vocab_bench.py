@@ -66,24 +66,18 @@ TOKENIZER_TEXT = ("The capital of France is Paris. Héllo wörld, naïve café; 
 PROFILE_NOTES = [
     "Where the time goes (profiled 2026-12-03 with a build of the core that counts the trie nodes "
     "each token-mask cache walk visits): Gemma 3's trie has 587,920 nodes (1.97 MB of token bytes, "
-    "255,895 text tokens) against SmolLM2's 100,297 (332 KB, 49,135): 5.9x. Any JSON, the regex and "
-    "the strict schema scale roughly with that (a warm mask copies a cached 8,192-word bitmask, "
-    "5.3x SmolLM2's 1,536 words, so part of its cost grows with the vocabulary whatever the walk "
-    "does; lazy compile does not depend on the vocabulary; on this shared 2-core machine medians "
-    "move by up to 2x between runs). The non-strict schema does not: its "
-    "warmed compile visits 20.1 M trie nodes on Gemma against 1.05 M on SmolLM2 (19x), almost all in "
-    "about 90 walks of ~191,000 nodes each (SmolLM2's largest walk: 1,875). Those walks start in the "
-    "states of the additional-property key (json_schema converter `unknown_key`: the `keyrest` / "
-    "`keyheavy` rules, a right-recursive string body that calls a rule for each non-ASCII character). "
-    "There the walk is in a general configuration, not a lone plain frame, so it cannot use the "
-    "string-body shortcut (MaskWalk::text_loop); it skips a trie subtree only when every byte below "
-    "loops back to the same configuration (MaskWalk::loops_on), which fails as soon as the subtree "
-    "holds one multi-byte UTF-8 token. SmolLM2's mostly-ASCII subtrees pass that test; Gemma's "
-    "multilingual vocabulary puts non-ASCII tokens under nearly every node. The same walks are the "
-    "lazy core's p99 (one mask of 130-150 ms when such a state is met first). With strict: true (no "
-    "additional properties) the schema's warmed compile stays within 2x of SmolLM2's (table). The "
-    "fix belongs in the key body's shape (a plain-state loop over JSON string characters, as for "
-    "string values) or in a text_loop-style shortcut for that configuration; it is not made here.",
+    "255,895 text tokens) against SmolLM2's 100,297 (332 KB, 49,135): 5.9x, and a warm mask copies "
+    "a cached 8,192-word bitmask against 1,536 (5.3x), so walks and copies alike grow with the "
+    "vocabulary; lazy compile does not depend on it. The non-strict schema's warmed compile was 19x "
+    "SmolLM2's (20.1 M trie nodes visited against 1.05 M, in ~90 walks of ~191,000 nodes through "
+    "the additional-property key, a right-recursive string body calling a rule per non-ASCII "
+    "character, where the walk could skip a subtree only if it held no multi-byte token). That key "
+    "now ends in one rule of plain states up to its closing quote, which the walk crosses as a "
+    "string body (MaskWalk::text_loop): 3,664 ms -> 292-470 ms, in line with the trie's ratio. "
+    "The issue's goal (mask and compile within 2x of SmolLM2's) is not met: what is left scales "
+    "with the trie (5-10x for the warmed compiles, about 3x for medians); it would take sharing "
+    "walks between tokens with a common lexical class (llguidance's slicer) rather than one walk "
+    "per trie node. On this shared 2-core machine medians move by up to 2x between runs.",
 ]
 
 
