@@ -1,7 +1,7 @@
 """Build a model's WebGPU artifacts from a GGUF (the architectures gguf_model.read_config knows): WGSL
 kernels, weight shards, tokenizer, manifest.
 
-    python3 build.py model [--gguf PATH] [--out DIR] [--chunk N]
+    python3 build.py model [--gguf PATH] [--out DIR] [--chunk N] [--max-binding-bytes N]
 
 Up-to-date outputs are skipped: kernels are keyed by their name (which encodes every shape) and the
 hash of the kernel sources; shards by the GGUF's size and mtime and the packer's source.
@@ -91,12 +91,19 @@ def _vector(config, name: str, members: list, tensors: dict) -> np.ndarray:
     return data
 
 
-def _weight_arrays(tensors: dict, groups: dict, formats: dict, config):
-    """(name, array) for every GPU weight array, in a stable order: the linear weights, the vectors
-    in the GGUF's order (of each group's first member), the RoPE tables."""
+def _weight_arrays(tensors: dict, groups: dict, formats: dict, config, parts: dict):
+    """(name, array) for every GPU weight array, in a stable order: the linear weights (a vocabulary-sized
+    one as its row parts, `graph.vocab_parts`), the vectors in the GGUF's order (of each group's first
+    member), the RoPE tables."""
     for name, members in groups.items():
         order = graph.qk_row_order(config) if name.endswith("attn_qkv") else None
-        yield name, pack_linear([tensors[m] for m in members], graph.row_tile(formats, name), order)
+        tile = graph.row_tile(formats, name)
+        packed = pack_linear([tensors[m] for m in members], tile, order)
+        if len(parts.get(name, ())) < 2:
+            yield name, packed
+            continue
+        for part in parts[name]:  # whole tiles: [tile, vector, row in tile, 4]
+            yield part.name, packed[part.first // tile:-(-(part.first + part.rows) // tile)]
     vectors = graph.vector_groups(config)
     first = {members[0]: name for name, members in vectors.items()}
     for tensor_name in tensors:
@@ -164,9 +171,10 @@ def _previous(out: Path) -> dict:
 
 
 def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict | None = None,
-          variants: bool = True) -> dict:
+          variants: bool = True, max_binding_bytes: int = graph.MAX_BINDING_BYTES) -> dict:
     """`sampling`: request defaults (temperature, top_p, repetition_penalty) over the GGUF's own;
-    without `variants`, only the default kernels (tests that run one form)."""
+    without `variants`, only the default kernels (tests that run one form); vocabulary-sized weight
+    arrays above `max_binding_bytes` are split into row parts (`graph.vocab_parts`)."""
     started = time.time()
     out.mkdir(parents=True, exist_ok=True)
     previous = _previous(out)
@@ -182,7 +190,8 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
 
     kernels = {}
     shapes = {"prefill": (chunk, graph.PREFILL_BLOCK), "decode": (1, 1)}  # tokens per run, per invocation
-    plans = {name: {"tokens": tokens, "dispatches": graph.plan(config, formats, tokens, block, kernels)}
+    plans = {name: {"tokens": tokens, "dispatches": graph.plan(config, formats, tokens, block, kernels,
+                                                               max_binding_bytes=max_binding_bytes)}
              for name, (tokens, block) in shapes.items()}
     plans["mask"] = {"tokens": 0, "dispatches": graph.mask_plan(config, kernels)}
     plans["argmax"] = {"tokens": 0, "dispatches": graph.argmax_plan(config, kernels)}
@@ -190,7 +199,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
     variants = {}
     for plan_name, (tokens, block) in forms:
         for name, variant in graph.adapter_variants(config, formats, tokens, block, plans[plan_name]["dispatches"],
-                                                    kernels).items():
+                                                    kernels, max_binding_bytes).items():
             variants.setdefault(name, {**variant, "kernels": {}})["kernels"].update(variant["kernels"])
     variants = {name: variant for name, variant in variants.items() if variant["kernels"]}
 
@@ -217,8 +226,8 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
 
     # Weights: repack only when the GGUF or the packer changed.
     stat = os.stat(gguf_path)
-    weights_key = f"{os.path.abspath(gguf_path)}:{stat.st_size}:{int(stat.st_mtime)}:" + _sources_hash(
-        "pack.py", "gguf_model.py", "graph.py", "kernels.py", "build_model.py")
+    weights_key = (f"{os.path.abspath(gguf_path)}:{stat.st_size}:{int(stat.st_mtime)}:{max_binding_bytes}:"
+                   + _sources_hash("pack.py", "gguf_model.py", "graph.py", "kernels.py", "build_model.py"))
     old_weights = previous.get("weights")
     if (previous.get("weights_key") == weights_key and old_weights
             and all((out / s["file"]).exists() for s in old_weights["shards"])):
@@ -226,9 +235,16 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
         _log("weights up to date")
     else:
         _log("packing weights")
-        weights = write_shards(_weight_arrays(tensors, groups, formats, config), out)
+        parts = graph.vocab_parts(config, formats, max_binding_bytes)
+        weights = write_shards(_weight_arrays(tensors, groups, formats, config, parts), out)
         total = sum(s["bytes"] for s in weights["shards"])
         _log(f"weights: {len(weights['arrays'])} arrays, {len(weights['shards'])} shards, {total / 2**20:.1f} MiB")
+        for name, members in parts.items():
+            if len(members) > 1:
+                _log(f"{name} split into {len(members)} row parts of at most {max_binding_bytes} bytes")
+        for name, info in weights["arrays"].items():
+            if info["bytes"] > max_binding_bytes:  # a layer's array: adapters with a larger limit run it
+                _log(f"warning: weight array {name} has {info['bytes']} bytes, above {max_binding_bytes}")
 
     tokenizer = read_tokenizer(reader)
     chat_template = tokenizer.pop("chat_template", None)
@@ -244,6 +260,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
         "sampling": {**read_sampling(reader), **(sampling or {})},
         "formats": formats,
         "buffers": graph.buffers(config, chunk),
+        "max_binding_bytes": max_binding_bytes,  # no weight array above it, but a layer's (warned)
         "kernel_key": kernel_key,
         "kernels": kernel_info,
         "weights_key": weights_key,
@@ -266,6 +283,9 @@ def main(argv=None) -> int:
                         help="a request default the model's manifest records (temperature, top_p, "
                              "repetition_penalty); repeatable; over the GGUF's general.sampling.* values")
     parser.add_argument("--no-variants", action="store_true", help="only the default kernels (no adapter forms)")
+    parser.add_argument("--max-binding-bytes", type=int, default=graph.MAX_BINDING_BYTES, metavar="N",
+                        help="split the embedding and head into row parts of at most N bytes, a buffer each"
+                             f" (default {graph.MAX_BINDING_BYTES}: WebGPU's default storage binding limit)")
     args = parser.parse_args(argv)
     if args.chunk % graph.PREFILL_BLOCK:
         parser.error(f"--chunk must be a multiple of {graph.PREFILL_BLOCK}")
@@ -280,7 +300,8 @@ def main(argv=None) -> int:
             parser.error(f"--sampling takes temperature=, top_p= or repetition_penalty= with a number, got {item!r}")
     gguf_path = args.gguf or default_gguf()
     build(gguf_path, Path(args.out) if args.out else DEFAULT_OUT, args.chunk,
-          {**EMBEDDED_SAMPLING, **sampling} if _is_embedded(gguf_path) else sampling, not args.no_variants)
+          {**EMBEDDED_SAMPLING, **sampling} if _is_embedded(gguf_path) else sampling, not args.no_variants,
+          args.max_binding_bytes)
     return 0
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from kernels.llm import kernels as K
 from kernels.llm.gguf_model import ModelConfig
+from trellis.errors import ModelError
 
 PREFILL_BLOCK = 8  # tokens per invocation in prefill matmuls (register blocking)
 # Output rows per invocation (register blocking: each x load serves that many rows), by tokens per invocation.
@@ -39,6 +40,22 @@ HEAD_ROW_TILE = 32
 # fit this many query floats in registers. SmolLM2's 3 heads a workgroup (against 1) ran one-token
 # attention 0.82x (lavapipe) and 0.62x (SwiftShader) the time.
 ATTENTION_QUERY_FLOATS = 192
+# The most bytes of one weight buffer: WebGPU's default maxStorageBufferBindingSize, which lavapipe
+# offers too (SwiftShader 1 GiB; real GPUs often 128 MiB to 2 GiB). A vocabulary-sized array above it
+# (Gemma 3's 262,144-row embedding and tied head, 180 MiB as packed) is split into row parts, a buffer
+# each (`vocab_parts`): one embedding dispatch per part, each writing the tokens whose ids fall in its
+# rows, and one head dispatch per part, each writing its rows of the logits. The layers' arrays are
+# far smaller (a 7B model's largest is about 50 MiB) and are never split.
+MAX_BINDING_BYTES = 128 * 2**20
+VOCAB_WEIGHTS = ("token_embd.weight", "output.weight")  # arrays of one row per token
+
+
+@dataclass(frozen=True)
+class Part:
+    """Rows first .. first + rows - 1 of a vocabulary-sized weight array, held by weight array `name`."""
+    name: str
+    first: int
+    rows: int
 
 
 @dataclass(frozen=True)
@@ -102,6 +119,31 @@ def buffers(c: ModelConfig, chunk: int) -> dict:
 def row_tile(formats: dict, weight: str) -> int:
     """Rows per tile of weight array `weight` (of `linear_groups`) in the layout K.weight_shape describes."""
     return HEAD_ROW_TILE if weight == _head_weight(formats) else ROW_TILE
+
+
+def vocab_parts(c: ModelConfig, formats: dict, max_binding_bytes: int = MAX_BINDING_BYTES) -> dict:
+    """weight -> its Parts, for the vocabulary-sized weight arrays (`VOCAB_WEIGHTS`) of `formats`: one
+    Part of every row under the weight's own name when its packed array fits `max_binding_bytes`;
+    else the fewest parts of whole row tiles that fit, as even as tiles allow, named by their rows
+    (`weight[first:end]`)."""
+    out = {}
+    for weight in VOCAB_WEIGHTS:
+        if weight not in formats:
+            continue
+        tile = row_tile(formats, weight)
+        tiles, vectors, _ = K.weight_shape(formats[weight], c.vocab, c.hidden, tile)
+        tile_bytes = 16 * vectors * tile
+        if tiles * tile_bytes <= max_binding_bytes:
+            out[weight] = [Part(weight, 0, c.vocab)]
+            continue
+        if tile_bytes > max_binding_bytes:
+            raise ModelError(f"weight {weight!r}: one tile of {tile} rows takes {tile_bytes} bytes, above the"
+                             f" binding limit of {max_binding_bytes} bytes")
+        count = -(-tiles // (max_binding_bytes // tile_bytes))
+        per = -(-tiles // count) * tile  # rows per part; fewer in the last
+        out[weight] = [Part(f"{weight}[{first}:{min(first + per, c.vocab)}]", first, min(per, c.vocab - first))
+                       for first in range(0, c.vocab, per)]
+    return out
 
 
 def linear_groups(c: ModelConfig, names) -> dict:
@@ -177,12 +219,15 @@ def rope_of(c: ModelConfig, layer: int) -> str:
     return "rope_local" if c.sliding(layer) and "rope_local" in rope_tables(c) else "rope"
 
 
-def plan(c: ModelConfig, formats: dict, tokens: int, block: int, kernels: dict, form: Form = Form()) -> list[dict]:
+def plan(c: ModelConfig, formats: dict, tokens: int, block: int, kernels: dict, form: Form = Form(),
+         max_binding_bytes: int = MAX_BINDING_BYTES) -> list[dict]:
     """Dispatches for `tokens` tokens per run; fills `kernels` (name -> Kernel) with what it uses.
 
     `formats` maps each weight array of `linear_groups` to its format; `form` shapes the one-token
-    dot products (the head's, and with `block` 1 every projection's).
+    dot products (the head's, and with `block` 1 every projection's); vocabulary-sized arrays above
+    `max_binding_bytes` are read from their row parts (`vocab_parts`).
     """
+    row_parts = vocab_parts(c, formats, max_binding_bytes)
 
     def lanes(weight, tokens_per_invocation=block):  # shared x loads serve one token of quantized weights
         return form.lanes if tokens_per_invocation == 1 and K.shares_x_loads(formats[weight]) else 1
@@ -194,9 +239,11 @@ def plan(c: ModelConfig, formats: dict, tokens: int, block: int, kernels: dict, 
     def tile(weight):
         return row_tile(formats, weight)
 
-    steps = [use(K.embed(formats["token_embd.weight"], c.vocab, c.hidden, tokens, tile("token_embd.weight"),
-                         c.embed_scale),
-                 ids="ids", w="token_embd.weight", x="x", step="step")]
+    embedding = "token_embd.weight"
+    steps = [use(K.embed(formats[embedding], c.vocab, c.hidden, tokens, tile(embedding), c.embed_scale,
+                         (part.first, part.rows) if len(row_parts[embedding]) > 1 else None),
+                 ids="ids", w=part.name, x="x", step="step")
+             for part in row_parts[embedding]]
 
     def attention(layer):
         return K.attention(c.n_heads, c.n_kv_heads, c.head_dim, c.context, tokens,
@@ -257,23 +304,22 @@ def plan(c: ModelConfig, formats: dict, tokens: int, block: int, kernels: dict, 
         ]
     # The head's norm stays a dispatch: the head has the most invocations, each would read every partial sum.
     head = _head_weight(formats)
-    steps += [
-        use(K.rms_norm(c.hidden, tokens, c.rms_eps), x="x", g="output_norm.weight", y="h", step="step"),
-        use(K.matmul(formats[head], c.hidden, c.vocab, tokens, 1, "last", form.head_rows, tile(head), lanes(head, 1),
-                     c.final_softcap),
-            x="h", w=head, y="logits", step="step"),
-    ]
+    steps.append(use(K.rms_norm(c.hidden, tokens, c.rms_eps), x="x", g="output_norm.weight", y="h", step="step"))
+    steps += [use(K.matmul(formats[head], c.hidden, part.rows, tokens, 1, "last", form.head_rows, tile(head),
+                           lanes(head, 1), c.final_softcap, part.first),
+                  x="h", w=part.name, y="logits", step="step")
+              for part in row_parts[head]]
     return steps
 
 
 def adapter_variants(c: ModelConfig, formats: dict, tokens: int, block: int, default: list[dict],
-                     kernels: dict) -> dict:
+                     kernels: dict, max_binding_bytes: int = MAX_BINDING_BYTES) -> dict:
     """variant name -> {"adapter", "subgroup_size" (where the form needs one), "kernels": {kernel of
     `default`, the plan(..., tokens, block): the kernel that variant runs instead}}; fills `kernels`
     with them."""
     out = {}
     for name, adapter, subgroup_size, form in ADAPTER_FORMS:
-        steps = plan(c, formats, tokens, block, kernels, form)
+        steps = plan(c, formats, tokens, block, kernels, form, max_binding_bytes)
         swaps = {}
         for d, v in zip(default, steps):
             if swaps.setdefault(d["kernel"], v["kernel"]) != v["kernel"]:

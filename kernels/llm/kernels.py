@@ -450,10 +450,15 @@ def softcapped(value, cap: float):
 
 
 @functools.cache  # one parse per distinct kernel, however many layers use it
-def embed(fmt, vocab, hidden, tokens, tile, scale=1.0):
+def embed(fmt, vocab, hidden, tokens, tile, scale=1.0, part=None):
     """x[t] = dequantized row ids[t] of the embedding (times `scale`: Gemma's sqrt(hidden)); reads the
-    weight as plain u32 words."""
-    shape = weight_shape(fmt, vocab, hidden, tile)
+    weight as plain u32 words.
+
+    With `part` = (first, rows), the weight holds only the embedding's rows first .. first + rows - 1
+    (one buffer of an embedding split into row parts): x[t] is written only for the tokens whose id
+    falls among them, so one dispatch per part fills every token's row."""
+    first, rows = part or (0, vocab)
+    shape = weight_shape(fmt, rows, hidden, tile)
     qv = weight_vectors(fmt, hidden)[0]
     per_scale = BLOCKS_PER_SCALE_VECTOR[fmt]
     total = tokens * hidden
@@ -484,12 +489,18 @@ def embed(fmt, vocab, hidden, tokens, tile, scale=1.0):
         for bx in T.thread_binding((total + WG - 1) // WG, "blockIdx.x"):
             for tx in T.thread_binding(WG, "threadIdx.x"):
                 with T.sblock("embed"):
-                    if bx * WG + tx < total and (bx * WG + tx) // hidden < step[0]:
-                        x[(bx * WG + tx) // hidden, (bx * WG + tx) % hidden] = _scaled(element(
-                            w, ids[(bx * WG + tx) // hidden], (bx * WG + tx) % hidden), scale)
+                    if part is None:
+                        if bx * WG + tx < total and (bx * WG + tx) // hidden < step[0]:
+                            x[(bx * WG + tx) // hidden, (bx * WG + tx) % hidden] = _scaled(element(
+                                w, ids[(bx * WG + tx) // hidden], (bx * WG + tx) % hidden), scale)
+                    elif bx * WG + tx < total and (bx * WG + tx) // hidden < step[0]:
+                        if T.And(ids[(bx * WG + tx) // hidden] >= first, ids[(bx * WG + tx) // hidden] < first + rows):
+                            x[(bx * WG + tx) // hidden, (bx * WG + tx) % hidden] = _scaled(element(
+                                w, ids[(bx * WG + tx) // hidden] - first, (bx * WG + tx) % hidden), scale)
 
-    return Kernel(f"embed_{fmt}_v{vocab}_h{hidden}_t{tokens}_w{tile}{_float_suffix('x', scale, 1.0)}", func,
-                  ((total + WG - 1) // WG, 1, 1))
+    rows_suffix = f"_rows{first}_{first + rows}" if part else ""
+    return Kernel(f"embed_{fmt}_v{vocab}_h{hidden}_t{tokens}_w{tile}{_float_suffix('x', scale, 1.0)}{rows_suffix}",
+                  func, ((total + WG - 1) // WG, 1, 1))
 
 
 @functools.cache
@@ -570,7 +581,7 @@ def norm_partials(hidden, tokens, rows_per_thread):
 
 @T.macro
 def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok, threads,
-            lanes, softcap):
+            lanes, softcap, y_first):
     """matmul's loop nest; g, h and sumsq are used (and passed) in mode "residual_norm" only."""
     for tb in T.thread_binding(groups, "blockIdx.y"):
         for ob in T.thread_binding((threads + DOT_WG - 1) // DOT_WG, "blockIdx.x"):
@@ -602,7 +613,9 @@ def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors
                         for r in T.unroll(R):
                             if (ob * DOT_WG + tx) * R + r < rows:
                                 for t in T.unroll(n_tok):
-                                    if mode == "last":
+                                    if mode == "last" and y_first > 0:
+                                        y[y_first + (ob * DOT_WG + tx) * R + r] = softcapped(acc[r], softcap)
+                                    elif mode == "last":
                                         y[(ob * DOT_WG + tx) * R + r] = softcapped(acc[r], softcap)
                                     elif tb * n_tok + t < step[0]:
                                         if mode == "accumulate":
@@ -623,13 +636,14 @@ def _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors
 
 
 @functools.cache
-def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread, tile, x_lanes=1, softcap=0.0):
+def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread, tile, x_lanes=1, softcap=0.0, y_first=0):
     """y[t, o] += x[t, :] . W[o, :]; an invocation owns `rows_per_thread` rows and `block` tokens.
 
     mode "accumulate" adds into y (the residual add); "residual_norm" too, and then writes the next
     norm's input from the new y: h[t, o] = y[t, o] * g[o] and sumsq[t, i] over invocation i's rows
     (see `rms_scale`); "store" writes y = x . W (an output that is normed before its residual add);
-    "last" computes only the chunk's last token into y[o] (the logits head, soft-capped with `softcap`).
+    "last" computes only the chunk's last token into y[y_first + o] (the logits head, soft-capped with
+    `softcap`; `y_first` > 0: W is a row part of a head split over several buffers, starting at that row).
     Rows past the end (when rows % rows_per_thread != 0) are computed from clamped reads and dropped
     (and so are invocations past the end, with `x_lanes`: see dot_rows_decode).
     """
@@ -639,7 +653,9 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread, tile, x_lanes
     shape, n_blk, quant_vectors, per_scale = _dot_setup(fmt, rows, k_dim, tile)
     groups = 1 if mode == "last" else tokens // block
     n_tok = 1 if mode == "last" else block
-    y_shape = (rows,) if mode == "last" else (tokens, rows)
+    if y_first and mode != "last":
+        raise ValueError("only the head (mode 'last') writes at a row offset")
+    y_shape = (y_first + rows,) if mode == "last" else (tokens, rows)
     threads = (rows + R - 1) // R
     _check_lanes(x_lanes, n_tok, fmt)
 
@@ -649,16 +665,16 @@ def matmul(fmt, k_dim, rows, tokens, block, mode, rows_per_thread, tile, x_lanes
                  g: T.Buffer((rows,), F32), h: T.Buffer((tokens, rows), F32), sumsq: T.Buffer((tokens, threads), F32),
                  step: T.Buffer((STEP_WORDS,), I32)):
             _matmul(fmt, mode, x, w, y, g, h, sumsq, step, rows, R, n_blk, quant_vectors, per_scale, groups, n_tok,
-                    threads, x_lanes, softcap)
+                    threads, x_lanes, softcap, 0)
     else:
         @T.prim_func(s_tir=True)
         def func(x: T.Buffer((tokens, k_dim // 4), F32X4), w: T.Buffer(shape, U32X4), y: T.Buffer(y_shape, F32),
                  step: T.Buffer((STEP_WORDS,), I32)):
             _matmul(fmt, mode, x, w, y, None, None, None, step, rows, R, n_blk, quant_vectors, per_scale, groups,
-                    n_tok, threads, x_lanes, softcap)
+                    n_tok, threads, x_lanes, softcap, y_first)
 
     return Kernel(f"matmul_{mode}_{fmt}_k{k_dim}_o{rows}_t{tokens}_r{R}_w{tile}{_suffix(x_lanes)}"
-                  f"{_float_suffix('c', softcap, 0.0)}", func,
+                  f"{_float_suffix('c', softcap, 0.0)}{f'_at{y_first}' if y_first else ''}", func,
                   ((threads + DOT_WG - 1) // DOT_WG, groups, 1), x_lanes > 1)
 
 

@@ -7,7 +7,7 @@ logits come back as an `array('f')`.
 import struct
 from array import array
 
-from trellis.errors import ModelError, SequenceLengthError
+from trellis.errors import ModelError, RuntimeBackendError, SequenceLengthError
 from trellis.runtime.artifacts import Artifacts
 
 STEP_WORDS = 4  # [tokens in this run, position of the first one, unused, unused]
@@ -36,6 +36,7 @@ class Executor:
         if not 0 < self.context <= limit:
             raise ModelError(f"context {self.context} is outside 1..{limit}, the model's context length")
         self.chunk = m["plans"]["prefill"]["tokens"]
+        self._check_bindings(m)  # before hundreds of megabytes go up
         self.buffers = {name: backend.create_buffer(name, spec["bytes"] + spec.get("per_context", 0) * self.context)
                         for name, spec in m["buffers"].items()}
         self.weight_bytes = 0
@@ -55,6 +56,22 @@ class Executor:
         if prepare:
             self.prepare()
 
+    def _check_bindings(self, m: dict) -> None:
+        """RuntimeBackendError naming the first weight array larger than the adapter can bind: the build
+        splits the embedding and head at its own limit (the manifest's), which may be above this one."""
+        limit = getattr(self.backend, "limits", {}).get("max-storage-buffer-binding-size")
+        too_big = [(a["offset"], name, a["bytes"]) for name, a in m["weights"]["arrays"].items()
+                   if limit is not None and a["bytes"] > limit]
+        if not too_big:
+            return
+        _, name, size = min(too_big)
+        built_for = m.get("max_binding_bytes")
+        how = (f"the build split its embedding and head at {built_for} bytes; `build.py model"
+               f" --max-binding-bytes {limit}` splits them to fit" if built_for else "a model built before"
+               " weights were split: rebuild it")
+        raise RuntimeBackendError(f"weight array {name!r} needs {size} bytes, above this adapter's storage binding"
+                                  f" limit of {limit} bytes ({how})")
+
     def prepare(self) -> None:
         """Builds the decode and mask plans (their kernels compiled, or taken from the backend)."""
         if self._plans:
@@ -64,10 +81,13 @@ class Executor:
                  for name, plan in m["plans"].items() if name != "prefill"}
         self.dispatches_per_token = len(plans["decode"])
         # Token-by-token prefill needs logits only for the last token: the decode plan without the head
-        # (the final norm, then the matmul into `logits`) serves the others.
+        # (the final norm, then the matmuls into `logits`, one per row part of the head) serves the others.
         decode = m["plans"]["decode"]["dispatches"]
-        head = 2 if (decode[-1]["args"].get("y") == "logits"
-                     and decode[-2]["args"].get("y") == decode[-1]["args"].get("x")) else 0
+        head = 0
+        while head < len(decode) and decode[-1 - head]["args"].get("y") == "logits":
+            head += 1
+        if head and head < len(decode) and decode[-1 - head]["args"].get("y") == decode[-1]["args"].get("x"):
+            head += 1
         plans["decode_hidden"] = plans["decode"][:len(decode) - head]
         copy = self.backend.create_copy
         self._token_plans = {name: [copy(self._token_upload, 0, self.buffers["step"], 0, 4 * STEP_WORDS),
