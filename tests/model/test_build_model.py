@@ -115,14 +115,22 @@ def test_packed_q4_1_keeps_gguf_values(built):
 
 
 def test_rebuild_skips_up_to_date_outputs(built, capsys):
+    """The same GGUF, options and sources: nothing is read or written (stale files go); other options
+    (here a sampling default): the kernels and weights are still found up to date, the manifest is new."""
     before = {p.name: p.stat().st_mtime_ns for p in (built / "out").iterdir()}
     (built / "out" / "old_kernel.wgsl").write_text("// from an earlier build")
     build_model.main(["--gguf", str(built / "tiny.gguf"), "--out", str(built / "out")])
     assert not (built / "out" / "old_kernel.wgsl").exists()
     log = capsys.readouterr().out
+    assert "up to date (same GGUF file" in log and "reading" not in log
+    assert {p.name: p.stat().st_mtime_ns for p in (built / "out").iterdir()} == before
+    build_model.main(["--gguf", str(built / "tiny.gguf"), "--out", str(built / "out"), "--sampling", "top_p=0.5"])
+    log = capsys.readouterr().out
     assert "weights up to date" in log and "kernel " not in log
     after = {p.name: p.stat().st_mtime_ns for p in (built / "out").iterdir() if p.suffix != ".json"}
     assert all(after[name] == before[name] for name in after)
+    assert json.loads((built / "out" / "manifest.json").read_text())["sampling"] == {"top_p": 0.5}
+    build_model.main(["--gguf", str(built / "tiny.gguf"), "--out", str(built / "out")])  # as the other tests had it
 
 
 def test_unsupported_tensor_type_is_named(tmp_path):
