@@ -48,7 +48,7 @@ NPM_INSTALL = ["npm", "install", "--prefix", str(BENCH_NODE), f"@wllama/wllama@{
 TIMEOUT_MS = 900_000
 DECODE_TOKENS = 32
 TTFT_REPEATS = 3
-RUN_BUDGET_S = 240  # per model and configuration (see runPeer)
+RUN_BUDGET_S = 150  # per model and configuration (see runPeer)
 
 # The same chat prompt as browser_bench.PROMPT; Gemma 3 270M is a base model: a plain prompt.
 CHAT_PROMPT = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
@@ -341,7 +341,8 @@ def report_lines(peer: dict, trellis: dict | None = None) -> list[str]:
         for config, w in (peer["models"].get(key) or {}).items():
             lines.append(f"| {spec['title']} | wllama, {CONFIG_TITLES[config]} | {fmt_s(w['load_s'])} | "
                          f"{fmt_s(w['ttft_median_s'])} | {num(w['decode_tps'])} ({w['decode_tokens']} tokens; client "
-                         f"{num(w['client_decode_tps'])}{'; stopped at the time budget' if w['aborted'] else ''}) | {w['threads']}{' (pthreads)' if w['multithread'] else ''}"
+                         f"{num(w['client_decode_tps'])}{'; stopped at the time budget' if w['aborted'] else ''}) | "
+                         f"{w['threads']}{' (pthreads)' if w['multithread'] else ''}"
                          f", isolated: {w['isolated']} | {w['backend']} |")
         for name, error in peer["errors"].items():
             if name.startswith(f"{key}/"):
@@ -386,7 +387,8 @@ def write_section(path: Path, lines: list[str]) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="smollm2,gemma3")
-    parser.add_argument("--threads", type=int, help="wllama's n_threads (default: its own choice, half the logical cores)")
+    parser.add_argument("--threads", type=int,
+                        help="wllama's n_threads in every configuration (default: each configuration's)")
     parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help=", ".join(CONFIGS))
     parser.add_argument("--logs", type=Path, help="a folder for llama.cpp's full logs, one file per run")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "browser.md",
