@@ -3,6 +3,7 @@ as wasm) beside the desktop engine (CPython, wgpu-native) in the same run.
 
     python3 benchmarks/browser_bench.py [--models tiny,smollm2] [--repeats N]
     python3 build.py bench browser                  (same thing, through the project's entry point)
+    python3 benchmarks/browser_bench.py --peers wllama   (also @wllama/wllama on the same GGUFs: wllama_peer.py)
 
 What is measured, per model (the tiny random Llama and the embedded SmolLM2):
 
@@ -587,6 +588,8 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default="tiny,smollm2")
     parser.add_argument("--repeats", type=int, help="TTFT repeats per model (default: tiny 5, smollm2 1)")
     parser.add_argument("--no-desktop", action="store_true", help="the browser only")
+    parser.add_argument("--peers", default="", help="wllama: also @wllama/wllama in the same Chromium on the "
+                        "SmolLM2 and Gemma 3 GGUFs (benchmarks/wllama_peer.py), a section of its own")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--desktop", help=argparse.SUPPRESS)  # (internal) a desktop child on this adapter
     parser.add_argument("--dirs", help=argparse.SUPPRESS)
@@ -635,7 +638,19 @@ def main(argv=None) -> int:
         for key, d in zip(models, dirs):
             if key == "tiny":
                 shutil.rmtree(d.parent, ignore_errors=True)
+    peers = [p for p in args.peers.split(",") if p]
+    if any(p != "wllama" for p in peers):
+        sys.exit(f"unknown peer in {args.peers!r} (wllama)")
+    peer = None
+    if peers:
+        from benchmarks import wllama_peer
+
+        peer = wllama_peer.run(list(wllama_peer.MODELS), log=log)
     lines, goals = report(args, browser, desktops, models, time.time() - started, load_before, os.getloadavg())
+    if peer:
+        from benchmarks import wllama_peer
+
+        lines += wllama_peer.report_lines(peer, browser)
     # Goals first, right after the set-up facts.
     head_end = next(i for i, line in enumerate(lines) if line.startswith("## "))
     text = "\n".join(lines[:head_end] + ["## Goals", ""] + goals[:goals.index("")] + [""] + lines[head_end:]
