@@ -2,11 +2,11 @@
 software adapter (wgpu-py + lavapipe), against the numpy reference: the logits of a prefill and of
 each decode step, and the greedy tokens, for a few prompts."""
 
-import numpy as np
 import pytest
 
 from tests.model.reference import ReferenceModel
 from tests.model.tiny_gguf import TINY, write_tiny
+from tests.runtime.reference_check import assert_greedy_matches
 
 PROMPTS = [
     [1, 40, 41, 200, 7, 268, 3, 99, 100, 5, 17, 2, 0, 64, 128, 255] * 3,  # 48 tokens: 1.5 prefill chunks
@@ -36,15 +36,4 @@ def test_greedy_tokens_and_logits_match_reference(arch):
     name, ex, ref = arch
     if name in WITH_VARIANTS:
         assert ex.variant is not None or "llvmpipe" not in ex.backend.adapter_info.get("device", "").lower()
-    for prompt in PROMPTS:
-        ex.reset()
-        ref.reset()
-        got, want = np.asarray(ex.prefill(prompt)), ref.forward(prompt)[-1]
-        tokens, expected = [], []
-        for step in range(STEPS + 1):
-            assert np.abs(got - want).max() <= 1e-3 * np.abs(want).max(), (name, len(prompt), step)
-            tokens.append(int(np.argmax(got)))
-            expected.append(int(np.argmax(want)))
-            if step < STEPS:
-                got, want = np.asarray(ex.decode(tokens[-1])), ref.forward([expected[-1]])[-1]
-        assert tokens == expected, name
+    assert_greedy_matches(ex, ref, PROMPTS, STEPS, name)

@@ -8,6 +8,7 @@ import pytest
 
 from tests.model.reference import ReferenceModel
 from tests.model.tiny_gguf import write_tiny
+from tests.runtime.reference_check import assert_greedy_matches
 
 # The tiny Gemma 3's embedding as packed: q8_0, 269 rows of 320 (368 bytes a row), tiles of 32 rows,
 # 9 tiles of 11,776 bytes. At most 4 tiles a part makes 3 parts of 3 tiles: rows 0-95, 96-191, 192-268.
@@ -50,18 +51,7 @@ def test_split_model_matches_reference(split_model, wgpu_backend):
     ex = Executor(Artifacts.from_dir(root / "out"), wgpu_backend, context=64)
     assert ex.variant is not None or "llvmpipe" not in wgpu_backend.adapter_info.get("device", "").lower()
     ref = ReferenceModel(root / "tiny.gguf")
-    for prompt in PROMPTS:
-        ex.reset()
-        ref.reset()
-        got, want = np.asarray(ex.prefill(prompt)), ref.forward(prompt)[-1]
-        tokens, expected = [], []
-        for step in range(STEPS + 1):
-            assert np.abs(got - want).max() <= 1e-3 * np.abs(want).max(), (len(prompt), step)
-            tokens.append(int(np.argmax(got)))
-            expected.append(int(np.argmax(want)))
-            if step < STEPS:
-                got, want = np.asarray(ex.decode(tokens[-1])), ref.forward([expected[-1]])[-1]
-        assert tokens == expected
+    assert_greedy_matches(ex, ref, PROMPTS, STEPS, "split")
 
 
 class _Adapter:
