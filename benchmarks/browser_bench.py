@@ -351,7 +351,7 @@ def run_desktop(label: str, env: dict, models: list[str], dirs: list[Path], repe
 def run_browser(site: Path, models: list[str], repeats, log) -> dict:
     from playwright.sync_api import sync_playwright
 
-    from tests.e2e.conftest import CHROMIUM, FLAGS
+    from tests.e2e.conftest import CHROMIUM, FLAGS, loopback_only
     from web.site import make_server
 
     (site / "bench").mkdir(exist_ok=True)
@@ -367,14 +367,7 @@ def run_browser(site: Path, models: list[str], repeats, log) -> dict:
         out["chromium"] = browser.version
         context = browser.new_context()  # a fresh profile: the first load of each model fetches its weights
 
-        def route(r):
-            if r.request.url.startswith("http://127.0.0.1:"):
-                r.continue_()
-            else:
-                out["blocked"].append(r.request.url)
-                r.abort()
-
-        context.route("**/*", route)
+        loopback_only(context, out["blocked"])
         context.set_default_timeout(CHILD_TIMEOUT_S * 1000)
         page = context.new_page()
         page.goto(f"{url}/bench/")

@@ -264,16 +264,10 @@ def run(models: list[str], threads: int | None = None, log=print, configs=DEFAUL
 
 def run_one(browser, url, key, config, threads, out, log, logs_dir) -> dict | None:
     spec = MODELS[key]
+    from tests.e2e.conftest import loopback_only
+
     context = browser.new_context()  # a fresh profile: empty OPFS, empty HTTP cache
-
-    def route(r):
-        if r.request.url.startswith("http://127.0.0.1:"):
-            r.continue_()
-        else:
-            out["blocked"].append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
+    loopback_only(context, out["blocked"])
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     errors = []

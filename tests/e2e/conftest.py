@@ -47,6 +47,18 @@ def site_server(tiny_model, tmp_path_factory):
     server.close()
 
 
+def loopback_only(context, blocked: list) -> None:
+    """Let the browser context reach the local server only; every other URL is aborted and noted."""
+    def route(r):
+        if urlparse(r.request.url).hostname == "127.0.0.1":
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+
+
 @pytest.fixture(scope="session")
 def browser_context():
     from playwright import sync_api  # pinned in pyproject's test extras
@@ -59,14 +71,7 @@ def browser_context():
         context.requested, context.blocked = [], []
         context.on("request", lambda r: context.requested.append(r.url))
 
-        def route(r):
-            if urlparse(r.request.url).hostname == "127.0.0.1":
-                r.continue_()
-            else:
-                context.blocked.append(r.request.url)
-                r.abort()
-
-        context.route("**/*", route)
+        loopback_only(context, context.blocked)
         context.set_default_timeout(180_000)
         yield context
         browser.close()
