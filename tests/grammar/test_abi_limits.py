@@ -19,7 +19,8 @@ import pytest
 
 from trellis.errors import GrammarLimitError, InvalidRequestError, TrellisError, VocabularyError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
-from trellis.grammar.core import STAT_EMPTY, STAT_MASK_CACHES, STAT_RULES, STAT_STATES, CoreArgumentError, CoreError
+from trellis.grammar.abi import Stat
+from trellis.grammar.core import CoreArgumentError, CoreError
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc/self/status")
 
@@ -169,13 +170,13 @@ def test_a_vocabulary_past_the_cores_int32_is_refused(compiler):
 def test_named_statistics(compiler):
     grammar = compiler.compile_grammar('root ::= "a" b\nb ::= "b" | "b" b')
     core, handle = compiler.core, grammar._handle
-    assert core.stat(handle, STAT_RULES) == grammar.stats()["rules"] >= 1
-    assert core.stat(handle, STAT_STATES) == grammar.stats()["states"] > 0
-    assert core.stat(handle, STAT_MASK_CACHES) == 0
+    assert core.stat(handle, Stat.RULES) == grammar.stats()["rules"] >= 1
+    assert core.stat(handle, Stat.STATES) == grammar.stats()["states"] > 0
+    assert core.stat(handle, Stat.MASK_CACHES) == 0
     m = GrammarMatcher(grammar)
     assert m.allowed_tokens() == [token(b"a"), token(b"ab")]
-    assert core.stat(handle, STAT_MASK_CACHES) == grammar.stats()["mask_caches"] == 1
-    assert core.stat(handle, STAT_EMPTY) == 0 and not grammar.is_empty
+    assert core.stat(handle, Stat.MASK_CACHES) == grammar.stats()["mask_caches"] == 1
+    assert core.stat(handle, Stat.EMPTY) == 0 and not grammar.is_empty
     assert compiler.compile_grammar('root ::= "x" root').is_empty
 
 

@@ -18,41 +18,7 @@ from array import array
 from pathlib import Path
 
 from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, TrellisError, VocabularyError
-
-ERR_ARGUMENT, ERR_IR, ERR_GRAMMAR, ERR_LIMIT, ERR_INTERNAL = 1, 2, 3, 4, 5
-NO_COMPLETION = -100  # tg_matcher_shortest_completion: the matcher has no completion
-# tg_grammar_stat's ids (enum tg_grammar_stat_id).
-STAT_RULES, STAT_STATES, STAT_MASK_CACHES, STAT_MASK_CACHE_BYTES, STAT_EMPTY = 0, 1, 2, 3, 4
-
-# name -> (result kind, argument kinds); "p" pointer, "i" int32, "l" int64, "v" void.
-SIGNATURES = {
-    "tg_last_error": ("p", ""),
-    "tg_last_error_code": ("i", ""),
-    "tg_last_error_rule": ("i", ""),
-    "tg_alloc": ("p", "i"),
-    "tg_free": ("v", "p"),
-    "tg_vocab_new": ("p", "ipp" "ipi" "pi"),
-    "tg_vocab_free": ("v", "p"),
-    "tg_grammar_compile": ("p", "ppi"),
-    "tg_grammar_free": ("v", "p"),
-    "tg_grammar_stat": ("l", "pi"),
-    "tg_grammar_warm": ("i", "pi"),
-    "tg_matcher_new": ("p", "p"),
-    "tg_matcher_free": ("v", "p"),
-    "tg_matcher_fill_mask": ("i", "ppi"),
-    "tg_matcher_accept_token": ("i", "pi"),
-    "tg_matcher_accept_bytes": ("i", "ppi"),
-    "tg_matcher_rollback": ("i", "pi"),
-    "tg_matcher_history_length": ("i", "p"),
-    "tg_matcher_is_terminated": ("i", "p"),
-    "tg_matcher_can_terminate": ("i", "p"),
-    "tg_matcher_reset": ("i", "p"),
-    "tg_matcher_jump_forward": ("i", "ppi"),
-    "tg_matcher_shortest_completion": ("i", "ppi"),
-}
-
-
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+from .abi import INT32_MAX, NO_COMPLETION, ErrorCode, Stat
 
 
 class CoreError(TrellisError):
@@ -77,16 +43,16 @@ class Core:
         code = self.t.call("tg_last_error_code")
         message = self.t.read_cstring(self.t.call("tg_last_error"))
         rule = self.t.call("tg_last_error_rule")
-        if code == ERR_LIMIT:
+        if code == ErrorCode.LIMIT:
             raise GrammarLimitError(message)
-        if code in (ERR_IR, ERR_GRAMMAR):
+        if code in (ErrorCode.IR, ErrorCode.GRAMMAR):
             line = column = None
             if 0 <= rule < len(rule_names or ()):  # rules past the names: the core's own (regions, checks)
                 name = rule_names[rule]
                 message = f"rule {name!r}: {message}"
                 line, column = (positions or {}).get(name, (None, None))
             raise GrammarError(message, line, column)
-        if code == ERR_ARGUMENT and field:
+        if code == ErrorCode.ARGUMENT and field:
             raise CoreArgumentError(message, field)
         raise CoreError(message)
 
@@ -135,8 +101,8 @@ class Core:
     def free(self, kind: str, handle: int) -> None:
         self.t.call(f"tg_{kind}_free", handle)
 
-    def stat(self, grammar: int, which: int) -> int:
-        return self.t.call("tg_grammar_stat", grammar, which)
+    def stat(self, grammar: int, which: Stat) -> int:
+        return self.t.call("tg_grammar_stat", grammar, int(which))
 
     # -- matching --
     def fill_mask(self, matcher: int, buffer, n_words: int) -> None:

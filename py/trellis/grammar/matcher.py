@@ -32,13 +32,13 @@ import time
 from array import array
 
 from . import ir
-from .core import (INT32_MAX, INT32_MIN, STAT_EMPTY, STAT_MASK_CACHE_BYTES, STAT_MASK_CACHES, STAT_RULES, STAT_STATES, Core,
-                   CoreArgumentError, load_core)
+from .abi import INT32_MAX, INT32_MIN, Stat
+from .core import Core, CoreArgumentError, load_core
 from .frontends import grammar_of
 from .vocabulary import Vocabulary
 
-_STATS = {"rules": STAT_RULES, "states": STAT_STATES, "mask_caches": STAT_MASK_CACHES,
-          "mask_cache_bytes": STAT_MASK_CACHE_BYTES}
+_STATS = {"rules": Stat.RULES, "states": Stat.STATES, "mask_caches": Stat.MASK_CACHES,
+          "mask_cache_bytes": Stat.MASK_CACHE_BYTES}
 
 
 def _index(value, field: str, low: int, high: int) -> int:
@@ -144,7 +144,7 @@ class CompiledGrammar:
     def is_empty(self) -> bool:
         """No string matches (e.g. JSON Schema `false`): every matcher refuses every token, so a
         generator must refuse the request instead (see response_format.refuse_empty)."""
-        return bool(self.compiler.core.stat(self._handle, STAT_EMPTY))
+        return bool(self.compiler.core.stat(self._handle, Stat.EMPTY))
 
     def stats(self) -> dict:
         core = self.compiler.core

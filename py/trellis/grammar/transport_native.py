@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import TrellisError
-from .core import SIGNATURES
+from .abi import SIGNATURES, writable_words
 
 _CTYPES = {"p": ctypes.c_void_p, "i": ctypes.c_int32, "l": ctypes.c_int64, "v": None}
 
@@ -63,20 +63,3 @@ class NativeTransport:
             last = local.last = (buffer, ctypes.addressof(keep), view.nbytes // 4, keep)
         return self._fill(matcher, last[1], n_words)
 
-
-def writable_words(buffer, n_words: int) -> memoryview:
-    """The caller's bitmask as a flat writable byte view, checked for size."""
-    try:
-        view = memoryview(buffer)
-    except TypeError:
-        raise TypeError("the bitmask must support the buffer protocol (numpy array, array('i'), memoryview)") from None
-    if view.readonly:
-        raise ValueError("the bitmask buffer is read-only")
-    if not view.c_contiguous:
-        raise ValueError("the bitmask buffer must be contiguous")
-    if view.itemsize != 4:
-        raise ValueError(f"the bitmask must hold 32-bit words, not {view.itemsize}-byte items")
-    view = view.cast("B")
-    if view.nbytes < 4 * n_words:
-        raise ValueError(f"the bitmask needs {n_words} int32 words, got {view.nbytes // 4}")
-    return view

@@ -12,8 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import TrellisError
-from .core import SIGNATURES
-from .transport_native import writable_words
+from .abi import SIGNATURES, writable_words
 
 
 class _LinearMemory:
