@@ -25,7 +25,7 @@ the complete_on_length budget check), the host time to queue the masked read-bac
 the GPU, and the first sample.
 
 "compile" is measured apart, on an idle GPU, for the same new schemas: normalize + key,
-json_schema_to_grammar and compile_ir, as GrammarCache.matcher does it; the matcher, first mask
+json_schema_to_grammar and compile_ir, as the constraint service does it; the matcher, first mask
 and shortest-completion check that the engine also runs before the first token are shown beside
 it. "prefill" is TTFT (a).
 
@@ -280,18 +280,16 @@ class CompileCost:
 
 
 def compile_cost(engine, response_format) -> CompileCost:
-    """The grammar work of a cache miss, as GrammarCache.matcher and Engine._choice do it, on an idle GPU."""
-    from trellis.engine.grammar_cache import GrammarCache
+    """The grammar work of a cache miss, as the constraint service and Engine._choice do it, on an idle GPU."""
     from trellis.grammar.matcher import GrammarMatcher
-    from trellis.grammar.response_format import grammar_of_normalized
 
     gc.collect()
     t0 = time.perf_counter()
-    normalized, key = GrammarCache.key_of(response_format)
+    constraint = engine.constraints.read(response_format)
     t1 = time.perf_counter()
-    grammar = grammar_of_normalized(normalized, field="response_format")
+    grammar = engine.constraints.ir_of(constraint)
     t2 = time.perf_counter()
-    compiled = engine.compiler.compile_ir(grammar, source=f"{normalized['kind']}:{key[:12]}")
+    compiled = engine.compiler.compile_ir(grammar, source=f"{constraint.kind}:{constraint.key[:12]}")
     t3 = time.perf_counter()
     matcher = GrammarMatcher(compiled)
     mask = matcher.new_bitmask()
@@ -350,10 +348,8 @@ def mask_cost(engine, repeats: int = 9) -> dict:
 
 def hit_cost(engine, response_format) -> float:
     """normalize + key for a cached schema (runs before the engine's clock starts)."""
-    from trellis.engine.grammar_cache import GrammarCache
-
     t = time.perf_counter()
-    GrammarCache.key_of(response_format)
+    engine.constraints.read(response_format)
     return time.perf_counter() - t
 
 
@@ -523,9 +519,8 @@ def bench_model(spec: ModelSpec, backend, log) -> tuple[list[str], dict]:
     runs = [(dec_free, n, None, False), (dec_json, n, cached_rf, False)]
     if spec.key == "tiny":  # complete_on_length checks the shortest completion after every token
         from trellis.grammar.matcher import GrammarMatcher
-        from trellis.grammar.response_format import grammar_of_normalized
 
-        grammar = grammar_of_normalized(engine.grammars.key_of(cached_rf)[0])
+        grammar = engine.constraints.ir_of(engine.constraints.read(cached_rf))
         shortest = engine._closing_cost(GrammarMatcher(engine.compiler.compile_ir(grammar)), -1)
         runs.append((DecodeRun(f"schema (b), complete_on_length (max_tokens = shortest {shortest} + {n})"),
                      shortest + n, cached_rf, True))
@@ -536,7 +531,7 @@ def bench_model(spec: ModelSpec, backend, log) -> tuple[list[str], dict]:
     queue = queue_check(engine) if spec.key == "tiny" else None
     masking = mask_cost(engine)
     chunk = engine.executor.chunk
-    cache_stats = engine.grammars.stats()
+    cache_stats = engine.constraints.stats()
     adapter = engine.runtime_stats()["adapter"]
     del engine
     gc.collect()

@@ -6,21 +6,15 @@ responses leave as JSON text, so nothing crosses the JS boundary as a proxy that
 
 import json
 import time
-from collections import OrderedDict
 
 from trellis.engine import AsyncEngine
-from trellis.engine.grammar_cache import GrammarCache
 from trellis.errors import InvalidRequestError
-from trellis.grammar.matcher import GrammarMatcher
-from trellis.grammar.response_format import grammar_of_normalized
 from trellis.model import chat_template
 from trellis.runtime.artifacts import Artifacts
 from trellis.runtime.webgpu_backend import WebGPUBackend
 
 _ERROR_FIELDS = ("field", "keyword", "pointer", "line", "column")
 engine = None
-_checkers: OrderedDict = OrderedDict()  # key -> compiled grammar, for formats not in the engine's cache
-_MAX_CHECKERS = 8
 # jinja2 (packed in trellis.zip by web/site.py) imported now, so that Python's memory snapshot holds it.
 chat_template.environment()
 
@@ -118,29 +112,16 @@ def stats() -> str:
 
 def validate(text: str, response_format_json: str) -> str:
     """Whether `text` is in the language of `response_format`'s grammar (a schema's whole language,
-    strict mode off: see whole_language): a fresh matcher of that compiled grammar (taken from the
-    engine's cache when there, else compiled) accepts all of the text's bytes and can then
-    terminate. For JSON Schema this proves the text is a JSON value the schema accepts, as far as
-    the grammar is exact (keywords it cannot enforce are refused at compile time with
+    strict mode off), through the engine's constraint service (constraints.validate: its grammar
+    cached or compiled). For JSON Schema this proves the text is a JSON value the schema accepts,
+    as far as the grammar is exact (keywords it cannot enforce are refused at compile time with
     UnsupportedSchemaError). Returns JSON: {"value": {"kind", "accepted", "complete", "valid",
     "grammar": "cached" | "compiled", "ms"}} ({"kind": null} for plain text) or {"error": ...}."""
     try:
         started = time.perf_counter()
-        normalized, key = GrammarCache.key_of(json.loads(response_format_json), validating=True)
-        if normalized is None:
-            return json.dumps({"value": {"kind": None, "valid": None}})
-        cached = engine.grammars.peek(key)
-        grammar, source = (cached, "cached") if cached is not None else (_checkers.get(key), "compiled")
-        if grammar is None:
-            grammar = engine.compiler.compile_ir(grammar_of_normalized(normalized), source=f"check:{key[:12]}")
-            _checkers[key] = grammar
-            while len(_checkers) > _MAX_CHECKERS:
-                _checkers.popitem(last=False)
-        matcher = GrammarMatcher(grammar)
-        accepted = matcher.accept_string(text.encode("utf-8"))
-        complete = accepted and matcher.can_terminate()
-        return json.dumps({"value": {"kind": normalized["kind"], "accepted": accepted, "complete": complete,
-                                     "valid": complete, "grammar": source,
-                                     "ms": (time.perf_counter() - started) * 1000}})
+        result = engine.constraints.validate(text, json.loads(response_format_json))
+        if result["kind"] is not None:
+            result["ms"] = (time.perf_counter() - started) * 1000
+        return json.dumps({"value": result})
     except Exception as e:
         return json.dumps({"error": error_record(e)})

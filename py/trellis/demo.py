@@ -1,7 +1,7 @@
-"""Terminal demo of the grammar engine (the main job until the browser engine lands).
+"""Terminal demo of the grammar engine alone, without a model.
 
-With no model yet in this build, tokens are drawn at random from the SmolLM2 vocabulary,
-but only from those the grammar allows: whatever is drawn, the output parses.
+Tokens are drawn at random from the SmolLM2 vocabulary, but only from those the grammar allows:
+whatever is drawn, the output parses. (With a model: `trellis chat`, or the browser demo.)
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from tests.grammar.json_schema_suite import load_groups
 from tests.grammar.reference import Reference
 from trellis.errors import GrammarLimitError, InvalidRequestError, UnsupportedSchemaError
 from trellis.grammar.ebnf import ARITHMETIC_EBNF, parse_ebnf
+from trellis.grammar.matcher import GrammarMatcher
 
 USER = [{"role": "user", "content": "Answer."}]
 SEEDS = (1, 2)
@@ -25,8 +26,8 @@ SEEDS = (1, 2)
 
 def closing_tokens(engine, response_format) -> int:
     """Tokens of the shortest text the format allows (what complete_on_length must keep room for)."""
-    normalized, key = engine.grammars.key_of(response_format)
-    matcher, _ = engine.grammars.matcher(normalized, key)
+    grammar, _ = engine.constraints.grammar(engine.constraints.read(response_format))
+    matcher = GrammarMatcher(grammar)
     return len(engine.tokenizer.encode_bytes(matcher.shortest_completion()))
 
 

@@ -115,8 +115,8 @@ def test_multi_turn_reuses_the_kv_cache(engine):
 
 
 def test_grammar_cache_hits_across_dialects(engine):
-    engine.grammars.clear()
-    hits = engine.grammars.hits
+    engine.constraints.clear()
+    hits = engine.constraints.hits
     ask(engine, max_tokens=4, seed=1, response_format={"type": "json_object", "schema": SCHEMA})
     assert engine.runtime_stats()["grammar_cache_hit"] is False
     # The same request in OpenAI's dialect (strict, as web-llm's is by default), with keys in
@@ -125,22 +125,8 @@ def test_grammar_cache_hits_across_dialects(engine):
     ask(engine, max_tokens=4, seed=1, response_format={
         "type": "json_schema", "json_schema": {"name": "person", "schema": reordered, "strict": True}})
     stats = engine.runtime_stats()
-    assert stats["grammar_cache_hit"] is True and engine.grammars.hits == hits + 1
+    assert stats["grammar_cache_hit"] is True and engine.constraints.hits == hits + 1
     assert stats["grammar_cache"]["entries"] == 1
-
-
-def test_grammar_cache_is_bounded(tiny_engine):
-    from trellis.engine.grammar_cache import GrammarCache
-
-    cache = GrammarCache(tiny_engine.compiler, max_entries=2)
-    for pattern in ("a+", "b+", "c+"):
-        normalized, key = cache.key_of({"type": "regex", "regex": pattern})
-        cache.matcher(normalized, key)
-    assert len(cache) == 2 and cache.evictions == 1 and cache.key_of({"type": "regex", "regex": "a+"})[1] not in cache
-    cache = GrammarCache(tiny_engine.compiler, max_bytes=1)  # always over: keeps only the newest
-    for pattern in ("a+", "b+"):
-        cache.matcher(*cache.key_of({"type": "regex", "regex": pattern}))
-    assert len(cache) == 1
 
 
 def test_invalid_requests_name_the_field_and_the_engine_keeps_working(engine):
@@ -187,8 +173,8 @@ def test_the_models_sampling_defaults_fill_silent_fields(engine, monkeypatch):
     two unseeded requests agree, which sampling at OpenAI's temperature 1 would not promise."""
     assert engine.sampling_defaults == {}  # the tiny GGUF records none
     monkeypatch.setattr(engine, "sampling_defaults", {"temperature": 0.0, "top_p": 0.5})
-    chat, _, _ = engine._chat_job({"messages": [{"role": "user", "content": "hi"}], "top_p": 0.7})
-    text, _, _ = engine._text_job({"prompt": "hi"})
+    chat = engine.chat_job({"messages": [{"role": "user", "content": "hi"}], "top_p": 0.7}).request
+    text = engine.completion_job({"prompt": "hi"}).request
     assert (chat.config.temperature, chat.config.top_p) == (0.0, 0.7)
     assert (text.config.temperature, text.config.top_p) == (0.0, 0.5)
     first, again = (engine.completions.create(prompt="The", max_tokens=8)["choices"][0]["text"] for _ in range(2))

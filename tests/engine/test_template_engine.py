@@ -46,7 +46,8 @@ def test_tool_calls_in_the_familys_syntax(engine, name):
     with template(engine, source) as e:
         request = {"messages": CHAT, "tools": [WEATHER], "max_tokens": 160, "seed": 3, "complete_on_length": True,
                    "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
-        _, prompt, constraint = e._chat_job(request)
+        job = e.chat_job(request)
+        prompt, constraint = job.prompt, job.constraint
         expected = e.template.render(template_messages(CHAT), tools=[WEATHER])
         assert prompt == e.tokenizer.encode(expected) and "get_weather" in expected
         assert constraint.field == "tools"
@@ -61,13 +62,14 @@ def test_tool_calls_in_the_familys_syntax(engine, name):
     history = CHAT + [{"role": "assistant", "content": None, "tool_calls": [call]},
                       {"role": "tool", "tool_call_id": call.id, "content": '{"temp": 3}'}]
     with template(engine, source) as e:
-        _, prompt, _ = e._chat_job({"messages": history, "tools": [WEATHER], "max_tokens": 4})
+        prompt = e.chat_job({"messages": history, "tools": [WEATHER], "max_tokens": 4}).prompt
     assert e.tokenizer.decode(prompt).count("get_weather") >= 2
 
 
 def test_tool_choice_none_and_no_tools_render_without_tools(engine):
     with template(engine, cases.template_source("Qwen-Qwen2.5-7B-Instruct.jinja")) as e:
-        _, prompt, constraint = e._chat_job({"messages": CHAT, "tools": [WEATHER], "tool_choice": "none"})
+        job = e.chat_job({"messages": CHAT, "tools": [WEATHER], "tool_choice": "none"})
+        prompt, constraint = job.prompt, job.constraint
         assert constraint is None and "get_weather" not in e.tokenizer.decode(prompt)
         r = e.chat.completions.create(messages=CHAT, max_tokens=4, seed=1)
         assert r.choices[0].message.get("tool_calls") is None
@@ -80,8 +82,8 @@ def test_template_errors_and_thinking_switch(engine):
         assert err.value.field == "messages"
     with template(engine, cases.template_source("Qwen-Qwen3-0.6B.jinja")) as e:
         user = [{"role": "user", "content": "hi"}]
-        _, on, _ = e._chat_job({"messages": user})
-        _, off, _ = e._chat_job({"messages": user, "extra_body": {"enable_thinking": False}})
+        on = e.chat_job({"messages": user}).prompt
+        off = e.chat_job({"messages": user, "extra_body": {"enable_thinking": False}}).prompt
         assert e.tokenizer.decode(off) == e.tokenizer.decode(on) + "<think>\n\n</think>\n\n"
 
 

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from trellis.engine.tool_syntax import Hermes, Llama3Json, MistralArgs, MistralList, syntax_for_template
-from trellis.grammar.matcher import GrammarCompiler, GrammarMatcher
+from trellis.grammar import GrammarCompiler, GrammarMatcher
 from trellis.grammar.vocabulary import Vocabulary
 from trellis.model.chat_template import ChatTemplate
 

@@ -8,29 +8,23 @@ import pytest
 
 from trellis.errors import InvalidRequestError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
-from trellis.grammar.response_format import (
-    compile_response_format,
-    grammar_of_normalized,
-    normalize_response_format,
-    response_format_to_grammar,
-    whole_language,
-)
+from trellis.grammar.constraints import ConstraintService
+from trellis.grammar.response_format import cache_key, normalize_response_format, whole_language
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
           "required": ["name"]}
 
 
-class Recorder:
-    """Stands in for the JSON Schema front-end: records its calls, returns a fixed grammar."""
+def response_format_to_grammar(rf, **options):
+    """(grammar IR or None, key) as the constraint service reads and converts a format."""
+    constraint = ConstraintService(compiler=None).read(rf, **options)
+    if constraint is None:
+        return None, cache_key(None)
+    return ConstraintService(compiler=None).ir_of(constraint), constraint.key
 
-    def __init__(self):
-        self.calls = []
 
-    def __call__(self, schema, *, any_whitespace, strict, canonical_integers):
-        from trellis.grammar.regex import parse_regex
-
-        self.calls.append((schema, any_whitespace, strict))
-        return parse_regex(r"\{\}")
+def compile_response_format(compiler, rf):
+    return compiler.compile_response_format(rf)
 
 
 @pytest.fixture(scope="module")
@@ -74,23 +68,21 @@ def test_json_object_is_any_object_not_any_value(compiler):
 ])
 def test_schema_dialects_normalize_to_one_request_and_key(rf, strict):
     """Each dialect's default strictness (STRICT_DEFAULTS); equal requests share one key."""
-    recorder = Recorder()
-    grammar, key = response_format_to_grammar(rf, schema_to_grammar=recorder)
+    normalized = normalize_response_format(rf)
+    assert normalized == {"kind": "json_schema", "source": SCHEMA, "strict": strict, "canonical_integers": True,
+                          "any_whitespace": True}
+    grammar, key = response_format_to_grammar(rf)
     assert grammar is not None
-    assert recorder.calls == [(SCHEMA, True, strict)]
     reference = {"type": "json", "value": SCHEMA, "strict": strict}
-    assert key == response_format_to_grammar(reference, schema_to_grammar=Recorder())[1]
+    assert key == response_format_to_grammar(reference)[1]
 
 
 def test_options_change_the_key():
-    recorder = Recorder()
-    _, plain = response_format_to_grammar({"type": "json", "value": SCHEMA}, schema_to_grammar=recorder)
-    _, loose = response_format_to_grammar({"type": "json", "value": SCHEMA, "strict": False},
-                                          schema_to_grammar=recorder)
-    _, compact = response_format_to_grammar({"type": "json", "value": SCHEMA}, any_whitespace=False,
-                                            schema_to_grammar=recorder)
+    _, plain = response_format_to_grammar({"type": "json", "value": SCHEMA})
+    _, loose = response_format_to_grammar({"type": "json", "value": SCHEMA, "strict": False})
+    _, compact = response_format_to_grammar({"type": "json", "value": SCHEMA}, any_whitespace=False)
     assert len({plain, loose, compact}) == 3
-    assert recorder.calls[2] == (SCHEMA, False, True)
+    assert normalize_response_format({"type": "json", "value": SCHEMA}, any_whitespace=False)["any_whitespace"] is False
 
 
 @pytest.mark.parametrize("rf, field", [
@@ -102,7 +94,7 @@ def test_options_change_the_key():
 ])
 def test_strict_where_it_means_nothing_is_refused(rf, field):
     with pytest.raises(InvalidRequestError) as e:
-        response_format_to_grammar(rf, schema_to_grammar=Recorder())
+        response_format_to_grammar(rf)
     assert e.value.field == field, str(e.value)
 
 
@@ -117,8 +109,8 @@ def test_integers_are_generated_canonically_and_validated_whole(compiler):
         assert accepts(generated, '{"n": 12, "m": 3, "c": 2, "x": 1.0}')
         for text in ('{"n": 12.0}', '{"m": 3.00}', '{"c": 2.0}'):
             assert not accepts(generated, text), (rf, text)
-        normalized = whole_language(normalize_response_format(rf))
-        assert accepts(compiler.compile_ir(grammar_of_normalized(normalized)), '{"n": 12.0, "m": 3.00, "c": 2.0}')
+        assert compiler.constraints.validate('{"n": 12.0, "m": 3.00, "c": 2.0}', rf)["valid"]
+        assert whole_language(normalize_response_format(rf))["canonical_integers"] is False
     assert accepts(compiler.compile_json_schema(schema), '{"n": 12.0}')
 
 
@@ -160,8 +152,7 @@ def test_keys_are_stable_across_dict_order():
                                                                             "y": {"type": "number"}}}}
     b = {"schema": {"properties": {"y": {"type": "number"}, "x": {"minLength": 1, "type": "string"}},
                     "type": "object"}, "type": "json_object"}
-    rec = Recorder()
-    assert response_format_to_grammar(a, schema_to_grammar=rec)[1] == response_format_to_grammar(b, schema_to_grammar=rec)[1]
+    assert response_format_to_grammar(a)[1] == response_format_to_grammar(b)[1]
     tag1 = {"type": "structural_tag", "structural_tag": {"type": "structural_tag", "format": {
         "type": "triggered_tags", "triggers": ["<f"], "tags": [
             {"begin": "<f>", "content": {"type": "regex", "pattern": "[0-9]"}, "end": "</f>"}]}}}
@@ -191,7 +182,7 @@ def test_regex_grammar_and_structural_tag_dialects(compiler):
         assert accepts(compiled, "hi <f>ok</f>") and not accepts(compiled, "hi")
     legacy = {"type": "structural_tag", "triggers": ["<f"], "structures": [
         {"begin": "<f>", "schema": {"type": "object"}, "end": "</f>"}]}
-    grammar, _ = response_format_to_grammar(legacy, schema_to_grammar=Recorder())
+    grammar, _ = response_format_to_grammar(legacy)
     assert grammar is not None
 
 
@@ -238,7 +229,7 @@ def test_compiled_grammars_are_memoized_by_key(compiler):
 ])
 def test_invalid_formats_name_the_field(rf, field):
     with pytest.raises(InvalidRequestError) as info:
-        response_format_to_grammar(rf, schema_to_grammar=Recorder())
+        response_format_to_grammar(rf)
     assert info.value.field == field, str(info.value)
 
 
@@ -272,15 +263,14 @@ PYTHON_SIDE = r"""
 import json, sys
 sys.path.insert(0, "/lib")
 from trellis.grammar import ir
-from trellis.grammar.response_format import response_format_to_grammar
-from trellis.grammar.regex import parse_regex
-fake = lambda schema, *, any_whitespace, strict, canonical_integers: parse_regex(r"\{\}")
+from trellis.grammar.constraints import ConstraintService
+service = ConstraintService(compiler=None)  # reading and converting need no core
 tag = {"type": "structural_tag", "structural_tag": {"format": {"type": "triggered_tags", "triggers": ["<f"],
        "tags": [{"begin": "<f>", "content": {"type": "json_schema", "json_schema": {"type": "object"}}, "end": "</f>"}]}}}
 out = []
 for rf in [{"type": "json_object"}, {"type": "regex", "regex": "[0-9]+"}, tag]:
-    g, key = response_format_to_grammar(rf, schema_to_grammar=fake)
-    out.append([key, list(ir.serialize(g)[0])])
+    c = service.read(rf)
+    out.append([c.key, list(ir.serialize(service.ir_of(c))[0])])
 json.dumps([sys.version_info[:2], out])
 """
 

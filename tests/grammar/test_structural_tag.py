@@ -15,12 +15,8 @@ import pytest
 
 from trellis.errors import InvalidRequestError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
-from trellis.grammar.response_format import json_object_grammar
-from trellis.grammar.structural_tag import normalize_structural_tag, structural_tag_to_grammar
-
-from trellis.grammar.json_schema import json_schema_to_grammar
-
-HAVE_JSON_SCHEMA = True  # the any-JSON-object fallback below is kept for bisecting front-end bugs
+from trellis.grammar.frontends import grammar_of
+from trellis.grammar.structural_tag import normalize_structural_tag
 
 # web-llm's function-calling example tools.
 GET_WEATHER = {
@@ -51,12 +47,6 @@ def tool_tag(**format_options) -> dict:
         **format_options}}
 
 
-def schema_to_grammar(schema):
-    if HAVE_JSON_SCHEMA:
-        return json_schema_to_grammar(schema)
-    return json_object_grammar()
-
-
 @pytest.fixture(scope="module")
 def vocab():
     return Vocabulary.smollm2()
@@ -68,7 +58,7 @@ def compiler(vocab):
 
 
 def compile_tag(compiler, tag):
-    return compiler.compile_ir(structural_tag_to_grammar(tag, schema_to_grammar=schema_to_grammar))
+    return compiler.compile_structural_tag(tag)
 
 
 def greedy_tokenize(vocab, data: bytes) -> list[int]:
@@ -219,8 +209,7 @@ def test_model_generated_tool_calls_validate(compiler, vocab):
         name, args, rest = done
         assert TRIGGER not in rest  # free text again (only part of one token)
         assert isinstance(args, dict)
-        if HAVE_JSON_SCHEMA:  # without the front-end the content is any JSON object
-            jsonschema.validate(args, TOOLS[name])
+        jsonschema.validate(args, TOOLS[name])
     assert generated >= 6
 
 
@@ -383,7 +372,7 @@ def test_excludes_and_utf8(compiler):
 ])
 def test_invalid_tags_name_the_field(tag, field):
     with pytest.raises(InvalidRequestError) as info:
-        structural_tag_to_grammar(tag, schema_to_grammar=schema_to_grammar)
+        grammar_of("structural_tag", tag)
     assert info.value.field == field, str(info.value)
 
 

@@ -18,32 +18,25 @@ from __future__ import annotations
 
 import time
 from array import array
-from dataclasses import dataclass
 
 from trellis.errors import InvalidRequestError, RuntimeBackendError, SequenceLengthError
-from trellis.grammar.matcher import GrammarCompiler
+from trellis.grammar.compiler import GrammarCompiler
+from trellis.grammar.constraints import Constraint
+from trellis.grammar.matcher import GrammarMatcher
 from trellis.grammar.vocabulary import Vocabulary
 from trellis.model.chat_template import ChatTemplate, template_messages
 from trellis.model.tokenizer import Tokenizer
 from trellis.runtime.artifacts import Artifacts
 from trellis.runtime.executor import Executor
 
-from .faces import AsyncFace, ChatFace, Outcome, TextFace
-from .grammar_cache import GrammarCache
+from .faces import AsyncFace, ChatFace, TextFace
 from .greedy import GreedyPipeline, greedy_on_gpu
+from .job import Delta, Done, Job, Outcome
 from .request import parse_chat_request, parse_completion_request
 from .sampler import Sampled, Sampler
 from .stop_strings import StopStrings
 from .tool_syntax import syntax_for_template
 from .tools import arguments_schema, parse_tool_calls, render_tool_messages, tool_response_format
-
-
-@dataclass
-class _Constraint:
-    """The grammar side of a request: its normalized response format and cache key."""
-    normalized: dict
-    key: str
-    field: str
 
 
 class Engine:
@@ -72,8 +65,9 @@ class Engine:
         vocab = Vocabulary([self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)],
                            special_ids=self.tokenizer.special_ids, stop_ids=self.stop_ids,
                            vocab_size=self.executor.vocab_size)
-        self.compiler = GrammarCompiler(vocab, core=grammar_core)
-        self.grammars = GrammarCache(self.compiler, max_cached_grammars, max_grammar_cache_bytes)
+        self.compiler = GrammarCompiler(vocab, core=grammar_core, max_cached_grammars=max_cached_grammars,
+                                        max_cache_bytes=max_grammar_cache_bytes)
+        self.constraints = self.compiler.constraints  # the one cache of compiled grammars
         self._stop_words = {}  # bitmask word -> bits of stop tokens in it
         for t in self.stop_ids:
             self._stop_words[t // 32] = self._stop_words.get(t // 32, 0) | 1 << (t % 32)
@@ -101,22 +95,36 @@ class Engine:
 
     def runtime_stats(self) -> dict:
         """The last request's speeds and grammar costs, and the grammar cache's counters."""
-        return {**self._last, "grammar_cache": self.grammars.stats(), "adapter": self.executor.backend.adapter_info}
+        return {**self._last, "grammar_cache": self.constraints.stats(), "adapter": self.executor.backend.adapter_info}
 
     def runtime_stats_text(self) -> str:
         s = self._last
         if not s:
             return "no request yet"
         return (f"prefill: {s['prefill_tokens_per_s']:.1f} tok/s, decode: {s['decode_tokens_per_s']:.1f} tok/s, "
-                f"grammar init: {1000 * s['grammar_init_s']:.1f} ms, cache hits: {self.grammars.hits}")
+                f"grammar init: {1000 * s['grammar_init_s']:.1f} ms, cache hits: {self.constraints.hits}")
 
-    # ---- requests -> events ---------------------------------------------------------------
+    # ---- requests -> jobs -> events ---------------------------------------------------------
 
-    def _constraint(self, response_format, field: str = "response_format") -> _Constraint | None:
-        normalized, key = GrammarCache.key_of(response_format, field)
-        return None if normalized is None else _Constraint(normalized, key, field)
+    async def run(self, job: Job):
+        """Runs a job's choices: yields a Delta per piece of text, then one Done. A coroutine that
+        suspends only on asynchronous backends (the browser's WebGPU)."""
+        self._interrupted = False
+        outcomes = []
+        for index in range(job.config.n):
+            out = Outcome()
+            outcomes.append(out)
+            seed = None if job.config.seed is None else job.config.seed + index
+            async for text, logprobs in self._choice(job.prompt, job.config, job.constraint, seed, out):
+                yield Delta(index, text, logprobs)
+        yield Done(outcomes, self._record(outcomes))
 
-    def _chat_job(self, request: dict):
+    def _constraint(self, response_format, field: str = "response_format") -> Constraint | None:
+        return self.constraints.read(response_format, field)
+
+    def chat_job(self, request: dict) -> Job:
+        """A chat request (OpenAI / web-llm) validated, rendered with the model's template and
+        tokenized; InvalidRequestError names a bad field."""
         req = parse_chat_request(request, vocab_size=self.executor.vocab_size, defaults=self.sampling_defaults)
         self._check_model(req.model)
         tools_on = bool(req.tools) and req.tool_choice != "none"
@@ -138,7 +146,7 @@ class Engine:
         else:
             constraint = None
         prompt = self.tokenizer.encode(text, add_special=True)  # BOS as the model asks, once
-        return req, prompt, constraint
+        return Job(req, prompt, constraint)
 
     def parse_tool_calls(self, text: str, tools) -> tuple[str | None, list[dict]]:
         """(content, tool_calls) of a generated answer, in the syntax the request's calls were enforced in."""
@@ -146,7 +154,8 @@ class Engine:
             return self.tool_syntax.parse(text, tools)
         return parse_tool_calls(text, tools)
 
-    def _text_job(self, request: dict):
+    def completion_job(self, request: dict) -> Job:
+        """A text-completion request validated and tokenized."""
         req = parse_completion_request(request, vocab_size=self.executor.vocab_size,
                                        defaults=self.sampling_defaults)
         self._check_model(req.model)
@@ -154,13 +163,13 @@ class Engine:
         prompt = self.tokenizer.encode(req.prompt, add_special=True)
         if not prompt:
             raise InvalidRequestError("must not be empty", "prompt")
-        return req, prompt, constraint
+        return Job(req, prompt, constraint)
 
     def _check_model(self, model) -> None:
         if model is not None and model != self.model_id:
             raise InvalidRequestError(f"this engine serves {self.model_id!r}, not {model!r}", "model")
 
-    async def _choice(self, prompt: list[int], config, constraint: _Constraint | None, seed, out: Outcome):
+    async def _choice(self, prompt: list[int], config, constraint: Constraint | None, seed, out: Outcome):
         """Generate one choice; yields (text, logprob entries) deltas and fills `out`."""
         ex = self.executor
         started = time.perf_counter()
@@ -266,8 +275,6 @@ class Engine:
             out.text += tail
             yield tail, None
         out.decode_s = time.perf_counter() - decode_started
-        if constraint is not None:
-            self.grammars.refresh(constraint.key)
 
     def _all_but_stops(self) -> array:
         """A bitmask allowing every token but the stop tokens (`ignore_eos` bans them)."""
@@ -276,10 +283,11 @@ class Engine:
             words[w] &= ~bits & 0xFFFFFFFF
         return words
 
-    def _ready_grammar(self, constraint: _Constraint, config, budget: int, out: Outcome):
+    def _ready_grammar(self, constraint: Constraint, config, budget: int, out: Outcome):
         """(matcher, first mask) for the request: compiled or taken from the cache."""
         g0 = time.perf_counter()
-        matcher, out.grammar_hit = self.grammars.matcher(constraint.normalized, constraint.key, constraint.field)
+        grammar, out.grammar_hit = self.constraints.grammar(constraint)
+        matcher = GrammarMatcher(grammar)
         mask = matcher.new_bitmask()
         matcher.fill_next_token_bitmask(mask)
         if not any(mask):

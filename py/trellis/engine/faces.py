@@ -1,36 +1,18 @@
-"""The OpenAI faces of the engine: run a request's choices and shape chunks or a response.
+"""The OpenAI / web-llm faces of the engine: shape a request into a job, its events into chunks
+or a response.
 
-`ChatFace` and `TextFace` serve `engine.chat.completions` and `engine.completions`. The engine's
-generation loop is a coroutine that suspends only on asynchronous backends; on synchronous ones
-`create` drives it without an event loop, and `AsyncFace` awaits it.
+`ChatFace` and `TextFace` serve `engine.chat.completions` and `engine.completions` through the
+engine's public verbs only (chat_job / completion_job, run, parse_tool_calls). `engine.run` is a
+coroutine that suspends only on asynchronous backends; on synchronous ones `create` drives it
+without an event loop, and `AsyncFace` awaits it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from trellis.errors import RuntimeBackendError
 
 from . import responses as R
-
-
-@dataclass
-class Outcome:
-    """What one choice produced, for the final response and the stats."""
-    text: str = ""
-    finish_reason: str = "length"
-    tokens: list[int] = field(default_factory=list)
-    logprobs: list | None = None
-    prompt_tokens: int = 0
-    prefill_tokens: int = 0  # the part of the prompt not already in the KV cache
-    prefill_s: float = 0.0
-    decode_s: float = 0.0  # from the first logits to the end
-    decode_steps: int = 0  # tokens run through the model after the prompt
-    ttft_s: float = 0.0
-    grammar_init_s: float = 0.0
-    grammar_s: float = 0.0  # mask fills and token accepts after the first token
-    wait_s: float = 0.0  # waiting for decode steps' logits (the GPU's work and the read-back)
-    grammar_hit: bool | None = None
+from .job import Delta, Job, Outcome
 
 
 class Face:
@@ -40,32 +22,19 @@ class Face:
         self.engine = engine
 
     def create(self, **request):
-        req, events = self.start(request)
-        return _iterate(events) if req.stream else _drive(self.collect(req, events))
+        job, events = self.start(request)
+        return _iterate(events) if job.request.stream else _drive(self.collect(job, events))
 
     def start(self, request: dict):
-        """(validated request, async iterator of chunks when streaming, else of raw events)."""
-        req, prompt, constraint = self._job(request)
-        events = self._events(req, prompt, constraint)
-        return req, self._chunks(req, events) if req.stream else events
+        """(job, async iterator of chunks when streaming, else of the engine's events)."""
+        job = self._job(request)
+        events = self.engine.run(job)
+        return job, self._chunks(job.request, events) if job.request.stream else events
 
-    async def _events(self, req, prompt, constraint):
-        """Yields ("delta", index, text, logprobs) per piece, then ("done", outcomes, stats)."""
-        engine = self.engine
-        engine._interrupted = False
-        outcomes = []
-        for index in range(req.config.n):
-            out = Outcome()
-            outcomes.append(out)
-            seed = None if req.config.seed is None else req.config.seed + index
-            async for text, logprobs in engine._choice(prompt, req.config, constraint, seed, out):
-                yield "delta", index, text, logprobs
-        yield "done", outcomes, engine._record(outcomes)
-
-    async def collect(self, req, events):
-        async for kind, *rest in events:
-            if kind == "done":
-                return self._response(req, *rest)
+    async def collect(self, job: Job, events):
+        async for event in events:
+            if not isinstance(event, Delta):
+                return self._response(job.request, event.outcomes, event.stats)
 
     def _usage(self, outcomes, stats) -> dict:
         return R.usage(outcomes[0].prompt_tokens, sum(len(o.tokens) for o in outcomes), stats)
@@ -84,8 +53,8 @@ class Face:
 
 
 class ChatFace(Face):
-    def _job(self, request):
-        return self.engine._chat_job(request)
+    def _job(self, request) -> Job:
+        return self.engine.chat_job(request)
 
     def _message(self, req, out: Outcome) -> tuple[dict, str]:
         if req.tools and req.tool_choice != "none":
@@ -109,16 +78,16 @@ class ChatFace(Face):
         buffered = bool(req.tools and req.tool_choice != "none")  # tool calls come whole, at the end
 
         started = set()
-        async for kind, *rest in events:
-            if kind == "delta":
-                index, text, logprobs = rest
+        async for event in events:
+            if isinstance(event, Delta):
+                index, text, logprobs = event.index, event.text, event.logprobs
                 if not buffered:
                     delta = {"content": text} if index in started else {"role": "assistant", "content": text}
                     started.add(index)
                     yield chunk([{"index": index, "delta": delta, "finish_reason": None,
                                   "logprobs": self._logprobs(logprobs)}])
                 continue
-            outcomes, stats = rest
+            outcomes, stats = event.outcomes, event.stats
             for i, out in enumerate(outcomes):
                 message, finish = self._message(req, out)
                 delta = {}
@@ -132,8 +101,8 @@ class ChatFace(Face):
 
 
 class TextFace(Face):
-    def _job(self, request):
-        return self.engine._text_job(request)
+    def _job(self, request) -> Job:
+        return self.engine.completion_job(request)
 
     def _response(self, req, outcomes, stats):
         choices = [{"index": i, "text": (req.prompt if req.echo else "") + out.text,
@@ -146,22 +115,20 @@ class TextFace(Face):
         chunk = self._chunk_maker("cmpl", "text_completion")
 
         echoed = set()
-        async for kind, *rest in events:
-            if kind == "delta":
-                index, text, logprobs = rest
+        async for event in events:
+            if isinstance(event, Delta):
+                index, text, logprobs = event.index, event.text, event.logprobs
                 if req.echo and index not in echoed:
                     echoed.add(index)
                     text = req.prompt + text
                 yield chunk([{"index": index, "text": text, "finish_reason": None,
                               "logprobs": self._logprobs(logprobs)}])
                 continue
-            outcomes, stats = rest
+            outcomes, stats = event.outcomes, event.stats
             for i, out in enumerate(outcomes):
                 yield chunk([{"index": i, "text": "", "finish_reason": out.finish_reason, "logprobs": None}])
             if req.include_usage:
                 yield chunk([], usage=self._usage(outcomes, stats))
-
-
 
 
 def _drive(awaitable):
@@ -188,5 +155,5 @@ class AsyncFace:
         self._face = face
 
     async def create(self, **request):
-        req, events = self._face.start(request)
-        return events if req.stream else await self._face.collect(req, events)
+        job, events = self._face.start(request)
+        return events if job.request.stream else await self._face.collect(job, events)

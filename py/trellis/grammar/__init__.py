@@ -1,7 +1,8 @@
 """Grammar-constrained decoding: front-ends (EBNF, regex, JSON) -> IR -> the C++ core."""
 
 from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, UnsupportedSchemaError, VocabularyError
-from .matcher import CompiledGrammar, GrammarCompiler, GrammarMatcher
+from .compiler import GrammarCompiler
+from .matcher import CompiledGrammar, GrammarMatcher
 from .vocabulary import Vocabulary
 
 __all__ = [

@@ -140,6 +140,16 @@ class Core:
             cap = n
 
 
+def release(core, kind: str, owner) -> None:
+    """Frees `owner._handle` (a "vocab", "grammar" or "matcher") once; for __del__ methods."""
+    handle, owner._handle = getattr(owner, "_handle", 0), 0
+    if core is not None and handle:
+        try:
+            core.free(kind, handle)
+        except Exception:  # interpreter shutdown may have torn the wasm store down first
+            pass
+
+
 class SerializedCore(Core):
     """A Core over a single-threaded transport (the wasm module): each operation, with the error
     it may read back, runs alone."""

@@ -1,77 +1,117 @@
-"""Grammar text -> IR, one entry point for every front-end; and the check that a request's
-value is JSON (`walk_json`), which the JSON-taking front-ends share.
+"""The one registry from a kind of grammar source to its front-end (source -> grammar IR).
 
-GrammarCompiler uses it in Python; web/grammar.js calls `to_ir` through Pyodide so that the
-JS API offers the same compile_* verbs while the front-ends stay in one (Python) place.
+    kind            source                          options
+    ebnf            EBNF text                       root
+    regex           a regular expression
+    json_schema     a JSON Schema (dict or bool)    json_schema_to_grammar's (strict, any_whitespace, ...)
+    builtin_json    -                               (any JSON value)
+    json_object     -                               (any JSON object, no key twice in one object)
+    structural_tag  a normalized structural tag     canonical_integers, any_whitespace (for its schemas)
+
+The compiler's compile_* verbs, the response formats (constraints.py), and the structural tags'
+embedded formats all come here; web/grammar.js calls `to_ir` through Pyodide so that the JS API
+offers the same verbs while the front-ends stay in one (Python) place. With a request `field`,
+a malformed source becomes InvalidRequestError naming that field (written once, here).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, UnsupportedSchemaError
 from . import ir
-
-KINDS = ("ebnf", "regex", "builtin_json")
-# Objects and arrays one inside the other in a JSON request value (a schema, a structural tag):
-# deeper is refused, shallower is handled (the walks that recurse get room for it).
-MAX_JSON_NESTING = 2000
+from .ir import Ref, byte_set, repeat, seq
 
 
-def grammar_of(kind: str, source: str = "") -> ir.Grammar:
-    if kind == "ebnf":
-        from .ebnf import parse_ebnf
+@dataclass(frozen=True)
+class FrontEnd:
+    what: str  # in error messages: "invalid <what>: ..."
+    build: Callable[..., ir.Grammar]  # (source, **options) -> IR
+    nested_fields: bool = False  # names fields inside its source itself (build takes `field`)
 
-        return parse_ebnf(source)
-    if kind == "regex":
-        from .regex import parse_regex
 
-        return parse_regex(source)
-    if kind == "builtin_json":
-        from .builtin_json import builtin_json_grammar
+def _ebnf(source: str, root: str = "root") -> ir.Grammar:
+    from .ebnf import parse_ebnf
 
-        return builtin_json_grammar()
-    raise ValueError(f"unknown grammar kind {kind!r}: use one of {', '.join(KINDS)}")
+    return parse_ebnf(source, root)
 
+
+def _regex(source: str) -> ir.Grammar:
+    from .regex import parse_regex
+
+    return parse_regex(source)
+
+
+def _json_schema(source, **options) -> ir.Grammar:
+    try:
+        from .json_schema import json_schema_to_grammar
+    except ImportError as e:  # the JSON Schema front-end is not built into this copy
+        raise UnsupportedSchemaError(f"the JSON Schema front-end is not available ({e})") from e
+    return json_schema_to_grammar(source, **options)
+
+
+def _builtin_json(source=None) -> ir.Grammar:
+    from .builtin_json import builtin_json_grammar
+
+    return builtin_json_grammar()
+
+
+def _json_object(source=None) -> ir.Grammar:
+    """Any JSON object (not any value) with no key twice in one object, JSON's whitespace around it."""
+    from .builtin_json import builtin_json_grammar
+
+    g = builtin_json_grammar(distinct_keys=True)
+    ws = repeat(byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0, None)
+    return ir.Grammar({**g.rules, "json_object_root": seq(ws, Ref("object"), ws)}, "json_object_root")
+
+
+def _structural_tag(source, *, canonical_integers: bool = False, any_whitespace: bool = True,
+                    field: str | None = None) -> ir.Grammar:
+    from .structural_tag import structural_tag_to_grammar
+
+    def part(kind: str, source, field: str) -> ir.Grammar:
+        options = ({"strict": False, "canonical_integers": canonical_integers, "any_whitespace": any_whitespace}
+                   if kind == "json_schema" else {})
+        return grammar_of(kind, source, field=field, **options)
+
+    return structural_tag_to_grammar(source, part=part, field=field or "")
+
+
+FRONT_ENDS = {
+    "ebnf": FrontEnd("EBNF grammar", _ebnf),
+    "regex": FrontEnd("regular expression", _regex),
+    "json_schema": FrontEnd("JSON Schema", _json_schema),
+    "builtin_json": FrontEnd("JSON grammar", _builtin_json),
+    "json_object": FrontEnd("JSON object grammar", _json_object),
+    "structural_tag": FrontEnd("structural tag", _structural_tag, nested_fields=True),
+}
+KINDS = tuple(FRONT_ENDS)
+
+
+def grammar_of(kind: str, source=None, *, field: str | None = None, **options) -> ir.Grammar:
+    """The IR of `source` read as `kind`. With `field` (the request field the source came from):
+    a malformed source raises InvalidRequestError naming it, and a schema keyword that cannot be
+    enforced UnsupportedSchemaError with `field` set; without, the front-end's own error."""
+    front = FRONT_ENDS.get(kind)
+    if front is None:
+        raise ValueError(f"unknown grammar kind {kind!r}: use one of {', '.join(KINDS)}")
+    if front.nested_fields:
+        options["field"] = field
+    try:
+        return front.build(source, **options)
+    except UnsupportedSchemaError as e:  # a keyword that cannot be enforced: where, as the schema's own pointer
+        if field is not None and getattr(e, "field", None) is None:
+            e.field = field
+        raise
+    except GrammarLimitError:
+        raise  # a size limit, not a malformed source
+    except GrammarError as e:
+        if field is None:
+            raise
+        raise InvalidRequestError(f"invalid {front.what}: {e}", field) from e
 
 def to_ir(kind: str, source: str = "") -> tuple[bytes, list[str]]:
     """IR words (int32, native byte order) and the rule names, for hosts outside Python."""
     words, names = ir.serialize(grammar_of(kind, source))
     return words.tobytes(), names
-
-
-class NotJson(ValueError):
-    """A value that JSON cannot hold (a set, bytes, a tuple, NaN, infinity, a non-string key),
-    at `path` (a JSON pointer below the value walked)."""
-
-    def __init__(self, path: str, what: str):
-        self.path, self.what = path, what
-        super().__init__(f"not JSON: {what} at {path or 'the top'}")
-
-
-def walk_json(value, path: str = "", *, fields: bool = False, leaves: tuple = (str, int, float)):
-    """Every value inside `value`, itself first, as (value, path, depth): without recursion, since
-    how deep a request nests is the caller's. Paths are JSON pointers below `path`, or request
-    fields (".key", "[i]") with `fields`. Raises NotJson where a value is not JSON; `leaves` may
-    add types a caller parses later (JSON text as bytes)."""
-    todo = [(value, path, 0)]
-    while todo:
-        v, at, depth = todo.pop()
-        if isinstance(v, dict):
-            for k in v:
-                if not isinstance(k, str):
-                    raise NotJson(at, f"a {type(k).__name__} key {k!r}")
-            yield v, at, depth
-            todo.extend((x, f"{at}.{k}" if fields else f"{at}/{_escape(k)}", depth + 1)
-                        for k, x in reversed(v.items()))
-        elif isinstance(v, list):
-            yield v, at, depth
-            todo.extend((x, f"{at}[{i}]" if fields else f"{at}/{i}", depth + 1)
-                        for i, x in reversed(list(enumerate(v))))
-        elif isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-            raise NotJson(at, str(v))
-        elif v is None or isinstance(v, leaves):  # bool is an int
-            yield v, at, depth
-        else:
-            raise NotJson(at, f"a Python {type(v).__name__}")
-
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")

@@ -6,7 +6,7 @@ Unicode character classes are lowered here to UTF-8 byte sequences, so the core 
 needs to know about code points.
 
 `serialize` flattens a grammar into int32 words (layout below, mirrored in
-kernels/grammar/ir.cpp):
+kernels/grammar/src/ir.cpp):
 
     [MAGIC, VERSION, n_rules, root_index, body_offset[0..n_rules) ..., nodes ...]
     node BYTES:   1, n, b_0 .. b_{n-1}

@@ -1,4 +1,4 @@
-"""The public grammar API: compile grammars for a vocabulary, then match tokens.
+"""Compiled grammars and their matchers (compiler.py makes the grammars):
 
     compiler = GrammarCompiler(Vocabulary.smollm2())
     grammar = compiler.compile_grammar(ebnf_text)      # or compile_regex / compile_builtin_json
@@ -28,13 +28,10 @@ short that way refuses further calls until reset().
 from __future__ import annotations
 
 import operator
-import time
 from array import array
 
-from . import ir
 from .abi import INT32_MAX, INT32_MIN, Stat
-from .core import Core, CoreArgumentError, load_core
-from .frontends import grammar_of
+from .core import CoreArgumentError, release
 from .vocabulary import Vocabulary
 
 _STATS = {"rules": Stat.RULES, "states": Stat.STATES, "mask_caches": Stat.MASK_CACHES,
@@ -55,79 +52,15 @@ def _index(value, field: str, low: int, high: int) -> int:
     return number
 
 
-def _release(core, kind: str, owner) -> None:
-    handle, owner._handle = getattr(owner, "_handle", 0), 0
-    if core is not None and handle:
-        try:
-            core.free(kind, handle)
-        except Exception:  # interpreter shutdown may have torn the wasm store down first
-            pass
-
-
-class GrammarCompiler:
-    """Compiles grammars for one vocabulary on one core ("native", "wasmtime", "pyodide")."""
-
-    def __init__(self, vocab: Vocabulary, *, core: str | Core = "native"):
-        self.vocab = vocab
-        self.core = core if isinstance(core, Core) else load_core(core)
-        self._handle = self.core.vocab_new(vocab.vocab_size, vocab.token_bytes, vocab.special_ids, vocab.stop_ids)
-
-    def __del__(self):
-        _release(getattr(self, "core", None), "vocab", self)
-
-    @property
-    def bitmask_words(self) -> int:
-        return (self.vocab.vocab_size + 31) // 32
-
-    def compile_ir(self, grammar: ir.Grammar, *, source: str = "ir") -> CompiledGrammar:
-        started = time.perf_counter()
-        words, names = ir.serialize(grammar)
-        handle = self.core.grammar_compile(self._handle, words, names, grammar.positions)
-        return CompiledGrammar(self, handle, source, time.perf_counter() - started)
-
-    def compile_grammar(self, ebnf: str, root: str = "root") -> CompiledGrammar:
-        from .ebnf import parse_ebnf
-
-        return self.compile_ir(parse_ebnf(ebnf, root), source="ebnf")
-
-    def compile_regex(self, pattern: str) -> CompiledGrammar:
-        return self.compile_ir(grammar_of("regex", pattern), source="regex")
-
-    def compile_builtin_json(self) -> CompiledGrammar:
-        return self.compile_ir(grammar_of("builtin_json"), source="builtin_json")
-
-    def compile_json_schema(self, schema, *, any_whitespace: bool = True, strict: bool = False,
-                            **options) -> CompiledGrammar:
-        """A JSON Schema (dict, JSON text or bool), enforced exactly or refused with
-        UnsupportedSchemaError naming the keyword and its JSON pointer."""
-        from .json_schema import json_schema_to_grammar
-
-        grammar = json_schema_to_grammar(schema, any_whitespace=any_whitespace, strict=strict, **options)
-        return self.compile_ir(grammar, source="json_schema")
-
-    def compile_structural_tag(self, tag) -> CompiledGrammar:
-        """Free text with grammar-constrained tagged regions (web-llm / xgrammar format)."""
-        from .structural_tag import structural_tag_to_grammar
-
-        return self.compile_ir(structural_tag_to_grammar(tag), source="structural_tag")
-
-    def compile_response_format(self, response_format):
-        """Any supported response_format dialect -> (CompiledGrammar, or None for plain text;
-        the canonical cache key). Raises InvalidRequestError naming the bad field."""
-        from .response_format import compile_response_format
-
-        return compile_response_format(self, response_format)
-
-
 class CompiledGrammar:
     """A grammar compiled for a vocabulary; keeps its compiler (and so the core) alive."""
 
-    def __init__(self, compiler: GrammarCompiler, handle: int, source: str, compile_seconds: float):
+    def __init__(self, compiler, handle: int, source: str, compile_seconds: float):
         self.compiler, self._handle, self.source = compiler, handle, source
         self.compile_seconds = compile_seconds
 
     def __del__(self):
-        _release(self.compiler.core, "grammar", self)
+        release(self.compiler.core, "grammar", self)
 
     @property
     def vocab(self) -> Vocabulary:
@@ -143,7 +76,7 @@ class CompiledGrammar:
     @property
     def is_empty(self) -> bool:
         """No string matches (e.g. JSON Schema `false`): every matcher refuses every token, so a
-        generator must refuse the request instead (see response_format.refuse_empty)."""
+        generator must refuse the request instead (the constraint service refuses it: constraints.py)."""
         return bool(self.compiler.core.stat(self._handle, Stat.EMPTY))
 
     def stats(self) -> dict:
@@ -162,7 +95,7 @@ class GrammarMatcher:
         self.bitmask_words = grammar.compiler.bitmask_words
 
     def __del__(self):
-        _release(getattr(self, "_core", None), "matcher", self)
+        release(getattr(self, "_core", None), "matcher", self)
 
     def fill_next_token_bitmask(self, bitmask) -> None:
         """Writes ceil(vocab_size / 32) int32 words into any writable buffer of 4-byte items."""

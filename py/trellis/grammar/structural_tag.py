@@ -40,12 +40,14 @@ import dataclasses
 import json
 from typing import Callable
 
-from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, UnsupportedSchemaError
+from ..errors import InvalidRequestError
 from . import ir
-from .frontends import MAX_JSON_NESTING, NotJson, walk_json
 from .ir import EMPTY, NOTHING, Ref, alt, char_class, literal, repeat, seq
+from .json_values import fail, parse_json
 
-SchemaToGrammar = Callable[[object], ir.Grammar]
+# (kind, source, request field) -> IR: the registry's front-ends (frontends.grammar_of) for the
+# formats a tag embeds (json_schema, regex, ebnf), errors naming the field.
+PartToGrammar = Callable[[str, object, str], ir.Grammar]
 
 _FORMAT_FIELDS = {
     "triggered_tags": ({"triggers", "tags"}, {"at_least_one", "stop_after_first", "excludes"}),
@@ -64,52 +66,28 @@ MAX_TRIGGER_STATES = 4096  # bound on the free-text automaton (sum of trigger le
 # ---- validation and normalization ---------------------------------------------------------
 
 
-def _fail(message: str, field: str):
-    raise InvalidRequestError(message, field)
-
-
-def _parse_json(value, field: str):
-    """`value`, parsed when it is JSON text; it must be JSON (InvalidRequestError naming the place;
-    inner JSON text given as bytes is parsed where it is read) and nest at most MAX_JSON_NESTING
-    deep (GrammarLimitError)."""
-    if isinstance(value, (str, bytes)):
-        try:
-            with ir.nesting_guard(f"{field}: the JSON text", ir.NESTING_FRAMES):
-                value = json.loads(value)
-        except ValueError as e:
-            _fail(f"not valid JSON ({e})", field)
-    try:
-        for v, at, depth in walk_json(value, fields=True, leaves=(str, int, float, bytes)):
-            if depth > MAX_JSON_NESTING:
-                raise GrammarLimitError(f"{field}{at}: nested deeper than {MAX_JSON_NESTING} objects and arrays "
-                                        "(a limit)")
-    except NotJson as e:
-        _fail(f"not JSON: {e.what}", f"{field}{e.path}")
-    return value
-
-
 def _string(value, field: str, *, nonempty: bool = False) -> str:
     if not isinstance(value, str):
-        _fail(f"must be a string, got {type(value).__name__}", field)
+        fail(f"must be a string, got {type(value).__name__}", field)
     if nonempty and not value:
-        _fail("must not be empty", field)
+        fail("must not be empty", field)
     if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as e:
-            _fail(f"a lone surrogate (U+{ord(value[e.start]):04X}) has no UTF-8 encoding", field)
+            fail(f"a lone surrogate (U+{ord(value[e.start]):04X}) has no UTF-8 encoding", field)
     return value
 
 
 def _strings(value, field: str, *, nonempty_items: bool = True) -> list[str]:
     if not isinstance(value, list):
-        _fail(f"must be a list of strings, got {type(value).__name__}", field)
+        fail(f"must be a list of strings, got {type(value).__name__}", field)
     return [_string(v, f"{field}[{i}]", nonempty=nonempty_items) for i, v in enumerate(value)]
 
 
 def _bool(value, field: str) -> bool:
     if not isinstance(value, bool):
-        _fail(f"must be a boolean, got {type(value).__name__}", field)
+        fail(f"must be a boolean, got {type(value).__name__}", field)
     return value
 
 
@@ -117,7 +95,7 @@ def normalize_structural_tag(tag, field: str = "") -> dict:
     """Validate a structural tag (dict or JSON text, either form) and return its canonical
     `{"type": "structural_tag", "format": ...}` form, with defaults filled in and schemas given as
     JSON text parsed. Raises InvalidRequestError naming the offending field."""
-    tag = _parse_json(tag, field or "structural_tag")
+    tag = parse_json(tag, field or "structural_tag")
     with ir.nesting_guard("the structural tag", ir.NESTING_FRAMES):  # formats nest as deep as the JSON
         return _normalize(tag, field)
 
@@ -125,83 +103,83 @@ def normalize_structural_tag(tag, field: str = "") -> dict:
 def _normalize(tag, field: str) -> dict:
     prefix = f"{field}." if field else ""
     if not isinstance(tag, dict):
-        _fail(f"must be an object, got {type(tag).__name__}", field or "structural_tag")
+        fail(f"must be an object, got {type(tag).__name__}", field or "structural_tag")
     kind = tag.get("type", "structural_tag")
     if kind in _FORMAT_FIELDS:  # a bare format: wrap it
         return {"type": "structural_tag", "format": _normalize_format(tag, prefix + "format")}
     if kind != "structural_tag":
-        _fail(f"must be 'structural_tag', got {kind!r}", prefix + "type")
+        fail(f"must be 'structural_tag', got {kind!r}", prefix + "type")
     if "format" in tag:
         extra = set(tag) - {"type", "format"}
         if extra:
-            _fail("not allowed together with 'format'", prefix + sorted(extra)[0])
+            fail("not allowed together with 'format'", prefix + sorted(extra)[0])
         return {"type": "structural_tag", "format": _normalize_format(tag["format"], prefix + "format")}
     if "structures" in tag or "triggers" in tag:
         extra = set(tag) - {"type", "structures", "triggers"}
         if extra:
-            _fail("unknown field", prefix + sorted(extra)[0])
+            fail("unknown field", prefix + sorted(extra)[0])
         if "structures" not in tag:
-            _fail("required", prefix + "structures")
+            fail("required", prefix + "structures")
         if "triggers" not in tag:
-            _fail("required", prefix + "triggers")
+            fail("required", prefix + "triggers")
         structures = tag["structures"]
         if not isinstance(structures, list):
-            _fail("must be a list", prefix + "structures")
+            fail("must be a list", prefix + "structures")
         triggers = _strings(tag["triggers"], prefix + "triggers")
         tags = []
         for i, s in enumerate(structures):
             where = f"{prefix}structures[{i}]"
             if not isinstance(s, dict):
-                _fail("must be an object", where)
+                fail("must be an object", where)
             for key in ("begin", "schema", "end"):
                 if key not in s:
-                    _fail("required", f"{where}.{key}")
+                    fail("required", f"{where}.{key}")
             extra = set(s) - {"begin", "schema", "end"}
             if extra:
-                _fail("unknown field", f"{where}.{sorted(extra)[0]}")
+                fail("unknown field", f"{where}.{sorted(extra)[0]}")
             _string(s["end"], f"{where}.end")
             if not any(_string(s["begin"], f"{where}.begin").startswith(t) for t in triggers):
-                _fail(f"begin {s['begin']!r} does not start with any trigger", f"{where}.begin")
-            schema = _parse_json(s["schema"], f"{where}.schema")
+                fail(f"begin {s['begin']!r} does not start with any trigger", f"{where}.begin")
+            schema = parse_json(s["schema"], f"{where}.schema")
             if not isinstance(schema, (dict, bool)):
-                _fail("must be a JSON Schema (an object or a boolean)", f"{where}.schema")
+                fail("must be a JSON Schema (an object or a boolean)", f"{where}.schema")
             tags.append({"begin": s["begin"], "end": s["end"],
                          "content": {"type": "json_schema", "json_schema": s["schema"]}})
         legacy = {"type": "triggered_tags", "triggers": tag["triggers"], "tags": tags}
         return {"type": "structural_tag", "format": _normalize_format(legacy, prefix.rstrip(".") or "")}
-    _fail("a structural tag needs 'format' (or the older 'structures' and 'triggers')",
+    fail("a structural tag needs 'format' (or the older 'structures' and 'triggers')",
           prefix + "format")
 
 
 def _normalize_format(node, field: str) -> dict:
     where = field or "format"
     if not isinstance(node, dict):
-        _fail(f"must be an object, got {type(node).__name__}", where)
+        fail(f"must be an object, got {type(node).__name__}", where)
     kind = node.get("type")
     if kind is None and {"begin", "content", "end"} <= set(node):
         kind = "tag"
     if kind not in _FORMAT_FIELDS:
-        _fail(f"unsupported format type {kind!r} (supported: {', '.join(sorted(_FORMAT_FIELDS))})",
+        fail(f"unsupported format type {kind!r} (supported: {', '.join(sorted(_FORMAT_FIELDS))})",
               f"{field}.type" if field else "type")
     required, optional = _FORMAT_FIELDS[kind]
     sub = (lambda key: f"{field}.{key}" if field else key)
     for key in sorted(required):
         if key not in node:
-            _fail("required", sub(key))
+            fail("required", sub(key))
     extra = set(node) - required - optional - {"type"}
     if extra:
-        _fail(f"unknown field for a {kind!r} format", sub(sorted(extra)[0]))
+        fail(f"unknown field for a {kind!r} format", sub(sorted(extra)[0]))
     out: dict = {"type": kind}
     if kind == "triggered_tags":
         out["triggers"] = _strings(node["triggers"], sub("triggers"))
         if not out["triggers"]:
-            _fail("must list at least one trigger", sub("triggers"))
+            fail("must list at least one trigger", sub("triggers"))
         if not isinstance(node["tags"], list) or not node["tags"]:
-            _fail("must be a non-empty list of tags", sub("tags"))
+            fail("must be a non-empty list of tags", sub("tags"))
         out["tags"] = [_normalize_tag(t, f"{sub('tags')}[{i}]") for i, t in enumerate(node["tags"])]
         for i, t in enumerate(out["tags"]):
             if not any(t["begin"].startswith(trigger) for trigger in out["triggers"]):
-                _fail(f"begin {t['begin']!r} does not start with any trigger", f"{sub('tags')}[{i}].begin")
+                fail(f"begin {t['begin']!r} does not start with any trigger", f"{sub('tags')}[{i}].begin")
         out["at_least_one"] = _bool(node.get("at_least_one", False), sub("at_least_one"))
         out["stop_after_first"] = _bool(node.get("stop_after_first", False), sub("stop_after_first"))
         out["excludes"] = _strings(node.get("excludes", []), sub("excludes"))
@@ -210,12 +188,12 @@ def _normalize_format(node, field: str) -> dict:
     elif kind == "const_string":
         out["value"] = _string(node["value"], sub("value"))
     elif kind == "json_schema":
-        schema = _parse_json(node["json_schema"], sub("json_schema"))
+        schema = parse_json(node["json_schema"], sub("json_schema"))
         if not isinstance(schema, (dict, bool)):
-            _fail("must be a JSON Schema (an object or a boolean)", sub("json_schema"))
+            fail("must be a JSON Schema (an object or a boolean)", sub("json_schema"))
         style = node.get("style", "json")
         if style != "json":
-            _fail(f"only the 'json' style is supported, got {style!r}", sub("style"))
+            fail(f"only the 'json' style is supported, got {style!r}", sub("style"))
         out["json_schema"] = schema
     elif kind == "regex":
         out["pattern"] = _string(node["pattern"], sub("pattern"))
@@ -223,33 +201,33 @@ def _normalize_format(node, field: str) -> dict:
         out["grammar"] = _string(node["grammar"], sub("grammar"), nonempty=True)
         syntax = node.get("syntax", "ebnf")
         if syntax != "ebnf":
-            _fail(f"only the 'ebnf' syntax is supported, got {syntax!r}", sub("syntax"))
+            fail(f"only the 'ebnf' syntax is supported, got {syntax!r}", sub("syntax"))
     elif kind == "any_text":
         out["excludes"] = _strings(node.get("excludes", []), sub("excludes"))
     else:  # sequence, or
         elements = node["elements"]
         if not isinstance(elements, list) or not elements:
-            _fail("must be a non-empty list of formats", sub("elements"))
+            fail("must be a non-empty list of formats", sub("elements"))
         out["elements"] = [_normalize_format(e, f"{sub('elements')}[{i}]") for i, e in enumerate(elements)]
     return out
 
 
 def _normalize_tag(node, field: str) -> dict:
     if not isinstance(node, dict):
-        _fail(f"must be an object, got {type(node).__name__}", field)
+        fail(f"must be an object, got {type(node).__name__}", field)
     if node.get("type", "tag") != "tag":
-        _fail(f"must be 'tag', got {node.get('type')!r}", f"{field}.type")
+        fail(f"must be 'tag', got {node.get('type')!r}", f"{field}.type")
     for key in ("begin", "content", "end"):
         if key not in node:
-            _fail("required", f"{field}.{key}")
+            fail("required", f"{field}.{key}")
     extra = set(node) - {"type", "begin", "content", "end"}
     if extra:
-        _fail("unknown field for a tag", f"{field}.{sorted(extra)[0]}")
+        fail("unknown field for a tag", f"{field}.{sorted(extra)[0]}")
     end = node["end"]
     if isinstance(end, list):
         end = _strings(end, f"{field}.end", nonempty_items=False)
         if not end:
-            _fail("must list at least one end string", f"{field}.end")
+            fail("must list at least one end string", f"{field}.end")
     else:
         end = _string(end, f"{field}.end")
     return {"type": "tag", "begin": _string(node["begin"], f"{field}.begin"),
@@ -257,14 +235,6 @@ def _normalize_tag(node, field: str) -> dict:
 
 
 # ---- grammar construction -----------------------------------------------------------------
-
-
-def _default_schema_to_grammar(schema) -> ir.Grammar:
-    try:
-        from .json_schema import json_schema_to_grammar
-    except ImportError as e:  # the JSON Schema front-end is not built into this copy
-        raise UnsupportedSchemaError(f"the JSON Schema front-end is not available ({e})") from e
-    return json_schema_to_grammar(schema)
 
 
 def _rename(expr: ir.Expr, prefix: str, memo: dict) -> ir.Expr:
@@ -291,9 +261,9 @@ def _rename(expr: ir.Expr, prefix: str, memo: dict) -> ir.Expr:
 
 
 class _Builder:
-    def __init__(self, schema_to_grammar: SchemaToGrammar):
+    def __init__(self, part: PartToGrammar):
         self.rules: dict[str, ir.Expr] = {}
-        self.schema_to_grammar = schema_to_grammar
+        self.part = part
         self.counter = 0
         self.contents: dict = {}
 
@@ -330,35 +300,11 @@ class _Builder:
         sub = (lambda key: f"{field}.{key}" if field else key)
         if kind == "const_string":
             return seq(literal(node["value"]), follow)
-        if kind == "regex":
-            from .regex import parse_regex
-            try:
-                ref = self.content("regex", node["pattern"], lambda: parse_regex(node["pattern"]))
-            except GrammarLimitError:
-                raise
-            except GrammarError as e:
-                raise InvalidRequestError(f"invalid regular expression: {e}", sub("pattern")) from e
-            return seq(ref, follow)
-        if kind == "grammar":
-            from .ebnf import parse_ebnf
-            try:
-                ref = self.content("ebnf", node["grammar"], lambda: parse_ebnf(node["grammar"]))
-            except GrammarLimitError:
-                raise
-            except GrammarError as e:
-                raise InvalidRequestError(f"invalid EBNF grammar: {e}", sub("grammar")) from e
-            return seq(ref, follow)
-        if kind == "json_schema":
-            schema = node["json_schema"]
-            try:
-                ref = self.content("json", schema, lambda: self.schema_to_grammar(schema))
-            except UnsupportedSchemaError as e:
-                e.field = sub("json_schema")
-                raise
-            except GrammarLimitError:
-                raise
-            except (GrammarError, InvalidRequestError) as e:
-                raise InvalidRequestError(f"invalid JSON Schema: {e}", sub("json_schema")) from e
+        if kind in ("regex", "grammar", "json_schema"):
+            front, key = {"regex": ("regex", "pattern"), "grammar": ("ebnf", "grammar"),
+                          "json_schema": ("json_schema", "json_schema")}[kind]
+            source = node[key]
+            ref = self.content(front, source, lambda: self.part(front, source, sub(key)))
             return seq(ref, follow)
         if kind == "sequence":
             expr = follow
@@ -383,7 +329,7 @@ class _Builder:
             patterns = [(e, after) for e in ends if e]
             patterns += [(s, NOTHING) for s in node["content"]["excludes"]]
             if len(patterns) == len(node["content"]["excludes"]):
-                _fail("any_text content needs a non-empty end string", f"{field}.end")
+                fail("any_text content needs a non-empty end string", f"{field}.end")
             body = self.avoid(patterns, None, "tagtext")
         else:
             end_expr = alt(*(literal(e) for e in ends))
@@ -463,14 +409,13 @@ class _Builder:
         return Ref(names[""])
 
 
-def structural_tag_to_grammar(tag, *, schema_to_grammar: SchemaToGrammar | None = None) -> ir.Grammar:
-    """A structural tag (either form, dict or JSON text) as a grammar IR.
-
-    `schema_to_grammar(schema) -> ir.Grammar` converts `json_schema` contents; by default the JSON
-    Schema front-end (`json_schema_to_grammar`). Raises InvalidRequestError naming the field."""
-    normalized = normalize_structural_tag(tag)
-    builder = _Builder(schema_to_grammar or _default_schema_to_grammar)
+def structural_tag_to_grammar(tag, *, part: PartToGrammar, field: str = "") -> ir.Grammar:
+    """A structural tag (either form, dict or JSON text) as a grammar IR; `part` converts the
+    formats it embeds (frontends.grammar_of: compile it as grammar_of("structural_tag", tag)).
+    Raises InvalidRequestError naming the field, below `field` (the tag's place in a request)."""
+    normalized = normalize_structural_tag(tag, field)
+    builder = _Builder(part)
     with ir.nesting_guard("the structural tag", ir.NESTING_FRAMES):
-        root = builder.format(normalized["format"], "format")
+        root = builder.format(normalized["format"], f"{field}.format" if field else "format")
     rules = {"root": root, **builder.rules}
     return ir.Grammar(rules, "root")

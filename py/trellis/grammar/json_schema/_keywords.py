@@ -15,7 +15,7 @@ exact place inside the keyword's value.
 from __future__ import annotations
 
 from ...errors import SchemaLimitError, UnsupportedSchemaError
-from ..frontends import MAX_JSON_NESTING, NotJson, walk_json
+from ..json_values import MAX_JSON_NESTING, NotJson, walk_json
 
 MAX_NESTING = MAX_JSON_NESTING  # objects and arrays one inside the other, counted from the document's root
 MAX_INT_DIGITS = 1000

@@ -1,0 +1,73 @@
+"""GrammarCompiler: grammars compiled for one vocabulary, and the compiler's constraint service.
+
+    compiler = GrammarCompiler(Vocabulary.smollm2())
+    grammar = compiler.compile_grammar(ebnf_text)     # or compile_regex / compile_json_schema / ...
+    grammar, key = compiler.compile_response_format({"type": "json_object"})   # cached
+
+Every compile_* verb reads its source through the front-end registry (frontends.py); request
+formats go through `compiler.constraints` (constraints.py), the one cache of compiled grammars.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import ir
+from .constraints import ConstraintService
+from .core import Core, load_core, release
+from .frontends import grammar_of
+from .matcher import CompiledGrammar
+from .vocabulary import Vocabulary
+
+
+class GrammarCompiler:
+    """Compiles grammars for one vocabulary on one core ("native", "wasmtime", "pyodide")."""
+
+    def __init__(self, vocab: Vocabulary, *, core: str | Core = "native", max_cached_grammars: int = 32,
+                 max_cache_bytes: int = 256 << 20):
+        self.vocab = vocab
+        self.core = core if isinstance(core, Core) else load_core(core)
+        self._handle = self.core.vocab_new(vocab.vocab_size, vocab.token_bytes, vocab.special_ids, vocab.stop_ids)
+        self.constraints = ConstraintService(self, max_cached_grammars, max_cache_bytes)
+
+    def __del__(self):
+        release(getattr(self, "core", None), "vocab", self)
+
+    @property
+    def bitmask_words(self) -> int:
+        return (self.vocab.vocab_size + 31) // 32
+
+    def compile_ir(self, grammar: ir.Grammar, *, source: str = "ir") -> CompiledGrammar:
+        started = time.perf_counter()
+        words, names = ir.serialize(grammar)
+        handle = self.core.grammar_compile(self._handle, words, names, grammar.positions)
+        return CompiledGrammar(self, handle, source, time.perf_counter() - started)
+
+    def compile(self, kind: str, source=None, **options) -> CompiledGrammar:
+        """`source` read by the front-end `kind` (frontends.KINDS), compiled."""
+        return self.compile_ir(grammar_of(kind, source, **options), source=kind)
+
+    def compile_grammar(self, ebnf: str, root: str = "root") -> CompiledGrammar:
+        return self.compile("ebnf", ebnf, root=root)
+
+    def compile_regex(self, pattern: str) -> CompiledGrammar:
+        return self.compile("regex", pattern)
+
+    def compile_builtin_json(self) -> CompiledGrammar:
+        return self.compile("builtin_json")
+
+    def compile_json_schema(self, schema, *, any_whitespace: bool = True, strict: bool = False,
+                            **options) -> CompiledGrammar:
+        """A JSON Schema (dict, JSON text or bool), enforced exactly or refused with
+        UnsupportedSchemaError naming the keyword and its JSON pointer."""
+        return self.compile("json_schema", schema, any_whitespace=any_whitespace, strict=strict, **options)
+
+    def compile_structural_tag(self, tag) -> CompiledGrammar:
+        """Free text with grammar-constrained tagged regions (web-llm / xgrammar format)."""
+        return self.compile("structural_tag", tag)
+
+    def compile_response_format(self, response_format, field: str = "response_format"):
+        """Any supported response_format dialect -> (CompiledGrammar, or None for plain text;
+        the canonical cache key), through the constraint service's cache. Raises
+        InvalidRequestError naming the bad field."""
+        return self.constraints.compile(response_format, field)
