@@ -20,6 +20,8 @@ import importlib.metadata
 import json
 import os
 import shutil
+import sys
+import threading
 import zipfile
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -147,10 +149,19 @@ def build_site(out: Path, models, *, default: str | None = None, pyodide_dir: Pa
 
 class Handler(SimpleHTTPRequestHandler):
     """Static files with the MIME types browsers insist on (module scripts, wasm streaming) and no
-    HTTP caching: the worker keeps weight shards in the Cache API itself."""
+    HTTP caching: the worker keeps weight shards in the Cache API itself. A connection that sends
+    or reads nothing for `timeout` seconds is closed."""
 
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME}
     on_request = None  # optional callable(path) for each GET (the tests count shard fetches)
+    timeout = 10
+
+    def send_head(self):
+        try:
+            return super().send_head()
+        except ValueError:  # a path the file system cannot hold (a NUL byte, "/%00")
+            self.send_error(400, "Bad request path")
+            return None
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-store")
@@ -165,12 +176,43 @@ class Handler(SimpleHTTPRequestHandler):
         pass
 
 
-def make_server(folder: Path, port: int = 8000, on_request=None) -> ThreadingHTTPServer:
+class BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most `max_threads` at once: past that, accepting waits (the
+    handler's timeout frees threads held by idle connections). A failed request is one line on
+    stderr, never a traceback."""
+
+    daemon_threads = True
+    max_threads = 64
+    request_queue_size = 128  # connections the kernel holds while all threads are busy
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(self.max_threads)
+
+    def process_request(self, request, client_address):
+        self._slots.acquire()
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request, client_address):
+        error = sys.exc_info()[1]
+        print(f"site: {client_address[0]}: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+def make_server(folder: Path, port: int = 8000, on_request=None, timeout: float = Handler.timeout) -> BoundedServer:
     """A server for `folder` on 127.0.0.1 (port 0: a free one); call serve_forever() on it."""
-    handler = type("SiteHandler", (Handler,), {"on_request": staticmethod(on_request) if on_request else None})
-    server = ThreadingHTTPServer(("127.0.0.1", port), partial(handler, directory=str(folder)))
-    server.daemon_threads = True
-    return server
+    handler = type("SiteHandler", (Handler,), {"on_request": staticmethod(on_request) if on_request else None,
+                                               "timeout": timeout})
+    return BoundedServer(("127.0.0.1", port), partial(handler, directory=str(folder)))
 
 
 def serve(folder: Path, port: int = 8000) -> None:

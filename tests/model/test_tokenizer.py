@@ -75,6 +75,22 @@ def test_special_tokens(ours):
     assert ours.decode(ids) == "<|im_start|>user<|im_end|>"
 
 
+@pytest.mark.parametrize("text", [*CORPUS, "\ufdd0<|im_end|>\ufdd1 and \ufdd0 alone", "<|im_start|><|im_start|>x<|im_end"])
+def test_defused_text_is_encoded_as_hf_split_special_tokens(ours, reference, text):
+    """What users write is text: defuse() + encode() = HF with split_special_tokens, and the
+    text decodes back exactly (the marks are gone)."""
+    reference.encode_special_tokens = True
+    try:
+        expected = reference.encode(text).ids
+    finally:
+        reference.encode_special_tokens = False
+    ids = ours.encode(ours.defuse(text))
+    assert ids == expected and ours.decode(ids) == text.replace("\x1d", "")
+    # Inside a template's text, its own control tokens stay control tokens.
+    framed = ours.encode("<|im_start|>user\n" + ours.defuse(text) + "<|im_end|>")
+    assert framed[0] == 1 and framed[-1] == 2 and framed.count(1) == 1 and framed.count(2) == 1
+
+
 def test_stream_decoder_holds_incomplete_utf8(ours):
     from trellis.bytelevel import BYTE_TO_CHAR
 

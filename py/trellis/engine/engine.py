@@ -129,15 +129,19 @@ class Engine:
         self._check_model(req.model)
         tools_on = bool(req.tools) and req.tool_choice != "none"
         variables = {} if req.enable_thinking is None else {"enable_thinking": req.enable_thinking}
+        # What the request writes is text: a control token in it is read as text, never as a turn
+        # (only the template writes control tokens).
+        defuse = self.tokenizer.defuse
         if self.tool_syntax is not None:  # the template writes the tools and the calls' history itself
             tools = [_template_tool(t) for t in req.tools] if tools_on else None
-            text = self.template.render(template_messages(req.messages), tools=tools, **variables)
+            text = self.template.render(_strings_mapped(template_messages(req.messages), defuse),
+                                        tools=_strings_mapped(tools, defuse), **variables)
             rf = self.tool_syntax.response_format(req.tools, req.tool_choice, parallel_tool_calls=req.parallel_tool_calls)
         else:  # Trellis's tool prompt and syntax, through the template's system message (SmolLM2)
             messages = render_tool_messages(req.messages, req.tools, req.tool_choice or "auto",
                                             parallel_tool_calls=req.parallel_tool_calls,
                                             default_system=self.template.default_system)
-            text = self.template.render(messages, **variables)
+            text = self.template.render(_strings_mapped(messages, defuse), **variables)
             rf = tool_response_format(req.tools, req.tool_choice or "auto", parallel_tool_calls=req.parallel_tool_calls)
         if tools_on:
             constraint = self._constraint(rf, "tools")
@@ -380,6 +384,18 @@ def _template_tool(tool: dict) -> dict:
         out["description"] = fn["description"]
     out["parameters"] = arguments_schema(fn)
     return {"type": "function", "function": out}
+
+
+def _strings_mapped(value, fn):
+    """`value` (JSON-like: dicts, lists, strings; nested as deep as requests allow) with `fn`
+    applied to every string but dict keys."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: _strings_mapped(v, fn) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strings_mapped(v, fn) for v in value]
+    return value
 
 
 def _common_prefix(a: list[int], b: list[int], limit: int) -> int:

@@ -54,6 +54,9 @@ MAX_N = 128
 MAX_TOP_LOGPROBS = 20
 MAX_STOP = 4
 MAX_LOGIT_BIAS = 100.0
+# Objects and arrays one inside the other in a tool call's arguments: the chat template writes
+# them back with tojson, which recurses.
+MAX_ARGUMENT_NESTING = 256
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOKEN_ID = re.compile(r"[+-]?[0-9]+")
 
@@ -153,7 +156,10 @@ def _as_bool(value, where: str) -> bool:
 def _as_float(value, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         _fail(f"must be a number, got {_kind(value)}", where)
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int past the float range
+        value = math.inf
     if not math.isfinite(value):
         _fail("must be a finite number", where)
     return value
@@ -376,14 +382,27 @@ def _tool_calls(value, where: str) -> list[dict]:
             if key not in fn:
                 _fail("required", f"{at}.function.{key}")
         arguments = _as_str(fn["arguments"], f"{at}.function.arguments")
-        try:
-            json.loads(arguments)
-        except ValueError as e:
-            _fail(f"must be JSON text ({e})", f"{at}.function.arguments")
+        _check_arguments(arguments, f"{at}.function.arguments")
         calls.append({"id": _as_str(call["id"], f"{at}.id"), "type": "function",
                       "function": {"name": _as_str(fn["name"], f"{at}.function.name"),
                                    "arguments": arguments}})
     return calls
+
+
+def _check_arguments(text: str, where: str) -> None:
+    """Tool-call arguments are JSON text nested at most MAX_ARGUMENT_NESTING deep."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        _fail(f"nested deeper than {MAX_ARGUMENT_NESTING} objects and arrays (a limit)", where)
+    except ValueError as e:
+        _fail(f"must be JSON text ({e})", where)
+    level, depth = [value], 0
+    while level:
+        depth += 1
+        if depth > MAX_ARGUMENT_NESTING:
+            _fail(f"nested deeper than {MAX_ARGUMENT_NESTING} objects and arrays (a limit)", where)
+        level = [x for v in level if isinstance(v, (dict, list)) for x in (v.values() if isinstance(v, dict) else v)]
 
 
 def _messages(value) -> list[dict]:

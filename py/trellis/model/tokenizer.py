@@ -20,6 +20,9 @@ from trellis.model.tokenizer_data import MODELS, default_flags
 # GGUF token types (llama.cpp's llama_token_type).
 TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNUSED, TOKEN_BYTE = 1, 2, 3, 4, 5, 6
 _NOT_TEXT = (TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_UNUSED)
+# What defuse() puts around a control token's text: two Unicode noncharacters (kept for a
+# program's internal use), so encode() reads the token as text.
+_DEFUSED = ("\ufdd0", "\ufdd1")
 
 
 class Tokenizer:
@@ -141,30 +144,68 @@ class Tokenizer:
                 ids.extend(self._spm.encode(chunk.replace(" ", SPACE)))
         return ids
 
+    def defuse(self, text: str) -> str:
+        """`text` with every control-token string in it marked, so that encode() reads it as text:
+        for what users write (message content), which must not forge a turn. Hugging Face's
+        split_special_tokens, for the parts of a prompt that are not the chat template's."""
+        if not self._verbatim or not text:
+            return text
+        return "".join(f"{_DEFUSED[0]}{piece}{_DEFUSED[1]}" if control else piece
+                       for piece, control in self._pieces(text, True, marks=False))
+
     def _split_verbatim(self, text: str, control: bool):
         """(chunk, None) text pieces and (token text, id) matches; the longest token wins at each
         position, scanning left to right (Hugging Face's added-token rule; llama.cpp matches the
-        longest token everywhere first, which differs only when two tokens overlap)."""
+        longest token everywhere first, which differs only when two tokens overlap). A control
+        token marked by defuse() is text."""
+        out, run = [], []
+        for piece, match in self._pieces(text, control, ids=True):
+            if match is None:
+                run.append(piece)
+                continue
+            if run:
+                out.append(("".join(run), None))
+                run = []
+            out.append((piece, match))
+        if run:
+            out.append(("".join(run), None))
+        return out
+
+    def _pieces(self, text: str, control: bool, ids: bool = False, marks: bool = True):
+        """(text, None) and verbatim tokens as (token text, id), or with ids=False (token text,
+        is control); with `marks`, a control token marked by defuse() comes as text."""
         verbatim = self._verbatim
         if not verbatim or not text:
-            return [(text, None)] if text else []
-        out, start, i, n = [], 0, 0, len(text)
+            if text:
+                yield text, None if ids else False
+            return
+        start, i, n = 0, 0, len(text)
         while i < n:
-            match = None
-            for tok, tid, is_control in verbatim.get(text[i], ()):
+            c, match = text[i], None
+            if c == _DEFUSED[0] and control and marks and i + 1 < n:
+                for tok, _, is_control in verbatim.get(text[i + 1], ()):
+                    if is_control and text.startswith(tok + _DEFUSED[1], i + 1):
+                        if start < i:
+                            yield text[start:i], None if ids else False
+                        yield tok, None if ids else False
+                        i = start = i + len(tok) + 2
+                        break
+                else:
+                    i += 1
+                continue
+            for tok, tid, is_control in verbatim.get(c, ()):
                 if (control or not is_control) and text.startswith(tok, i):
-                    match = (tok, tid)
+                    match = (tok, tid if ids else is_control)
                     break
             if match:
                 if start < i:
-                    out.append((text[start:i], None))
-                out.append(match)
+                    yield text[start:i], None if ids else False
+                yield match
                 i = start = i + len(match[0])
             else:
                 i += 1
         if start < n:
-            out.append((text[start:], None))
-        return out
+            yield text[start:], None if ids else False
 
     def _all_token_bytes(self) -> list[bytes]:
         types = self.token_types
