@@ -101,6 +101,22 @@ def test_tokenizer_json_matches_gguf(smollm2, hf_smollm2):
     assert Vocabulary.from_tokenizer_json(json.loads(text)).token_bytes == vocab.token_bytes
 
 
+def test_from_huggingface_takes_tokenizers_and_fast_tokenizers(smollm2, hf_smollm2):
+    """xgrammar's TokenizerInfo.from_huggingface: a `tokenizers.Tokenizer`, or a transformers
+    fast tokenizer (its backend_tokenizer; its eos token ends generation)."""
+    vocab = Vocabulary.from_huggingface(hf_smollm2, vocab_size=49216)
+    assert vocab.vocab_size == 49216 and vocab.token_bytes[:smollm2.vocab_size] == smollm2.token_bytes
+    assert vocab.stop_ids == smollm2.stop_ids
+
+    class FastTokenizer:  # transformers' shape, without importing it
+        backend_tokenizer = hf_smollm2
+        eos_token_id = hf_smollm2.token_to_id("<|im_start|>")  # a model whose eos is another control token
+
+    assert 1 in Vocabulary.from_huggingface(FastTokenizer()).stop_ids
+    with pytest.raises(VocabularyError, match="use_fast=True"):
+        Vocabulary.from_huggingface(object())
+
+
 def test_tokenizer_json_from_path_and_overrides(hf_smollm2, tmp_path):
     path = tmp_path / "tokenizer.json"
     hf_smollm2.save(str(path))

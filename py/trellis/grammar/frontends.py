@@ -22,6 +22,7 @@ from typing import Callable
 from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, UnsupportedSchemaError
 from . import ir
 from .ir import Ref, byte_set, repeat, seq
+from .json_values import schema_of
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def _json_schema(source, **options) -> ir.Grammar:
         from .json_schema import json_schema_to_grammar
     except ImportError as e:  # the JSON Schema front-end is not built into this copy
         raise UnsupportedSchemaError(f"the JSON Schema front-end is not available ({e})") from e
-    return json_schema_to_grammar(source, **options)
+    return json_schema_to_grammar(schema_of(source), **options)
 
 
 def _builtin_json(source=None) -> ir.Grammar:

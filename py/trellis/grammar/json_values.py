@@ -55,10 +55,20 @@ def walk_json(value, path: str = "", *, fields: bool = False, leaves: tuple = (s
             raise NotJson(at, f"a Python {type(v).__name__}")
 
 
+def schema_of(value):
+    """A pydantic model class stands for its JSON Schema (`model_json_schema()`, as xgrammar and
+    the openai SDK take it); any other value is itself. pydantic is never imported here."""
+    return value.model_json_schema() if _is_model(value) else value
+
+
+def _is_model(value) -> bool:
+    return isinstance(value, type) and callable(getattr(value, "model_json_schema", None))
+
+
 def parse_json(value, field: str):
     """`value`, parsed when it is JSON text; it must be JSON (InvalidRequestError naming the place;
-    inner JSON text given as bytes is parsed where it is read) and nest at most MAX_JSON_NESTING
-    deep (GrammarLimitError)."""
+    inner JSON text given as bytes is parsed where it is read, a pydantic model class where a
+    schema is read: schema_of) and nest at most MAX_JSON_NESTING deep (GrammarLimitError)."""
     if isinstance(value, (str, bytes)):
         try:
             with ir.nesting_guard(f"{field}: the JSON text", ir.NESTING_FRAMES):
@@ -66,7 +76,9 @@ def parse_json(value, field: str):
         except ValueError as e:
             fail(f"not valid JSON ({e})", field)
     try:
-        for v, at, depth in walk_json(value, fields=True, leaves=(str, int, float, bytes)):
+        for v, at, depth in walk_json(value, fields=True, leaves=(str, int, float, bytes, type)):
+            if isinstance(v, type) and not _is_model(v):
+                raise NotJson(at, f"a Python class {v.__name__}")
             if depth > MAX_JSON_NESTING:
                 raise GrammarLimitError(f"{field}{at}: nested deeper than {MAX_JSON_NESTING} objects and arrays "
                                         "(a limit)")

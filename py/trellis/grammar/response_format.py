@@ -33,7 +33,7 @@ import re
 
 from ..errors import InvalidRequestError
 from . import ir
-from .json_values import fail, parse_json
+from .json_values import fail, parse_json, schema_of
 from .structural_tag import normalize_structural_tag
 
 KEY_VERSION = 2  # 2: requests name their front-end (frontends.py) and carry its options
@@ -62,7 +62,7 @@ STRICT_DEFAULTS = {"web-llm": True, "OpenAI": False, "TGI": True, "Transformers.
 
 
 def _schema(value, field: str):
-    schema = parse_json(value, field)
+    schema = parse_json(schema_of(value), field)
     if not isinstance(schema, (dict, bool)):
         fail(f"must be a JSON Schema (an object or a boolean), got {type(schema).__name__}", field)
     return schema

@@ -43,7 +43,7 @@ from typing import Callable
 from ..errors import InvalidRequestError
 from . import ir
 from .ir import EMPTY, NOTHING, Ref, alt, char_class, literal, repeat, seq
-from .json_values import fail, parse_json
+from .json_values import fail, parse_json, schema_of
 
 # (kind, source, request field) -> IR: the registry's front-ends (frontends.grammar_of) for the
 # formats a tag embeds (json_schema, regex, ebnf), errors naming the field.
@@ -140,7 +140,7 @@ def _normalize(tag, field: str) -> dict:
             _string(s["end"], f"{where}.end")
             if not any(_string(s["begin"], f"{where}.begin").startswith(t) for t in triggers):
                 fail(f"begin {s['begin']!r} does not start with any trigger", f"{where}.begin")
-            schema = parse_json(s["schema"], f"{where}.schema")
+            schema = parse_json(schema_of(s["schema"]), f"{where}.schema")
             if not isinstance(schema, (dict, bool)):
                 fail("must be a JSON Schema (an object or a boolean)", f"{where}.schema")
             tags.append({"begin": s["begin"], "end": s["end"],
@@ -188,7 +188,7 @@ def _normalize_format(node, field: str) -> dict:
     elif kind == "const_string":
         out["value"] = _string(node["value"], sub("value"))
     elif kind == "json_schema":
-        schema = parse_json(node["json_schema"], sub("json_schema"))
+        schema = parse_json(schema_of(node["json_schema"]), sub("json_schema"))
         if not isinstance(schema, (dict, bool)):
             fail("must be a JSON Schema (an object or a boolean)", sub("json_schema"))
         style = node.get("style", "json")

@@ -186,6 +186,26 @@ class Vocabulary:
         return cls(token_bytes, special, stops, vocab_size, kind)
 
 
+    @classmethod
+    def from_huggingface(cls, tokenizer, vocab_size: int | None = None,
+                         stop_tokens: Iterable[str] | None = None) -> Vocabulary:
+        """A Hugging Face tokenizer object, as xgrammar's TokenizerInfo.from_huggingface takes it: a
+        `tokenizers.Tokenizer`, or a `transformers` fast tokenizer (its backend). Neither package
+        is imported here. `vocab_size`: the model's (its logits' width) when it pads past the
+        tokenizer. The tokenizer's eos token ends generation, beside the default stop rule."""
+        backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+        to_str = getattr(backend, "to_str", None)
+        if not callable(to_str):
+            raise VocabularyError(f"{type(tokenizer).__name__} is not a Hugging Face tokenizers object or fast "
+                                  "tokenizer (load it with use_fast=True, or pass its tokenizer.json to "
+                                  "Vocabulary.from_tokenizer_json)")
+        vocab = cls.from_tokenizer_json(json.loads(to_str()), vocab_size, stop_tokens)
+        eos = getattr(tokenizer, "eos_token_id", None)
+        if stop_tokens is None and isinstance(eos, int) and eos in vocab.special_ids:
+            vocab.stop_ids = tuple(sorted({*vocab.stop_ids, eos}))
+        return vocab
+
+
 def _checked_ids(ids: Iterable[int], size: int, what: str) -> list[int]:
     out = []
     for i in ids:
