@@ -125,7 +125,11 @@ def test_unknown_and_unsupported_fields():
     assert field_of(temprature=0.5) == "temprature"
     err = chat_error({"messages": [USER], "functions": []})
     assert err.field == "functions" and "tools" in err.message
-    assert field_of(user="u1") == "user"
+    assert field_of(user=["u1"]) == "user" and field_of(metadata="m") == "metadata"
+    # OpenAI's bookkeeping fields change nothing: accepted and ignored
+    ignored = {"user": "u1", "metadata": {"k": "v"}, "store": False, "service_tier": "auto"}
+    assert parse_chat_request({"messages": [USER], **ignored}, vocab_size=VOCAB) == \
+        parse_chat_request({"messages": [USER]}, vocab_size=VOCAB)
     assert field_of(best_of=2) == "best_of"
     assert chat_error(["not", "a", "dict"]).field == "request"
 
@@ -433,7 +437,8 @@ def test_completion_defaults_and_round_trip():
     ({"prompt": "x", "echo": "yes"}, "echo"),
     ({"prompt": "x", "suffix": "end"}, "suffix"),
     ({"prompt": "x", "best_of": 2}, "best_of"),
-    ({"prompt": "x", "user": "u"}, "user"),
+    ({"prompt": "x", "user": 5}, "user"),
+    ({"prompt": "x", "store": "yes"}, "store"),
     ({"prompt": "x", "messages": [USER]}, "messages"),
     ({"prompt": "x", "tools": [WEATHER]}, "tools"),
     ({"prompt": "x", "temperature": 9}, "temperature"),

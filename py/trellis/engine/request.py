@@ -30,8 +30,9 @@ Decisions where web-llm and OpenAI differ or are silent:
     output, finish the structure instead of returning it cut.
   * Message content may be a list of text parts for every role (OpenAI allows it); the texts are
     joined with "\n". Image, audio and file parts are refused: the models are text-only.
-  * `suffix`, `best_of`, `user`, and the deprecated `functions` / `function_call` are refused
-    with a message saying so; prompts given as lists (of strings or token ids) are refused.
+  * `suffix`, `best_of`, and the deprecated `functions` / `function_call` are refused with a
+    message saying so; prompts given as lists (of strings or token ids) are refused. `user`,
+    `metadata`, `store` and `service_tier` (OpenAI's bookkeeping) are checked for type and ignored.
   * tools together with a response_format are refused (both constrain the output; tool calls are
     themselves enforced through a structural-tag response format), unless tool_choice is "none".
   * Without tools, tool_choice is an error; with tools it defaults to "auto".
@@ -69,13 +70,16 @@ _GENERATION_FIELDS = {
     "presence_penalty", "repetition_penalty", "logit_bias", "logprobs", "top_logprobs", "n",
     "ignore_eos", "complete_on_length",
 }
-_COMMON_FIELDS = _GENERATION_FIELDS | {"model", "stream", "stream_options", "response_format", "extra_body"}
+# OpenAI fields that do not change the answer (bookkeeping for OpenAI's own service): accepted when
+# well-formed and ignored, as vLLM's and llama.cpp's servers do.
+_IGNORED = {"user": str, "metadata": dict, "store": bool, "service_tier": str}
+_COMMON_FIELDS = _GENERATION_FIELDS | set(_IGNORED) | {"model", "stream", "stream_options", "response_format",
+                                                       "extra_body"}
 _CHAT_FIELDS = _COMMON_FIELDS | {"messages", "tools", "tool_choice", "parallel_tool_calls"}
 _COMPLETION_FIELDS = _COMMON_FIELDS | {"prompt", "echo"}
 _UNSUPPORTED = {
     "suffix": "not supported (no fill-in-the-middle)",
     "best_of": "not supported; use n and pick among the choices",
-    "user": "not supported",
     "functions": "deprecated by OpenAI and not supported; use tools",
     "function_call": "deprecated by OpenAI and not supported; use tool_choice",
 }
@@ -304,6 +308,11 @@ def _top_level(req, allowed: set, what: str) -> dict:
     for key, value in req.items():
         if key not in allowed and value is not None:
             _fail(_UNSUPPORTED.get(key, "unknown field"), str(key))
+    for key, kind in _IGNORED.items():
+        value = req.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool) != (kind is bool)):
+            _fail(f"must be a {'boolean' if kind is bool else 'string' if kind is str else 'object'}, "
+                  f"got {_kind(value)}", key)
     return req
 
 
