@@ -84,6 +84,7 @@ async def build(files, device, pipelines, kernels, choice_json: str, context: in
     return json.dumps({"value": {"model": built.model_id, "context": m.context, "vocab_size": m.vocab_size,
                                  "weight_bytes": m.weight_bytes, "dispatches_per_token": m.dispatches_per_token,
                                  "adapter": backend.adapter_info, "variant": m.variant,
+                                 "kernels_compiled_in_python": backend.compiled_here,
                                  "sampling": built.sampling_defaults}})
 
 

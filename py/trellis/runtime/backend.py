@@ -15,10 +15,10 @@ class Backend(Protocol):
     # that share loads across lanes need both).
     adapter_info: dict
     limits: dict
-    # Optional: where the host chose the model's kernel variant before the engine existed (the
-    # browser's worker compiles its pipelines meanwhile), its name, or None for the default kernels;
-    # the executor runs that. Absent: the executor chooses by `adapter_info` (Artifacts.variant_for).
-    kernel_variant: str | None
+    # Optionally `kernel_variant`: where the host chose the model's kernel variant before the engine
+    # existed (the browser's worker compiles its pipelines meanwhile), its name, or None for the
+    # default kernels; the executor runs that. Absent: the executor chooses by `adapter_info`
+    # (Artifacts.variant_for, the one rule).
 
     def create_buffer(self, label: str, size: int, data: bytes | None = None) -> object:
         """A storage buffer of `size` bytes (a multiple of 4), zero-filled or holding `data`."""

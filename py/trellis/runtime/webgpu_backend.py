@@ -92,6 +92,7 @@ class WebGPUBackend:
             raise RuntimeBackendError("the WebGPU backend runs only under Pyodide (use WgpuBackend)") from e
         self._js, self._to_js, self._JsProxy = js, to_js, JsProxy
         self._pipelines, self.kernel_variant = pipelines, kernel_variant
+        self.compiled_here = []  # kernels the worker had not compiled when asked for: compiled here
         self.device, self._queue = device, device.queue
         self._helper = run_js(_HELPER_JS)
         self._errors = js.Array.new()  # WebGPU validation errors and device loss, raised on the next read
@@ -146,6 +147,7 @@ class WebGPUBackend:
             if failure is not None:
                 raise RuntimeBackendError(f"kernel {label} failed to compile: {failure}")
             return pipeline
+        self.compiled_here.append(label)
         module = self.device.createShaderModule(self._object({"label": label, "code": wgsl}))
         return self.device.createComputePipeline(self._object(
             {"label": label, "layout": "auto", "compute": {"module": module, "entryPoint": entry_point}}))
