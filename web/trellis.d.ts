@@ -160,7 +160,12 @@ export interface EngineInfo {
   vocab_size: number;
   weight_bytes: number;
   dispatches_per_token: number;
-  adapter: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean };
+  adapter: { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean;
+    subgroup_size?: number };
+  /** The kernel variant the engine runs (chosen by Python for this adapter; the worker compiled its kernels), or null. */
+  variant: string | null;
+  /** Kernels the engine needed before the worker had compiled them, compiled in Python while it was built. */
+  kernels_compiled_in_python: string[];
   weights: { totalBytes: number; fetchedBytes: number; cachedBytes: number };
   /** The model's request defaults (from its generation config), used where a request leaves the field out. */
   sampling: { temperature?: number; top_p?: number; repetition_penalty?: number };

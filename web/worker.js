@@ -132,52 +132,57 @@ async function fetchShards(base, manifest, files) {
 }
 
 // Compiles the kernels' pipelines into `pipelines` (kernel name -> GPUComputePipeline, or
-// {compileError} when its compile failed), first those of the decode and mask plans, while Pyodide
-// starts: they are all the engine needs to be ready. On a software adapter compiling takes longer
-// than anything else at start-up, most of it the prefill plan's larger kernels: `compileRest()`
-// starts those once the engine is ready (prefill runs token by token until they are in).
-function compileKernels(device, info, manifest, files, pipelines) {
+// {compileError} when its compile failed), first those of the decode and mask plans: they are all the
+// engine needs to be ready. On a software adapter compiling takes longer than anything else at
+// start-up, most of it the prefill plan's larger kernels: `compileRest()` starts those once the engine
+// is ready (prefill runs token by token until they are in). Which kernels the plans run depends on the
+// kernel variant Python chooses once it has started (`swaps`: a promise of {kernel: its replacement});
+// the decode and mask plans' kernels that no variant replaces compile meanwhile.
+function compileKernels(device, manifest, files, pipelines, swaps) {
   const text = new TextDecoder();
-  const swaps = adapterVariant(manifest, info);
-  const used = (plan) => manifest.plans[plan].dispatches.map((d) => swaps[d.kernel] || d.kernel);
-  const needed = new Set(['decode', 'mask'].flatMap(used));
-  const modules = [...new Set(Object.keys(manifest.plans).flatMap(used))].map((name) => [name, manifest.kernels[name],
-    device.createShaderModule({ label: name, code: text.decode(files.get(manifest.kernels[name].wgsl)) })]);
+  const replaceable = new Set(Object.values(manifest.variants || {}).flatMap((v) => Object.keys(v.kernels)));
+  const kernelsOf = (plans, chosen) => new Set(plans.flatMap((plan) =>
+    manifest.plans[plan].dispatches.map((d) => chosen[d.kernel] || d.kernel)));
+  // Shader modules are made as soon as their kernels are known, while `files` (cleared once the
+  // engine is built) holds their sources.
+  const modules = new Map();
+  const makeModules = (names) => names.forEach((name) => modules.has(name) || modules.set(name,
+    device.createShaderModule({ label: name, code: text.decode(files.get(manifest.kernels[name].wgsl)) })));
+  let needed = kernelsOf(['decode', 'mask'], {});
   let done = 0;
-  const compile = ([name, k, module]) => device.createComputePipelineAsync({ label: name, layout: 'auto',
-    compute: { module, entryPoint: k.entry_point } })
-    .catch((e) => ({ compileError: e.message }))
-    .then((pipeline) => {
-      pipelines.set(name, pipeline);
-      if (!needed.has(name)) return;
-      parts.kernels = ++done / needed.size;
-      progress(`GPU kernels: ${done} of ${needed.size} compiled`, { stage: 'kernels' });
-    });
+  const compiles = new Map();  // kernel name -> its compile (each kernel compiles once)
+  const compile = (name) => {
+    if (compiles.has(name)) return compiles.get(name);
+    const compiled = device.createComputePipelineAsync({ label: name, layout: 'auto',
+      compute: { module: modules.get(name), entryPoint: manifest.kernels[name].entry_point } })
+      .catch((e) => ({ compileError: e.message }))
+      .then((pipeline) => {
+        pipelines.set(name, pipeline);
+        if (!needed.has(name)) return;
+        parts.kernels = ++done / needed.size;
+        progress(`GPU kernels: ${done} of ${needed.size} compiled`, { stage: 'kernels' });
+      });
+    compiles.set(name, compiled);
+    return compiled;
+  };
+  const first = [...needed].filter((name) => !replaceable.has(name));
+  makeModules(first);
+  first.forEach(compile);
+  const all = swaps.then((chosen) => {
+    needed = kernelsOf(['decode', 'mask'], chosen);  // the kernels compiled so far are in it
+    const every = kernelsOf(Object.keys(manifest.plans), chosen);
+    makeModules(every);
+    return every;
+  });
   return {
-    needed: Promise.all(modules.filter(([name]) => needed.has(name)).map(compile)),
-    compileRest: () => Promise.all(modules.filter(([name]) => !needed.has(name)).map(compile)),
+    needed: all.then(() => Promise.all([...needed].map(compile))),
+    compileRest: () => all.then((every) => Promise.all([...every].map(compile))),
   };
 }
 
-// {kernel: its replacement} of the manifest's kernel variant for this adapter: the first whose adapter
-// name occurs in the adapter's vendor, architecture, device or description, in lower case, and whose
-// subgroup size, if it needs one, is the device's (Artifacts.variant_for's rule).
-function adapterVariant(manifest, info) {
-  const text = [info.vendor, info.architecture, info.device, info.description].map((v) => v || '').join(' ')
-    .toLowerCase();
-  const found = Object.entries(manifest.variants || {}).find(([, v]) => text.includes(v.adapter)
-    && (v.subgroup_size == null || v.subgroup_size === info.subgroup_size));
-  if (!found) return {};
-  const unknown = Object.entries(found[1].kernels).flat().filter((k) => !(k in manifest.kernels));
-  if (unknown.length) {
-    throw { name: 'ModelError', message: `the manifest's ${found[0]} variant names unknown kernels ${unknown.slice(0, 3)}: rebuild` };
-  }
-  return found[1].kernels;
-}
-
-// The device's subgroup size, if every subgroup of a 64-invocation workgroup has it and its lanes
-// follow the local index (what TVM's subgroup code assumes), else null. `probe`: the probe's source.
-async function subgroupSize(device, probe) {
+// The subgroup probe's raw output (64 sizes, then 64 lanes; Python's backend.subgroup_size_of says
+// what they mean). `probe`: the probe's source.
+async function runSubgroupProbe(device, probe) {
   const usage = GPUBufferUsage;
   const out = device.createBuffer({ size: 512, usage: usage.STORAGE | usage.COPY_SRC });
   const read = device.createBuffer({ size: 512, usage: usage.MAP_READ | usage.COPY_DST });
@@ -194,11 +199,10 @@ async function subgroupSize(device, probe) {
   encoder.copyBufferToBuffer(out, 0, read, 0, 512);
   device.queue.submit([encoder.finish()]);
   await read.mapAsync(GPUMapMode.READ);
-  const words = new Uint32Array(read.getMappedRange().slice(0));
+  const words = Array.from(new Uint32Array(read.getMappedRange().slice(0)));
   read.destroy();
   out.destroy();
-  const size = words[0];
-  return size && words.slice(0, 64).every((s, i) => s === size && words[64 + i] === i % size) ? size : null;
+  return words;
 }
 
 async function requestDevice() {
@@ -220,9 +224,8 @@ async function requestDevice() {
     isFallbackAdapter: i.isFallbackAdapter ?? adapter.isFallbackAdapter };
   // Only one size will do: a device that picks a size per pipeline could give the probe another.
   const oneSize = (i.subgroupMinSize ?? 0) === (i.subgroupMaxSize ?? 0);
-  const size = subgroups && oneSize ? await subgroupSize(device, probe).catch(() => null) : null;
-  if (size) info.subgroup_size = size;
-  return { device, info };
+  const probed = subgroups && oneSize ? await runSubgroupProbe(device, probe).catch(() => null) : null;
+  return { device, info, probe: probed };
 }
 
 // Python's start-up, kept as a Pyodide memory snapshot in the Cache API: a cold start runs the
@@ -292,9 +295,17 @@ async function init({ modelUrl, context }) {
   const grammar = loadGrammarCore(new URL('trellis_grammar.wasm', SITE).href);
   const program = fetchProgram(base);
   const shards = program.then(({ manifest, files }) => fetchShards(base, manifest, files));
+  // Which kernels run (the adapter's kernel variant) is Python's choice, by the desktop's rule, made
+  // once Python has started; kernels no variant replaces compile before it.
+  const choice = Promise.all([python, gpu, program]).then(([{ module }, { info, probe }, { files }]) => {
+    const answer = JSON.parse(module.kernel_variant(files, JSON.stringify({ adapter: info, probe })));
+    if (answer.error) throw answer.error;
+    return answer.value;
+  });
+  choice.catch(() => {});  // (awaited below)
   const pipelines = new Map();
-  const kernels = Promise.all([gpu, program]).then(([{ device, info }, { manifest, files }]) =>
-    compileKernels(device, info, manifest, files, pipelines));
+  const kernels = Promise.all([gpu, program]).then(([{ device }, { manifest, files }]) =>
+    compileKernels(device, manifest, files, pipelines, choice.then((c) => c.kernels)));
   const needed = kernels.then((k) => k.needed);
   const kernelsDone = timed(needed);
   kernelsDone.catch(() => {});  // (its failure fails the device or the program too, reported below)
@@ -302,11 +313,12 @@ async function init({ modelUrl, context }) {
   // only its plans wait for them.
   const [pythonMs, , , weightsMs] = await Promise.all([timed(python), timed(gpu), timed(grammar), timed(shards)]);
   const { module, packageMs, restored, keep } = await python;
-  const { device, info } = await gpu;
+  const { device } = await gpu;
   const { files } = await program;
+  const chosen = await choice;
   progress('building the engine (GPU buffers, tokenizer, vocabulary)', { stage: 'engine' });
   const t1 = performance.now();
-  const answer = JSON.parse(await module.build(files, device, pipelines, needed, JSON.stringify(info),
+  const answer = JSON.parse(await module.build(files, device, pipelines, needed, JSON.stringify(chosen),
     context || 0, modelIdOf(base)));
   const kernelsMs = await kernelsDone;
   files.clear();

@@ -11,6 +11,7 @@ from trellis.engine import AsyncEngine
 from trellis.errors import InvalidRequestError
 from trellis.model import chat_template
 from trellis.runtime.artifacts import Artifacts
+from trellis.runtime.backend import subgroup_size_of
 from trellis.runtime.webgpu_backend import WebGPUBackend
 
 _ERROR_FIELDS = ("field", "keyword", "pointer", "line", "column")
@@ -19,25 +20,51 @@ engine = None
 chat_template.environment()
 
 
-async def build(files, device, pipelines, kernels, adapter_info_json: str, context: int, model_id: str = "") -> str:
-    """`files`: a JS Map of the model folder's files (name -> Uint8Array), sha256 already checked;
-    `pipelines`: a JS Map of the kernels the worker compiles meanwhile (kernel name -> pipeline);
-    `kernels`: a JS promise, settled once the decode and mask plans' kernels are in `pipelines`: the
-    buffers, weights, tokenizer and grammar compiler are built before it, the plans after;
-    `model_id`: the site's name for the model (its `/models/<id>/` folder), as the desktop uses the folder's name.
-    Returns JSON: {"value": facts about the engine} or {"error": error record}."""
-    global engine
+def kernel_variant(files, device_json: str) -> str:
+    """Which kernels the worker compiles, decided here once by the desktop's rule
+    (Artifacts.variant_for) before any pipeline of a kernel that a variant replaces is compiled.
+    `files`: the JS Map of the model's small files (the manifest at least); `device_json`:
+    {"adapter": the adapter's vendor, architecture, device, description..., "probe": the subgroup
+    probe's raw output (128 words) or null}. Returns JSON: {"value": {"adapter": the adapter's facts
+    with the subgroup size the probe means, "variant": its name or null, "kernels": {kernel: its
+    replacement}}} (what the worker then passes to `build`) or {"error": error record}."""
+    try:
+        device = json.loads(device_json)
+        adapter = dict(device["adapter"])
+        size = subgroup_size_of(device.get("probe"))
+        if size:
+            adapter["subgroup_size"] = size
+        name, swaps = Artifacts(_reader(files)).variant_for(adapter)
+        return json.dumps({"value": {"adapter": adapter, "variant": name, "kernels": swaps}})
+    except Exception as e:
+        return json.dumps({"error": error_record(e)})
 
+
+def _reader(files):
     def read(name: str) -> bytes:
         data = files.get(name)
         if data is None:
             raise OSError(f"{name} was not fetched")
         return data.to_bytes()
 
+    return read
+
+
+async def build(files, device, pipelines, kernels, choice_json: str, context: int, model_id: str = "") -> str:
+    """`files`: a JS Map of the model folder's files (name -> Uint8Array), sha256 already checked;
+    `pipelines`: a JS Map of the kernels the worker compiles meanwhile (kernel name -> pipeline);
+    `kernels`: a JS promise, settled once the decode and mask plans' kernels are in `pipelines`: the
+    buffers, weights, tokenizer and grammar compiler are built before it, the plans after;
+    `choice_json`: `kernel_variant`'s value (the adapter's facts and the variant the pipelines are for);
+    `model_id`: the site's name for the model (its `/models/<id>/` folder), as the desktop uses the folder's name.
+    Returns JSON: {"value": facts about the engine} or {"error": error record}."""
+    global engine
+
     try:
-        backend = WebGPUBackend(device, json.loads(adapter_info_json) or None, pipelines)
+        choice = json.loads(choice_json)
+        backend = WebGPUBackend(device, choice["adapter"] or None, pipelines, kernel_variant=choice["variant"])
         # The worker verified every shard's sha256 (crypto.subtle).
-        artifacts = Artifacts(read, verify=False, id=model_id or None,
+        artifacts = Artifacts(_reader(files), verify=False, id=model_id or None,
                               read_shard=lambda name: _JsShard(files.get(name)))
         sizing = {"context": context} if context else {}  # else the engine's default KV cache size
         built = AsyncEngine(artifacts=artifacts, backend=backend, grammar_core="pyodide", prepare=False, **sizing)
@@ -51,6 +78,7 @@ async def build(files, device, pipelines, kernels, adapter_info_json: str, conte
     return json.dumps({"value": {"model": built.model_id, "context": m.context, "vocab_size": m.vocab_size,
                                  "weight_bytes": m.weight_bytes, "dispatches_per_token": m.dispatches_per_token,
                                  "adapter": backend.adapter_info, "variant": m.variant,
+                                 "kernels_compiled_in_python": backend.compiled_here,
                                  "sampling": built.sampling_defaults}})
 
 

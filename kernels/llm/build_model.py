@@ -22,6 +22,7 @@ from kernels.llm import graph
 from kernels.llm.gguf_model import dequantize, read_config, read_sampling, read_tokenizer, tensors_by_name
 from kernels.llm.pack import group_format, pack_linear, pack_vector, rope_table
 from trellis.errors import ModelError
+from trellis.runtime.abi import MASKED_LOGIT
 
 MANIFEST_VERSION = 2  # 2: variants name their adapter and subgroup size
 SHARD_LIMIT = 32 * 1024 * 1024
@@ -294,6 +295,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
         "weights": weights,
         "plans": plans,
         "variants": variants,
+        "masked_logit": MASKED_LOGIT,  # what the mask kernel writes; the executor checks it is its own
         "build_stamp": stamp,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 from tvm.script import tirx as T
 
+from trellis.runtime.abi import MASKED_LOGIT  # the runtime's value: the manifest records it
+
 F32, U32, I32 = "float32", "uint32", "int32"
 F32X4, U32X4 = "float32x4", "uint32x4"
 WG = 64  # invocations per workgroup for element-parallel kernels
@@ -36,7 +38,9 @@ WG = 64  # invocations per workgroup for element-parallel kernels
 DOT_WG = 16
 # step buffer: [tokens in this chunk, position of its first token, unused, unused]
 STEP_WORDS = 4
-MASKED_LOGIT = -3.0e38  # what a disallowed token's logit becomes (short in WGSL's 7-digit literal)
+# Attention's running maximum before the first key, and the score of a key a query does not see:
+# below any real score, so exp(it - max) is 0 (WGSL has no infinity literal).
+NO_SCORE = -3.0e38
 
 # Per format: 16-byte vectors of quantized values per 32-element block, and blocks per scale vector.
 # (pack.KERNEL_FORMATS says which GGUF types each format holds.)
@@ -1019,12 +1023,12 @@ def attention(n_heads, n_kv, head_dim, context, tokens, lanes=1, heads=1, window
                             for j in T.unroll(H * per_lane):
                                 o[j] = T.Broadcast(T.float32(0), 4)
                             for hh in T.unroll(H):
-                                acc[4 * hh] = T.float32(-3.0e38)
+                                acc[4 * hh] = T.float32(NO_SCORE)
                                 acc[4 * hh + 2] = T.float32(0)
                             # Causal: token t sits at position step[1] + t and sees keys up to it.
                             for k0 in range(_first_key(step[1] + t, window) // tile, (step[1] + t + tile) // tile):
                                 for hh in T.unroll(H):
-                                    acc[4 * hh + 3] = T.float32(-3.0e38)
+                                    acc[4 * hh + 3] = T.float32(NO_SCORE)
                                 if _sees(k0 * tile + i, step[1] + t, window):
                                     for hh in T.unroll(H):
                                         dot[0] = T.Broadcast(T.float32(0), 4)

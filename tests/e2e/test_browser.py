@@ -42,6 +42,9 @@ def test_page_loads_and_reports_progress(page):
     assert info["adapter"]["architecture"] == "swiftshader"  # Chromium's WebGPU on the CPU
     # Its subgroups have 4 lanes, so the worker and the engine run the kernels that share x loads.
     assert info["adapter"]["subgroup_size"] == 4 and info["variant"] == "swiftshader-subgroups-4"
+    # The worker compiled the decode and mask plans' kernels of the variant Python chose, so the engine
+    # compiled none of them itself (only the argmax plan's, which the worker leaves for later).
+    assert all(k.startswith("argmax") for k in info["kernels_compiled_in_python"]), info["kernels_compiled_in_python"]
     fractions = [r["progress"] for r in progress]
     assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] == 1
     weights = [r for r in progress if r.get("stage") == "weights"]

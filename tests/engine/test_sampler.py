@@ -8,7 +8,7 @@ import pytest
 
 from trellis.engine.request import GenerationConfig
 from trellis.engine.sampler import Sampler
-from trellis.runtime.executor import MASKED_LOGIT
+from trellis.runtime.abi import MASKED_LOGIT
 
 
 def logits(*values):

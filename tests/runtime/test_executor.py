@@ -1,5 +1,6 @@
 """The WebGPU executor (wgpu-py on lavapipe) against the numpy reference forward pass."""
 
+import json
 import random
 import struct
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.model.reference import ReferenceLlama
+from trellis.runtime.abi import MASKED_LOGIT
 from trellis.errors import ModelError, SequenceLengthError
 
 PROMPT = [1, 40, 41, 200, 7, 268, 3, 99, 100, 5, 17, 2, 0, 64, 128, 255] * 3  # 48 tokens: 1.5 chunks
@@ -48,6 +50,70 @@ def test_adapter_variant_is_chosen_by_adapter_name(tiny_model, tiny_executor, re
     plain = Executor(artifacts, wgpu_backend, context=64, variants=False)
     assert plain.variant is None and all(plain.kernel_of(d) == d["kernel"] for d in decode)
     _check_against_reference(plain, reference, 4)
+
+
+class _JsBytes(bytes):
+    """A fetched file as web/worker.py sees it (a Uint8Array's to_bytes)."""
+
+    def to_bytes(self) -> bytes:
+        return bytes(self)
+
+
+SWIFTSHADER = {"vendor": "google", "architecture": "swiftshader", "device": "", "description": ""}
+
+
+def _probe(size: int, lanes=None) -> list[int]:
+    """The subgroup probe's output when every subgroup has `size` lanes (`lanes`: another lane order)."""
+    return [size] * 64 + list(lanes if lanes is not None else (i % size for i in range(64)))
+
+
+def test_probe_output_means_one_subgroup_size_or_none():
+    from trellis.runtime.backend import subgroup_size_of
+
+    assert subgroup_size_of(_probe(4)) == 4 and subgroup_size_of(_probe(32)) == 32
+    assert subgroup_size_of([8] * 32 + [16] * 32 + [i % 8 for i in range(64)]) is None  # two sizes
+    assert subgroup_size_of(_probe(8, [(i + 1) % 8 for i in range(64)])) is None  # lanes not in local order
+    assert subgroup_size_of([0] * 128) is None and subgroup_size_of(None) is None and subgroup_size_of([4] * 64) is None
+
+
+def test_the_workers_kernel_choice_is_what_the_executor_runs(tiny_model, reference, wgpu_backend):
+    """The browser's worker compiles the kernels web/worker.py's kernel_variant chooses (from the
+    adapter's facts and the raw probe output), and the executor runs that choice rather than its own:
+    here on lavapipe, whose own choice is the llvmpipe variant, with SwiftShader's facts."""
+    from trellis.runtime import Artifacts, Executor
+    from web import worker
+
+    files = {"manifest.json": _JsBytes((tiny_model[1] / "manifest.json").read_bytes())}
+    artifacts = Artifacts.from_dir(tiny_model[1])
+    decode = artifacts.manifest["plans"]["decode"]["dispatches"]
+    own = artifacts.variant_for(wgpu_backend.adapter_info)[0]
+    for probe, want in ((_probe(4), "swiftshader-subgroups-4"), (_probe(4, [0] * 64), None)):
+        choice = json.loads(worker.kernel_variant(files, json.dumps({"adapter": SWIFTSHADER, "probe": probe})))
+        choice = choice["value"]
+        assert choice["variant"] == want and choice["adapter"].get("subgroup_size") == (want and 4)
+        assert choice["kernels"] == (artifacts.manifest["variants"][want]["kernels"] if want else {})
+        wgpu_backend.kernel_variant = choice["variant"]
+        try:
+            ex = Executor(artifacts, wgpu_backend, context=64)
+        finally:
+            del wgpu_backend.kernel_variant
+        assert ex.variant == want != own
+        assert all(ex.kernel_of(d) == choice["kernels"].get(d["kernel"], d["kernel"]) for d in decode)
+    _check_against_reference(ex, reference, 2)
+    answer = json.loads(worker.kernel_variant({}, json.dumps({"adapter": SWIFTSHADER, "probe": None})))
+    assert answer["error"]["name"] == "ModelError" and "manifest" in answer["error"]["message"]
+
+
+def test_a_model_built_with_another_masked_logit_is_refused(tiny_model):
+    from trellis.runtime import Artifacts, Executor
+
+    manifest = json.loads((tiny_model[1] / "manifest.json").read_text())
+    assert manifest["masked_logit"] == MASKED_LOGIT
+    for value in (-1.0e30, None):
+        manifest["masked_logit"] = value
+        artifacts = Artifacts(lambda name: json.dumps(manifest).encode())
+        with pytest.raises(ModelError, match=r"masked_logit .* is (-1e\+30|None), not this runtime's -3e\+38"):
+            Executor(artifacts, backend=None)
 
 
 def test_four_lane_variant_matches_reference(tiny_model, reference, wgpu_backend):
@@ -149,7 +215,6 @@ def test_bitmask_is_applied_on_the_gpu(tiny_executor, reference):
     words = [w - (1 << 32) if w >= 1 << 31 else w for w in words]  # int32 words, as the grammar writes them
     got = np.asarray(tiny_executor.prefill(PROMPT[:20], bitmask=words))
     want = reference.forward(PROMPT[:20])[-1]
-    from trellis.runtime.executor import MASKED_LOGIT
 
     lowest = np.float32(MASKED_LOGIT)
     assert all(got[t] == lowest for t in range(269) if t not in allowed)
@@ -243,7 +308,7 @@ def test_argmax_plan_takes_the_first_of_equal_maxima(tiny_executor):
     tie = [0.0] * vocab
     tie[vocab - 1] = tie[200] = tie[3] = 5.0
     rng = random.Random(0)
-    cases = [[0.0] * vocab, [float(i % 7) for i in range(vocab)], [-3.0e38] * (vocab - 1) + [-1.0], tie,
+    cases = [[0.0] * vocab, [float(i % 7) for i in range(vocab)], [MASKED_LOGIT] * (vocab - 1) + [-1.0], tie,
              *([rng.choice((1.0, 2.0, 2.0000002)) for _ in range(vocab)] for _ in range(5))]
     for logits in cases:
         data = struct.pack(f"<{vocab}f", *logits)

@@ -15,7 +15,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from trellis.runtime.executor import MASKED_LOGIT
+from trellis.runtime.abi import MASKED_LOGIT
 
 CUTOFF = 40.0
 _ALLOWED_ABOVE = MASKED_LOGIT / 2  # masked logits stay far below this even after +100 of bias

@@ -42,7 +42,7 @@ class Artifacts:
         the first whose adapter name occurs in the adapter's vendor, architecture, device or
         description (lower case) and whose subgroup size, if it needs one, is the adapter's
         (`adapter_info["subgroup_size"]`, which the backend measured); or (None, {}).
-        web/worker.js applies the same rule."""
+        The one rule: the browser's worker asks it (web/worker.py kernel_variant) which kernels to compile."""
         text = " ".join(str(adapter_info.get(k) or "")
                         for k in ("vendor", "architecture", "device", "description")).lower()
         for name, variant in self.manifest.get("variants", {}).items():

@@ -15,6 +15,10 @@ class Backend(Protocol):
     # that share loads across lanes need both).
     adapter_info: dict
     limits: dict
+    # Optionally `kernel_variant`: where the host chose the model's kernel variant before the engine
+    # existed (the browser's worker compiles its pipelines meanwhile), its name, or None for the
+    # default kernels; the executor runs that. Absent: the executor chooses by `adapter_info`
+    # (Artifacts.variant_for, the one rule).
 
     def create_buffer(self, label: str, size: int, data: bytes | None = None) -> object:
         """A storage buffer of `size` bytes (a multiple of 4), zero-filled or holding `data`."""
@@ -66,3 +70,21 @@ class StagingPool:
 
     def give(self, entry: tuple) -> None:
         self._free.append(entry)
+
+
+PROBE_INVOCATIONS = 64  # subgroup_probe.wgsl's workgroup size: it writes 64 sizes, then 64 lanes
+
+
+def subgroup_size_of(words) -> int | None:
+    """What the subgroup probe's output (subgroup_probe.wgsl, 2 x 64 u32 words, run by each backend)
+    means: the device's subgroup size if every subgroup of the workgroup has that one size and its
+    lanes follow the local index (what TVM's subgroup code assumes), else None. The one reading of
+    it, for the desktop backend and the browser's worker alike."""
+    n = PROBE_INVOCATIONS
+    words = list(words or ())
+    if len(words) < 2 * n:
+        return None
+    size = words[0]
+    if size and all(words[i] == size and words[n + i] == i % size for i in range(n)):
+        return size
+    return None

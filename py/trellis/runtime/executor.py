@@ -8,10 +8,10 @@ import struct
 from array import array
 
 from trellis.errors import ModelError, RuntimeBackendError, SequenceLengthError
+from trellis.runtime.abi import MASKED_LOGIT
 from trellis.runtime.artifacts import Artifacts
 
 STEP_WORDS = 4  # [tokens in this run, position of the first one, unused, unused]
-MASKED_LOGIT = -3.0e38  # the logit of a token the bitmask disallows (as kernels/llm writes it)
 # Token-by-token prefill (the prefill kernels still compiling) checks for them this often.
 TOKENS_BETWEEN_CHECKS = 4
 
@@ -21,10 +21,16 @@ class Executor:
                  variants: bool | str = True):
         """Allocates the buffers and uploads the weights; with `prepare`, also builds the plans (else call
         `prepare()` before running: the browser uploads weights while its kernels still compile).
-        With `variants`, runs the kernel variants the model has for the backend's adapter, or with a
-        variant's name that one (`variant` names them; None: the default kernels)."""
+        With `variants`, runs the kernel variants the model has for the backend's adapter (or those the
+        backend's `kernel_variant` names, chosen before the engine existed), or with a variant's name
+        that one (`variant` names them; None: the default kernels)."""
         m = artifacts.manifest
+        if m.get("masked_logit") != MASKED_LOGIT:
+            raise ModelError(f"the manifest's masked_logit (a disallowed token's logit) is {m.get('masked_logit')!r},"
+                             f" not this runtime's {MASKED_LOGIT}: rebuild the model")
         info = getattr(backend, "adapter_info", {})
+        if variants is True:  # a choice already made: the browser's worker compiled that variant's kernels
+            variants = getattr(backend, "kernel_variant", True)
         if isinstance(variants, str):
             self.variant, self._swaps = variants, artifacts.variant_named(variants, info)
         else:

@@ -76,11 +76,14 @@ def _hyphenated(name: str) -> str:
 
 
 class WebGPUBackend:
-    def __init__(self, device, adapter_info: dict | None = None, pipelines=None):
+    def __init__(self, device, adapter_info: dict | None = None, pipelines=None,
+                 kernel_variant: str | None | bool = True):
         """`device`: a GPUDevice (a JsProxy) the worker requested with the limits it needs;
         `pipelines`: optionally a JS Map of kernel name -> compute pipeline (or {compileError}) that
         the worker fills as its createComputePipelineAsync calls finish; kernels it lacks compile here,
-        except that the executor waits (`kernel_ready`) for those it can do without for a while."""
+        except that the executor waits (`kernel_ready`) for those it can do without for a while;
+        `kernel_variant`: the model's kernel variant those pipelines are for (None: the default
+        kernels), which the executor then runs; True: the executor chooses by `adapter_info`."""
         try:
             import js
             from pyodide.code import run_js
@@ -88,7 +91,8 @@ class WebGPUBackend:
         except ImportError as e:
             raise RuntimeBackendError("the WebGPU backend runs only under Pyodide (use WgpuBackend)") from e
         self._js, self._to_js, self._JsProxy = js, to_js, JsProxy
-        self._pipelines = pipelines
+        self._pipelines, self.kernel_variant = pipelines, kernel_variant
+        self.compiled_here = []  # kernels the worker had not compiled when asked for: compiled here
         self.device, self._queue = device, device.queue
         self._helper = run_js(_HELPER_JS)
         self._errors = js.Array.new()  # WebGPU validation errors and device loss, raised on the next read
@@ -143,6 +147,7 @@ class WebGPUBackend:
             if failure is not None:
                 raise RuntimeBackendError(f"kernel {label} failed to compile: {failure}")
             return pipeline
+        self.compiled_here.append(label)
         module = self.device.createShaderModule(self._object({"label": label, "code": wgsl}))
         return self.device.createComputePipeline(self._object(
             {"label": label, "layout": "auto", "compute": {"module": module, "entryPoint": entry_point}}))

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from trellis.errors import RuntimeBackendError
-from trellis.runtime.backend import StagingPool
+from trellis.runtime.backend import PROBE_INVOCATIONS, StagingPool, subgroup_size_of
 
 # The native pass encoder (kernels/runtime/encode_pass.c, built by build.py); without it, a Python loop.
 _ENCODE_CDEF = """
@@ -99,10 +99,10 @@ class WgpuBackend:
                 self.adapter_info["subgroup_size"] = size
 
     def _subgroup_size(self) -> int | None:
-        """The device's subgroup size, if every subgroup of a 64-invocation workgroup has it and
-        its lanes follow the local index (what TVM's subgroup code assumes); else None."""
+        """The device's subgroup size as the probe's output means it (backend.subgroup_size_of)."""
         wgpu = self._wgpu
-        out = self.device.create_buffer(size=4 * 128, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        out = self.device.create_buffer(size=4 * 2 * PROBE_INVOCATIONS,
+                                        usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
         pipeline = self.create_kernel("subgroup-probe", SUBGROUP_PROBE.read_text(), "main")
         group = self.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
             {"binding": 0, "resource": {"buffer": out, "offset": 0, "size": out.size}}])
@@ -113,11 +113,7 @@ class WgpuBackend:
         compute.dispatch_workgroups(1)
         compute.end()
         self._queue.submit([encoder.finish()])
-        words = memoryview(self._queue.read_buffer(out)).cast("I")
-        size = words[0]
-        if size and all(words[i] == size and words[64 + i] == i % size for i in range(64)):
-            return size
-        return None
+        return subgroup_size_of(memoryview(self._queue.read_buffer(out)).cast("I"))
 
     def _load_encoder(self):
         """(ffi, encode function, wgpu-native's three pass calls) or None when the library isn't built."""

@@ -1,0 +1,11 @@
+"""Values the built kernels (kernels/llm, at build time) and the runtime must agree on.
+
+Kept here, free of imports, so that the build imports them from the runtime rather than the runtime
+from the build (py/trellis never imports kernels/); the build records them in the manifest and the
+executor checks them, so a model built with other values is refused rather than misread.
+"""
+
+# The logit of a token the grammar's bitmask disallows, as the mask kernel writes it. WGSL has no
+# infinity literal; a huge negative finite value sorts and samples the same way (and is short in
+# WGSL's 7-digit literals).
+MASKED_LOGIT = -3.0e38
