@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from tvm.script import tirx as T
 
-from trellis.runtime.abi import MASKED_LOGIT  # the runtime's value: the manifest records it
+from trellis.runtime.abi import MASKED_LOGIT, STEP_WORDS  # the runtime's values: the manifest records MASKED_LOGIT
 
 F32, U32, I32 = "float32", "uint32", "int32"
 F32X4, U32X4 = "float32x4", "uint32x4"
@@ -36,8 +36,6 @@ WG = 64  # invocations per workgroup for element-parallel kernels
 # Invocations per workgroup of the register-blocked dot-product kernels: few invocations each doing
 # much work, so small workgroups, or lavapipe would run a layer's GEMV on one of its threads.
 DOT_WG = 16
-# step buffer: [tokens in this chunk, position of its first token, unused, unused]
-STEP_WORDS = 4
 # Attention's running maximum before the first key, and the score of a key a query does not see:
 # below any real score, so exp(it - max) is 0 (WGSL has no infinity literal).
 NO_SCORE = -3.0e38

@@ -9,3 +9,7 @@ executor checks them, so a model built with other values is refused rather than 
 # infinity literal; a huge negative finite value sorts and samples the same way (and is short in
 # WGSL's 7-digit literals).
 MASKED_LOGIT = -3.0e38
+
+# The step buffer every per-token kernel reads: [tokens in this run, position of the first one,
+# unused, unused] (int32 words; 16 bytes, a uniform-friendly size).
+STEP_WORDS = 4

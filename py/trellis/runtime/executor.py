@@ -8,10 +8,9 @@ import struct
 from array import array
 
 from trellis.errors import ModelError, RuntimeBackendError, SequenceLengthError
-from trellis.runtime.abi import MASKED_LOGIT
+from trellis.runtime.abi import MASKED_LOGIT, STEP_WORDS
 from trellis.runtime.artifacts import Artifacts
 
-STEP_WORDS = 4  # [tokens in this run, position of the first one, unused, unused]
 # Token-by-token prefill (the prefill kernels still compiling) checks for them this often.
 TOKENS_BETWEEN_CHECKS = 4
 
