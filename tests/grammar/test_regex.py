@@ -341,3 +341,25 @@ def test_property_classes_are_shared_and_others_unchanged():
     # classes without a property escape keep their flat form (and so every existing grammar)
     flat = ir.char_class([(0x61, 0x7A), (0xE9, 0xEB), (0x1F600, 0x1F600)])
     assert parse_regex("[a-zé-ë😀]").rules["root"] == flat
+
+
+@pytest.mark.parametrize("pattern", [r"(?:a{2,}){3,5}", r"(?:a{3,})*b", r"(?:ab{2,}){2,}", r"a*a+a{2,5}",
+                                     r"(?:(?:a|b){2,})+c", r"(?:a{2,}){0,3}", r"(?:a+)?", r"(?:b*){2}a{1,2}a*"])
+def test_folded_repetitions_keep_the_language(pattern):
+    """Nested or adjacent unbounded repetitions are folded into one (regex._folded_repeat): the
+    language is Python's on every string over {a, b, c} up to 9 characters."""
+    import itertools
+
+    reference, compiled = ref(pattern), re.compile(pattern)
+    for n in range(10):
+        for chars in itertools.product("abc", repeat=n):
+            text = "".join(chars)
+            assert reference.accepts(text.encode()) == (compiled.fullmatch(text) is not None), (pattern, text)
+
+
+def test_nested_unbounded_repetitions_are_one():
+    """The fuzz findings that kept a parser frame per split point are one repetition now."""
+    for pattern, least in [(r"(?:[^]){16,}(?:(?:[^]){100001,})+", 100017), (r"(((([^a]){5,})){8,1000})", 40),
+                           (r"(?:(?:\s){100,}){100,}", 10000)]:
+        root = parse_regex(pattern).rules["root"]
+        assert type(root) is ir.Repeat and (root.min, root.max) == (least, None), pattern

@@ -245,7 +245,7 @@ class _Parser:
             raise self.error("lazy quantifiers are not supported")
         if self.peek() == "+":
             raise self.error("possessive quantifiers are not supported")
-        return ir.repeat(atom, lo, hi)
+        return _folded_repeat(atom, lo, hi)
 
     def quantifier(self) -> tuple[int, int | None] | None:
         """Consume a quantifier if one starts here."""
@@ -470,12 +470,30 @@ def _code_point(cp: int) -> ir.Expr:
     return ir.literal(chr(cp))
 
 
+# Unbounded repetitions one inside (or beside) another are folded into one, by language identities
+# that hold for any X: (X{a,}){b,c} = X{ab,} (b >= 1: any count >= ab splits into b runs of >= a),
+# (X{a,}){0,c} = (X{a,})?, and X{a,b} X{c,} = X{a+c,}. Left nested, the parser would keep a frame
+# per way of splitting the text so far (fuzzing found masks of `(?:.{16,})+` taking seconds).
+def _folded_repeat(atom: ir.Expr, lo: int, hi: int | None) -> ir.Expr:
+    if type(atom) is ir.Repeat and atom.max is None and (hi is None or hi >= 1):
+        if lo == 0:
+            return ir.repeat(atom, 0, 1) if atom.min > 1 else ir.repeat(atom.item, 0, None)
+        if atom.min * lo <= ir.MAX_COUNT:
+            return ir.repeat(atom.item, atom.min * lo, None)
+    return ir.repeat(atom, lo, hi)
+
+
 def _merge_literals(items: list[ir.Expr]) -> list[ir.Expr]:
-    """Join adjacent byte literals so `abc` becomes one Bytes node."""
+    """Join adjacent byte literals so `abc` becomes one Bytes node, and adjacent repetitions of
+    one item when one is unbounded (X{a,b} X{c,} = X{a+c,}: see _folded_repeat)."""
     out: list[ir.Expr] = []
     for item in items:
-        if out and isinstance(item, ir.Bytes) and isinstance(out[-1], ir.Bytes):
-            out[-1] = ir.Bytes(out[-1].data + item.data)
+        last = out[-1] if out else None
+        if isinstance(item, ir.Bytes) and isinstance(last, ir.Bytes):
+            out[-1] = ir.Bytes(last.data + item.data)
+        elif (type(item) is ir.Repeat and type(last) is ir.Repeat and item.item == last.item
+              and None in (item.max, last.max) and item.min + last.min <= ir.MAX_COUNT):
+            out[-1] = ir.repeat(item.item, item.min + last.min, None)
         else:
             out.append(item)
     return out
