@@ -11,7 +11,9 @@ they became; `format` an annotation in 2019-09 / 2020-12, see below). Every keyw
 `UnsupportedSchemaError(message, keyword, pointer)`; `ANNOTATIONS` are accepted and
 ignored, and so are keywords no draft defines (the specification says so).
 
-How: see converter.py (contexts of conjoined subschemas -> rules), _negate.py (exact
+How: see converter.py (contexts of conjoined subschemas -> rules; the grammar of each JSON type
+in _number_schema.py, _string_schema.py, _array_schema.py, _object_schema.py, which gather a
+context's keywords into facts and build from them), _negate.py (exact
 negation, used by `not`, general `if`, overlapping `oneOf`, `dependentSchemas`,
 `maxContains`), _dfa.py (intersections of string languages), _numbers.py (digit-level
 ranges and multiples), _text.py (JSON string encoding, `pattern`, `format`), _validate.py
@@ -36,18 +38,23 @@ Output conventions (restrictions of what is generated, never wrong acceptances):
   allowed but do not help reach the minimum;
 - a maxLength above 100,000 (without pattern/format, or with a pattern that repeats one
   character class) generates at most 100,000 characters;
-- formats: leap seconds, A-labels (punycode) and "--" in places 3-4 of a host label are
-  left out; quoted local parts and address literals of e-mail are included.
+- uniqueItems: when every item comes from a finite set (at most 8 values in all), the grammar's
+  states track the values used (and count `contains` exactly); otherwise each item is checked
+  against the ones before it by the core when it ends;
+- formats: leap seconds (23:59:60 UTC, in any offset) are included where `time` / `date-time`
+  is the string's only constraint (a check by the core) and left out when it is combined with
+  other string constraints; A-labels (punycode) and "--" in places 3-4 of a host label are left
+  out; quoted local parts and address literals of e-mail are included; `regex` is ECMAScript
+  syntax (the `u` flag), checked by the core.
 
 Refused (UnsupportedSchemaError with keyword and pointer): remote `$ref` and `$dynamicRef`,
 `$recursiveRef` under draft-07 semantics, a `$dynamicRef` inside a subschema that a negation rebuilds (its
 dynamic scope is not known there), `$dynamicRef` with draft-07 semantics, unknown `$schema`
 meta-schemas, lookaround and Unicode properties other than General_Category and a few binary
-ones (regex.py) in patterns, `uniqueItems` unless every item comes from a finite set (at most 8
-values in all, which also count `contains` exactly),
-negations of `uniqueItems` / `propertyNames` / `oneOf` / `contains` with counts, formats
-idn-email and idn-hostname where formats are asserted, and grammars beyond the size limits
-(keyword None).
+ones (regex.py) in patterns, negations of `uniqueItems` / `propertyNames` / `contains` with counts
+and of `oneOf` with more than 8 branches, formats idn-email and idn-hostname where formats are
+asserted, `format: regex` together with other string constraints or under `not`, and grammars
+beyond the size limits (keyword None).
 
 Malformed schemas are refused the same way, never read as if a keyword were absent: each
 keyword's value must have the JSON type and shape the specification gives it (one table,
@@ -71,7 +78,8 @@ from __future__ import annotations
 
 from ...errors import UnsupportedSchemaError
 from .. import ir
-from .converter import ANNOTATIONS, DEFAULT_MAX_WHITESPACE, REFUSED_KEYWORDS, to_grammar
+from ._keywords import ANNOTATIONS, REFUSED_KEYWORDS
+from .converter import DEFAULT_MAX_WHITESPACE, to_grammar
 from ._text import FORMATS, REFUSED_FORMATS
 
 __all__ = ["ANNOTATIONS", "FORMATS", "REFUSED_FORMATS", "REFUSED_KEYWORDS", "UnsupportedSchemaError",

@@ -164,3 +164,41 @@ def _check_text(text: str, key, pointer: str, at: str) -> None:
 
 def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
+
+
+# ---- keyword groups and value kinds, as the converter reads them ------------------------------
+
+# The kinds of JSON value ("atoms") a context may still admit; a number that is not an
+# integer ("frac") is told apart from an integer ("int").
+ATOMS = frozenset({"null", "boolean", "int", "frac", "string", "array", "object"})
+TYPE_ATOMS = {"null": {"null"}, "boolean": {"boolean"}, "integer": {"int"}, "number": {"int", "frac"},
+              "string": {"string"}, "array": {"array"}, "object": {"object"}}
+
+# Accepted and ignored: they do not constrain instances.
+ANNOTATIONS = frozenset({
+    "title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly",
+    "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor", "$dynamicAnchor",
+    "$recursiveAnchor", "$defs", "definitions", "$vocabulary",
+})
+# Refused when present: 2019-09's $recursiveRef is rewritten into $dynamicRef (_dialect.py) except
+# under draft-07 semantics, where it is no keyword and cannot mean what its author meant.
+REFUSED_KEYWORDS = frozenset({"$recursiveRef"})
+REF_KEYWORDS = ("$ref", "$dynamicRef")
+NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
+
+
+def count_bounds(n, lo_key: str, hi_key: str, lo: int, hi: int | None) -> tuple[int, int | None]:
+    """Tighten (lo, hi) by a node's min*/max* count keywords (non-negative integers, 2.0 == 2)."""
+    for key in (lo_key, hi_key):
+        if key in n.schema:
+            v = n.schema[key]
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise UnsupportedSchemaError(f"{key} must be a non-negative integer", key, n.pointer)
+            if key == lo_key:
+                lo = max(lo, v)
+            else:
+                hi = v if hi is None else min(hi, v)
+    return lo, hi

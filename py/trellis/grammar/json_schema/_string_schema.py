@@ -1,0 +1,179 @@
+"""The grammar of a context's strings: its string keywords (`minLength`, `maxLength`, `pattern`,
+`format`, draft-07's content keywords, and the negated forms _negate.py writes) are gathered into
+StringFacts, then built as a counted character class, one pattern or format as it is, or the
+product of their automata (_dfa.py, _text.py). Also the character counts other places share
+(property names, long strings). A mixin of the Converter (it uses its rules, fresh, ref and
+dfa_rules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...errors import UnsupportedSchemaError
+from .. import ir
+from ..builtin_json import json_text_rules
+from . import _dfa, _text
+from ._keywords import count_bounds
+from ._negate import NOT_CONST, NOT_FORMAT, NOT_PATTERN
+
+# A string with a larger maxLength is generated with at most this many characters.
+MAX_STRING_LENGTH = 100_000
+
+
+@dataclass
+class StringFacts:
+    """The string keywords of a context's subschemas together: the length bounds (characters) and
+    the languages the string must be in, or (kind "not...") must not be in: (kind, value, pointer)
+    with kind "pattern", "format", "regex", "json", "notpattern", "notformat" or "notliteral"."""
+    lo: int = 0
+    hi: int | None = None
+    parts: list = field(default_factory=list)
+
+
+class StringSchema:
+    def char_count(self, lo: int, hi: int | None, char: ir.Expr = _text.JSON_CHAR) -> ir.Expr:
+        """lo..hi JSON string characters (each one `char`). Long counts go through a shared
+        16-character block rule, so the core's automaton grows with hi/16 calls instead of hi
+        copies of a char."""
+        if (hi is None or hi <= 64) and lo <= 64:
+            return ir.repeat(char, lo, hi)
+        name = self.char_blocks.get(char)
+        if name is None:
+            name = self.char_blocks[char] = "chars16" if char is _text.JSON_CHAR else self.fresh("chars16")
+            self.rules[name] = ir.repeat(char, 16, 16)
+        block = self.ref(name)
+
+        def exactly(n):
+            return ir.seq(ir.repeat(block, n // 16, n // 16), ir.repeat(char, n % 16, n % 16))
+
+        def up_to(m):
+            q = m // 16
+            if q == 0:
+                return ir.repeat(char, 0, m)
+            return ir.alt(ir.seq(ir.repeat(block, 0, q - 1), ir.repeat(char, 0, 15)),
+                          ir.seq(ir.repeat(block, q, q), ir.repeat(char, 0, m % 16)))
+
+        rest = ir.repeat(char, 0, None) if hi is None else up_to(hi - lo)
+        return ir.seq(exactly(lo), rest)
+
+    def string_facts(self, nodes) -> StringFacts:
+        """The string keywords of `nodes` (draft-07 asserts contentMediaType / contentEncoding)."""
+        lo, hi, exprs = 0, None, []
+        for n in nodes:
+            s = n.schema
+            lo, hi = count_bounds(n, "minLength", "maxLength", lo, hi)
+            if "pattern" in s:
+                exprs.append(("pattern", s["pattern"], n.pointer))
+            if self.draft7 and "contentMediaType" in s:  # an assertion in draft-07 (an annotation after)
+                if s["contentMediaType"] != "application/json":
+                    raise UnsupportedSchemaError("only the application/json contentMediaType is enforced",
+                                                 "contentMediaType", n.pointer)
+                exprs.append(("json", None, n.pointer))
+            if self.draft7 and "contentEncoding" in s:
+                if s["contentEncoding"] != "base64":
+                    raise UnsupportedSchemaError("only the base64 contentEncoding is enforced", "contentEncoding",
+                                                 n.pointer)
+                exprs.append(("regex", _text.BASE64, n.pointer))
+            if "format" in s:
+                if s["format"] == "regex" or _text.format_expr(s["format"], n.pointer) is not None:
+                    exprs.append(("format", s["format"], n.pointer))
+            if NOT_PATTERN in s:
+                exprs.append(("notpattern", s[NOT_PATTERN], n.pointer))
+            if NOT_FORMAT in s and _text.format_expr(s[NOT_FORMAT], n.pointer) is not None:
+                exprs.append(("notformat", s[NOT_FORMAT], n.pointer))
+            if NOT_CONST in s and isinstance(s[NOT_CONST], str):
+                exprs.append(("notliteral", s[NOT_CONST], n.pointer))
+        return StringFacts(lo, hi, exprs)
+
+    def string_dfa(self, lo, hi, exprs, pointer) -> _dfa.Dfa:
+        comps = [(self.any_string_dfa(), True)]
+        for kind, value, ptr in exprs:
+            negated = kind.startswith("not")
+            comps.append((self.string_part(kind[3:] if negated else kind, value, ptr, dfa=True), not negated))
+        if lo > 0 or hi is not None:
+            if hi is not None and hi > 500:
+                raise UnsupportedSchemaError("maxLength above 500 together with a pattern or format is not supported",
+                                             "maxLength", pointer)
+            ascii = any(want and c.ascii_only() for c, want in comps[1:])
+            try:
+                comps.append((_text.length_dfa(lo, hi, ascii), True))
+            except UnsupportedSchemaError as e:
+                raise UnsupportedSchemaError(e.message, "maxLength", pointer) from None
+        return _dfa.product([c for c, _ in comps], [w for _, w in comps], "pattern", pointer)
+
+    @staticmethod
+    def string_part(kind, value, ptr, dfa=False):
+        if kind == "pattern":
+            return _text.pattern_dfa(value, ptr) if dfa else _text.pattern_expr(value, ptr)
+        if kind == "format":
+            return _text.format_dfa(value, ptr) if dfa else _text.format_expr(value, ptr)
+        if kind == "literal":
+            return _dfa.literal_set([value.encode("utf-8")])
+        return _text.full_regex_dfa(value) if dfa else _text.full_regex_expr(value)
+
+    @staticmethod
+    def any_string_dfa() -> _dfa.Dfa:
+        return _text.any_string_dfa()
+
+    def string(self, nodes) -> ir.Expr:
+        facts = self.string_facts(nodes)
+        lo, hi, exprs = facts.lo, facts.hi, facts.parts
+        quote = ir.literal('"')
+        if hi is not None and hi < lo:
+            return ir.NOTHING
+        if not exprs:
+            return ir.seq(quote, self.capped_count(lo, hi, nodes[0].pointer if nodes else ""), quote)
+        if any(kind == "json" for kind, _, _ in exprs):
+            return self.json_content(lo, hi, exprs)
+        if len(exprs) == 1 and exprs[0][0] == "format" and exprs[0][1] in _text.CHECKED_FORMATS and lo == 0 and (
+                hi is None):
+            expr, rules = _text.checked_format(exprs[0][1])
+            self.rules.update(rules)
+            return expr
+        if len(exprs) == 1 and not exprs[0][0].startswith("not"):
+            expr = self.string_part(*exprs[0])
+            rlo, rhi = _text.regex_min_max_length(expr)
+            if rlo >= lo and (hi is None or (rhi is not None and rhi <= hi)):
+                return ir.seq(quote, _text.json_escape(expr), quote)
+            if type(expr) is ir.Repeat and _text.regex_min_max_length(expr.item) == (1, 1):
+                # One character class repeated (`^[a-z0-9-]+$`): the length bounds are count bounds,
+                # counted by the core, where a product automaton would need a state per count.
+                return ir.seq(quote, self.counted_class(expr, lo, hi, nodes[0].pointer), quote)
+        d = self.string_dfa(lo, hi, exprs, nodes[0].pointer)
+        return ir.seq(quote, self.dfa_rules(d, "str", _text.json_escape), quote)
+
+    def json_content(self, lo, hi, exprs) -> ir.Expr:
+        """A string holding a JSON document (contentMediaType application/json), maybe in base64:
+        the document's grammar under the string's escapes, or base64 checked when it ends."""
+        pointer = next(ptr for kind, _, ptr in exprs if kind == "json")
+        base64 = ("regex", _text.BASE64) in [(kind, value) for kind, value, _ in exprs]
+        if lo > 0 or hi is not None or len(exprs) > 1 + base64:
+            raise UnsupportedSchemaError("contentMediaType together with other string constraints is not supported",
+                                         "contentMediaType", pointer)
+        quote = ir.literal('"')
+        if base64:
+            body = _text.json_escape(_text.full_regex_expr(_text.BASE64))
+            return ir.seq(ir.Region(ir.seq(quote, body, ir.Check(ir.BASE64_JSON))), quote)
+        if "content-root" not in self.rules:
+            # JSON whitespace, bounded (compact: at most one space, as between members), escaped below
+            if self.opt.any_whitespace:
+                ws = ir.repeat(ir.byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0, self.opt.max_whitespace)
+            else:
+                ws = ir.repeat(ir.literal(" "), 0, 1)
+            self.rules.update({k: _text.json_escape(v) for k, v in json_text_rules("content-", ws).items()})
+        return ir.seq(quote, self.ref("content-root"), quote)
+
+    def counted_class(self, expr: ir.Repeat, lo: int, hi: int | None, pointer: str) -> ir.Expr:
+        lo = max(lo, expr.min)
+        hi = expr.max if hi is None else hi if expr.max is None else min(hi, expr.max)
+        if hi is not None and hi < lo:
+            return ir.NOTHING
+        return self.capped_count(lo, hi, pointer, _text.json_escape(expr.item))
+
+    def capped_count(self, lo: int, hi: int | None, pointer: str, char: ir.Expr = _text.JSON_CHAR) -> ir.Expr:
+        """char_count within MAX_STRING_LENGTH: a longer minimum is refused, a longer maximum cut."""
+        if lo > MAX_STRING_LENGTH:
+            raise UnsupportedSchemaError(f"minLength above {MAX_STRING_LENGTH} is not supported", "minLength", pointer)
+        if hi is not None and hi > MAX_STRING_LENGTH:
+            hi = MAX_STRING_LENGTH  # a restriction
+        return self.char_count(lo, hi, char)

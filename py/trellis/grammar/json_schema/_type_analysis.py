@@ -1,0 +1,191 @@
+"""What a context admits, read from its keywords without building it: the atoms (`type`, type-only
+`not` / `anyOf` / `oneOf`), the finite candidate values (`enum`, `const`), and whether the
+branches of a `oneOf` are disjoint (then it is an `anyOf`). A mixin of the Converter: it uses the
+Converter's expand, child and validator."""
+
+from __future__ import annotations
+
+import itertools
+
+from ...errors import UnsupportedSchemaError
+from ._keywords import ANNOTATIONS, ATOMS, NUMBER_KEYWORDS, REF_KEYWORDS, REFUSED_KEYWORDS, STRING_KEYWORDS, TYPE_ATOMS
+from ._negate import INTERNAL
+from ._refs import Node
+from ._validate import atom_of, canon, json_equal
+
+
+class TypeAnalysis:
+    def type_atoms(self, node: Node, keyword="type") -> set:
+        t = node.schema.get("type")
+        if t is None:
+            return set(ATOMS)
+        types = t if isinstance(t, list) else [t]
+        out = set()
+        for x in types:
+            if x not in TYPE_ATOMS:
+                raise UnsupportedSchemaError(f"unknown type {x!r}", "type", node.pointer)
+            out |= TYPE_ATOMS[x]
+        return out
+
+    def type_only(self, node: Node, depth: int = 0) -> set | None:
+        """The atoms a schema admits, when it constrains nothing but the type; else None. Memoized:
+        every level of a deep chain of `not`s asks about the levels below it."""
+        key = (node.key, depth)
+        if key not in self._type_only:
+            self._type_only[key] = self._type_only_uncached(node, depth)
+        known = self._type_only[key]
+        return None if known is None else set(known)
+
+    def _type_only_uncached(self, node: Node, depth: int) -> set | None:
+        if depth > 20:
+            return None
+        expanded = self.expand([node])
+        if expanded is None:
+            return set()
+        atoms = set(ATOMS)
+        for n in expanded:
+            s = n.schema
+            for key in s:
+                if key in ANNOTATIONS or key in ("type", "allOf", *REF_KEYWORDS, "not", "anyOf", "oneOf"):
+                    continue
+                if key in ("then", "else") and "if" not in s:
+                    continue
+                if key in self.KNOWN_ALL:
+                    return None
+            atoms &= self.type_atoms(n)
+            if "not" in s:
+                inner = self.type_only(self.child(n, "not"), depth + 1)
+                if inner is None:
+                    return None
+                atoms -= inner
+            for comb in ("anyOf", "oneOf"):
+                if comb in s:
+                    sets = [self.type_only(self.child(n, comb, i), depth + 1) for i in range(len(s[comb]))]
+                    if any(x is None for x in sets):
+                        return None
+                    if comb == "anyOf":
+                        atoms &= set().union(*sets)
+                    else:
+                        atoms &= {a for a in ATOMS if sum(a in x for x in sets) == 1}
+        return atoms
+
+    KNOWN = frozenset({"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", *REF_KEYWORDS,
+                       *NUMBER_KEYWORDS, *STRING_KEYWORDS, "items", "prefixItems", "additionalItems", "contains",
+                       "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "properties",
+                       "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties",
+                       "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+                       "unevaluatedItems", "unevaluatedProperties", *REFUSED_KEYWORDS})
+    KNOWN_ALL = KNOWN | INTERNAL
+    IGNORED_IN_NEGATION = ANNOTATIONS
+
+    def static_atoms(self, nodes, depth=0) -> set:
+        """An over-approximation of the atoms a context admits (for oneOf disjointness)."""
+        expanded = self.expand(nodes)
+        if expanded is None:
+            return set()
+        atoms = set(ATOMS)
+        for n in expanded:
+            s = n.schema
+            atoms &= self.type_atoms(n)
+            for key in ("const", "enum"):
+                if key in s:
+                    values = [s["const"]] if key == "const" else (s["enum"] if isinstance(s["enum"], list) else [])
+                    atoms &= {atom_of(v) for v in values}
+            if "not" in s:
+                inner = self.type_only(self.child(n, "not"))
+                if inner is not None:
+                    atoms -= inner
+            if depth < 8:
+                for comb in ("anyOf", "oneOf"):
+                    if isinstance(s.get(comb), list):
+                        atoms &= set().union(*[self.static_atoms([self.child(n, comb, i)], depth + 1)
+                                               for i in range(len(s[comb]))])
+        return atoms
+
+    def finite_values(self, nodes):
+        """The enum/const candidate list of a context, or None when it is not finite."""
+        expanded = self.expand(nodes)
+        if expanded is None:
+            return []
+        cands = None
+        for n in expanded:
+            s = n.schema
+            for key in ("const", "enum"):
+                if key not in s:
+                    continue
+                if key == "enum" and not isinstance(s["enum"], list):
+                    raise UnsupportedSchemaError("enum must be an array", "enum", n.pointer)
+                values = [s["const"]] if key == "const" else s["enum"]
+                if cands is None:
+                    seen = {}
+                    for v in values:
+                        seen.setdefault(canon(v), v)
+                    cands = list(seen.values())
+                else:
+                    keys = {canon(v) for v in values}
+                    cands = [c for c in cands if canon(c) in keys]
+        return cands
+
+    def disjoint(self, nodes, branches, atoms) -> bool:
+        """Whether no value can satisfy two of the branches (in this context): then oneOf is anyOf."""
+        branch_atoms = [self.static_atoms(nodes + [b]) & atoms for b in branches]
+        finite: dict = {}
+        shapes: dict = {}
+
+        def fin(k):
+            if k not in finite:
+                finite[k] = self.finite_values([branches[k]])
+            return finite[k]
+
+        def shape(k):
+            if k not in shapes:
+                shapes[k] = self.object_shape(branches[k])
+            return shapes[k]
+
+        for i, j in itertools.combinations(range(len(branches)), 2):
+            shared = branch_atoms[i] & branch_atoms[j]
+            if not shared:
+                continue
+            if fin(i) is not None and fin(j) is not None:
+                if not any(json_equal(a, b) for a in fin(i) for b in fin(j)):
+                    continue
+                return False
+            if shared == {"object"} and self.objects_disjoint(shape(i), shape(j)):
+                continue
+            return False
+        return True
+
+    def object_shape(self, branch: Node):
+        """(required keys, closed key set or None, {key: [property schema nodes]}) of a branch."""
+        expanded = self.expand([branch]) or []
+        required, props = set(), {}
+        closed = None
+        for n in expanded:
+            s = n.schema
+            req = s.get("required", [])
+            if isinstance(req, list):
+                required.update(k for k in req if isinstance(k, str))
+            for k in s.get("properties", {}) if isinstance(s.get("properties"), dict) else ():
+                props.setdefault(k, []).append(self.child(n, "properties", k))
+            if s.get("additionalProperties") is False and not s.get("patternProperties"):
+                names = set(s.get("properties", {}))
+                closed = names if closed is None else closed & names
+        return required, closed, props
+
+    def objects_disjoint(self, a, b) -> bool:
+        for (req1, _, props1), (_, closed2, props2) in ((a, b), (b, a)):
+            for k in req1:
+                if closed2 is not None and k not in closed2:
+                    return True  # required in one, not allowed in the other
+                if any(n.schema is False for n in props2.get(k, ())):
+                    return True
+        req_a, _, props_a = a
+        req_b, _, props_b = b
+        for k in req_a & req_b:
+            if k in props_a and k in props_b:
+                va, vb = self.finite_values(props_a[k]), self.finite_values(props_b[k])
+                if va is not None and vb is not None and not any(json_equal(x, y) for x in va for y in vb):
+                    return True
+                if not (self.static_atoms(props_a[k]) & self.static_atoms(props_b[k])):
+                    return True
+        return False
