@@ -149,12 +149,14 @@ def build_site(out: Path, models, *, default: str | None = None, pyodide_dir: Pa
 
 class Handler(SimpleHTTPRequestHandler):
     """Static files with the MIME types browsers insist on (module scripts, wasm streaming) and no
-    HTTP caching: the worker keeps weight shards in the Cache API itself. A connection that sends
-    or reads nothing for `timeout` seconds is closed."""
+    HTTP caching: the worker keeps weight shards in the Cache API itself. A connection that has not
+    sent its request within `timeout` seconds is closed; a response waits up to `send_timeout` for
+    a reader (a browser busy compiling may not read a big file for a while)."""
 
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME}
     on_request = None  # optional callable(path) for each GET (the tests count shard fetches)
     timeout = 10
+    send_timeout = 300
 
     def send_head(self):
         try:
@@ -168,6 +170,7 @@ class Handler(SimpleHTTPRequestHandler):
         super().end_headers()
 
     def do_GET(self):
+        self.connection.settimeout(self.send_timeout)
         if self.on_request is not None:
             self.on_request(self.path)
         super().do_GET()

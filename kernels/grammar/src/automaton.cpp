@@ -456,6 +456,9 @@ class Determinizer {
     if (out_->n_states() >= limits_.max_dfa_states)
       return Status::error(Code::limit, "grammar too large: more than " +
                                             std::to_string(limits_.max_dfa_states) + " automaton states");
+    if (int64_t(set_data_.size() + set_.size()) > limits_.max_subset_nodes)
+      return Status::error(Code::limit, "grammar too large: its automaton's states hold more than " +
+                                            std::to_string(limits_.max_subset_nodes) + " NFA positions");
     *id = n_sets();
     slots_[k] = *id;
     set_hash_.push_back(h);

@@ -70,6 +70,9 @@ struct Automaton {
 struct Limits {
   int64_t max_nfa_nodes = 2'000'000;
   int32_t max_dfa_states = 131'072;  // 256 transitions each: at most 128 MiB of tables
+  // NFA nodes in all of one rule's DFA states together: the subset construction's memory and
+  // time (a regex of 5,000 `#.+` reached the state limit only after a minute and gigabytes).
+  int64_t max_subset_nodes = int64_t{1} << 24;
   int32_t max_depth = 2'000;          // expression nesting
   int64_t inline_size = 20'000;       // largest rule body (in NFA-node units) to inline
   int64_t inline_small = 48;          // rules at most this size are inlined wherever used

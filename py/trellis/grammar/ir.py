@@ -319,7 +319,11 @@ def char_class(ranges, negate: bool = False) -> Expr:
 
     Surrogates are never included: they have no UTF-8 encoding.
     """
-    ranges = normalize_ranges(ranges)
+    return _char_class(tuple(normalize_ranges(ranges)), negate)
+
+
+@lru_cache(maxsize=4096)  # a pattern may spell `.` or `\w` thousands of times; nodes are immutable
+def _char_class(ranges: tuple, negate: bool) -> Expr:
     if negate:
         ranges = negate_ranges(ranges, MAX_CODE_POINT)
     ranges = [r for lo, hi in ranges for r in _split_out(lo, hi, *_SURROGATES)]
