@@ -45,11 +45,13 @@ class Ticket:
                 traceback.print_exc()
             self._post("error", e)
         finally:
+            self.ended = True
             self._post("end", None)
 
     def skip(self) -> None:
-        """Never to run (cancelled while waiting): close its generators."""
+        """Never to run (cancelled while waiting, or refused): close its generators."""
         self._close()
+        self.ended = True
         self._post("end", None)
 
     def _close(self) -> None:
@@ -71,7 +73,8 @@ class EngineWorker:
         self.load_error: BaseException | None = None
         self.max_queue = max_queue
         self.running: Ticket | None = None
-        self.served = 0
+        self.served = 0  # jobs run to their end
+        self.cancelled = 0  # jobs stopped or dropped because their client left
         self._load = load
         self._waiting: collections.deque[Ticket] = collections.deque()
         self._cv = threading.Condition()
@@ -89,7 +92,7 @@ class EngineWorker:
     def status(self) -> dict:
         with self._cv:
             return {"running": int(self.running is not None), "waiting": len(self._waiting),
-                    "max_queue": self.max_queue, "served": self.served}
+                    "max_queue": self.max_queue, "served": self.served, "cancelled": self.cancelled}
 
     def submit(self, ticket: Ticket) -> None:
         with self._cv:
@@ -99,13 +102,17 @@ class EngineWorker:
             self._cv.notify()
 
     def cancel(self, ticket: Ticket) -> None:
-        """Stop a ticket's job: taken out of the queue if it waits, else stopped at its next token."""
-        ticket.job.cancel()
+        """Stop a ticket's job: taken out of the queue if it waits, else stopped at its next token.
+        Nothing once it has ended."""
         with self._cv:
+            if ticket.ended or ticket.job.cancellation.requested:
+                return
+            ticket.job.cancel()
+            self.cancelled += 1
             try:
                 self._waiting.remove(ticket)
             except ValueError:
-                return  # running or done
+                return  # running: it stops at its next token
         ticket.skip()
 
     def stop(self) -> None:
