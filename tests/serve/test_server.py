@@ -116,6 +116,10 @@ def test_errors_are_openai_error_objects(server, client, model):
     with pytest.raises(openai.BadRequestError) as e:  # a field that would change the answer is refused by name
         client.chat.completions.create(model=model, messages=USER, extra_body={"mirostat": 2})
     assert e.value.param == "mirostat"
+    with pytest.raises(openai.BadRequestError) as e:  # raised when the job starts, before any byte is sent
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "word " * 3000}],
+                                       stream=True)
+    assert e.value.code == "context_length_exceeded" and e.value.param == "messages"
     with pytest.raises(openai.NotFoundError) as e:
         client.chat.completions.create(model="gpt-4o", messages=USER)
     assert e.value.param == "model" and e.value.code == "model_not_found"
@@ -196,3 +200,14 @@ def test_silent_connections_are_closed(server):
         sock.settimeout(5)
         assert sock.recv(1) == b""  # closed by the server
         sock.close()
+
+
+def test_a_public_address_needs_an_api_key():
+    import subprocess
+    import sys
+
+    from tests.serve.process import ROOT
+
+    run = subprocess.run([sys.executable, "-m", "trellis.cli", "serve", "--host", "0.0.0.0", "--port", "0"],
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT / "py")}, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "refusing to bind 0.0.0.0 without --api-key" in run.stderr
