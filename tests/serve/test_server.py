@@ -100,7 +100,8 @@ def test_parse_with_a_pydantic_model(client, model):
         kind: str = pydantic.Field(pattern="^(rain|snow)$")
 
     r = client.chat.completions.parse(model=model, messages=USER, response_format=Forecast, max_tokens=200, seed=5,
-                                      user="someone", metadata={"a": "b"}, store=False, service_tier="auto")
+                                      user="someone", metadata={"a": "b"}, store=False, service_tier="auto",
+                                      parallel_tool_calls=True)  # accepted and ignored
     parsed = r.choices[0].message.parsed
     assert isinstance(parsed, Forecast) and 0 <= parsed.level <= 9
 

@@ -34,9 +34,6 @@ from trellis.errors import InvalidRequestError, SequenceLengthError, TrellisErro
 from .worker import EngineWorker, QueueFullError, Ticket
 
 MAX_BODY = 4 << 20  # bytes; a request with a 4 MiB prompt is already far past any context window
-# OpenAI fields that do not change the answer: accepted and dropped, as OpenAI-compatible servers
-# do (the engine's request validation refuses unknown fields by name).
-IGNORED_FIELDS = ("user", "metadata", "store", "service_tier")
 
 
 class ApiError(Exception):
@@ -154,10 +151,11 @@ class Server:
             raise ApiError(400, f"the body is not valid JSON: {e}", code="invalid_json") from None
         if not isinstance(body, dict):
             raise ApiError(400, "the body must be a JSON object")
-        for name in IGNORED_FIELDS:
-            body.pop(name, None)
+        # OpenAI's bookkeeping fields (user, metadata, ...) the engine's validation accepts and
+        # ignores; parallel_tool_calls without tools it refuses, but clients send it with every
+        # request, and there it cannot change the answer.
         if body.get("parallel_tool_calls") is not None and not body.get("tools"):
-            body.pop("parallel_tool_calls")  # meaningless without tools; the engine refuses it there
+            body.pop("parallel_tool_calls")
         return body
 
     async def _complete(self, request: Request, face_of) -> Response:
