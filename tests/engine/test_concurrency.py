@@ -7,6 +7,7 @@ The oracle for "not corrupted" is the same greedy request answered alone on a fr
 import json
 import threading
 
+import pydantic
 import pytest
 
 from trellis.errors import EngineBusyError
@@ -113,8 +114,6 @@ def test_prefix_reuse_stays_right_across_requests(engine):
 
 
 def test_a_pydantic_model_as_response_format(engine):
-    pydantic = pytest.importorskip("pydantic")
-
     class Forecast(pydantic.BaseModel):
         sunny: bool
         level: int = pydantic.Field(ge=0, le=9)

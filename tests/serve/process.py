@@ -32,6 +32,7 @@ class ServerProcess:
         self.url = f"http://{self.host}:{self.port}"
         threading.Thread(target=self._drain, daemon=True).start()
         deadline = time.monotonic() + timeout
+        self.first_health = self.health()  # while the engine loads
         while self.health()[0] != 200:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.close()

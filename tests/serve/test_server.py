@@ -11,12 +11,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import jsonschema
+import openai
+import pydantic
 import pytest
 
 from tests.serve.process import ServerProcess, open_stream, read_until, request
-
-openai = pytest.importorskip("openai")
-pydantic = pytest.importorskip("pydantic")
 
 KEY = "test-key-7f3a"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -45,6 +44,11 @@ def model(client):
 
 def answer(client, model, messages=USER, **extra):
     return client.chat.completions.create(model=model, messages=messages, **{**GREEDY, **extra})
+
+
+def test_503_while_loading(server):
+    status, body = server.first_health
+    assert status == 503 and body["error"]["code"] == "model_loading"
 
 
 def test_models_and_health(server, client, model):
