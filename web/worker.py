@@ -118,8 +118,11 @@ async def request(kind: str, text: str, on_chunk) -> str:
         face = engine.chat.completions if kind == "chat" else engine.completions
         result = await face.create(**req)
         if req.get("stream"):
-            async for chunk in result:
-                on_chunk(json.dumps(chunk))
+            try:
+                async for chunk in result:
+                    on_chunk(json.dumps(chunk))
+            finally:  # gives the engine's turn back even if a chunk could not be posted
+                await result.aclose()
             return '{"value": null}'
         return json.dumps({"value": result})
     except Exception as e:  # every failure answers the request; the engine stays usable

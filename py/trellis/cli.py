@@ -7,6 +7,7 @@ import sys
 COMMANDS = {  # name -> ("module" or "module:function" taking argv, help)
     "chat": ("trellis.engine.cli:chat", "chat with the model in the terminal, streaming"),
     "run": ("trellis.engine.cli:run", "answer one prompt, optionally with a response format, and print stats"),
+    "serve": ("trellis.serve.cli", "serve a model over an OpenAI-compatible HTTP API (the openai SDK, ...)"),
     "generate": ("trellis.runtime.generate", "stream the continuation of a ChatML prompt (wgpu-native)"),
     "grammar-demo": ("trellis.demo", "sample random tokens that a grammar allows (no model needed)"),
 }

@@ -37,6 +37,12 @@ class RuntimeBackendError(TrellisError, RuntimeError):
     """The GPU backend cannot run a plan (no adapter, a limit exceeded, a failed dispatch)."""
 
 
+class EngineBusyError(TrellisError, RuntimeError):
+    """A request was started on an engine while the same thread's earlier one (an open stream) still
+    holds the model's state; finish or close that stream first. Another thread's request waits its
+    turn instead (the HTTP server queues requests)."""
+
+
 class ModelNotFoundError(TrellisError, FileNotFoundError):
     """A model file Trellis expects (e.g. the embedded default) is not installed."""
 

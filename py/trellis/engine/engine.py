@@ -12,14 +12,23 @@ Per request: the prompt's prefill is queued on the GPU first, the grammar is com
 from the cache) while the GPU works, and the first sample waits for both. Each decode step queues
 the model's step, fills the next token mask meanwhile, then lets the GPU mask the logits before
 they come back.
+
+Concurrency: the model's state (KV cache, executor) serves one job at a time. A job takes the
+engine's turn when its run starts and gives it back when its last choice ends (before the final
+Done event) or when its stream is closed. Another thread's job waits for the turn; the same
+thread's raises EngineBusyError (waiting would never end: an open stream of that thread holds it).
+The HTTP server (server.py) runs every job on one worker thread, in a bounded FIFO queue. Stops
+are per job: `job.cancel()` (a client gone), and `interrupt_generate()` for every job made before
+the call, so a stop asked between create() and the first token is not lost.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from array import array
 
-from trellis.errors import InvalidRequestError, RuntimeBackendError, SequenceLengthError
+from trellis.errors import EngineBusyError, InvalidRequestError, RuntimeBackendError, SequenceLengthError
 from trellis.grammar.compiler import GrammarCompiler
 from trellis.grammar.constraints import Constraint
 from trellis.grammar.matcher import GrammarMatcher
@@ -72,7 +81,9 @@ class Engine:
         for t in self.stop_ids:
             self._stop_words[t // 32] = self._stop_words.get(t // 32, 0) | 1 << (t % 32)
         self._kv_ids: list[int] = []  # the tokens whose keys and values the KV cache holds
-        self._interrupted = False
+        self._interrupts = 0  # interrupt_generate calls so far; jobs made before the last one stop
+        self._turn = threading.Lock()  # held by the job using the model's state
+        self._turn_thread: int | None = None
         self._last: dict = {}
         self.chat = _Namespace(completions=ChatFace(self))
         self.completions = TextFace(self)
@@ -90,8 +101,29 @@ class Engine:
         self.executor.reset()
 
     def interrupt_generate(self) -> None:
-        """Stop the generation in progress after its current token; it ends with finish_reason "abort"."""
-        self._interrupted = True
+        """Stop the generation in progress after its current token, and every job already made but not
+        yet run (an open stream not yet read); they end with finish_reason "abort". Later jobs run."""
+        self._interrupts += 1
+
+    def check_turn(self) -> None:
+        """Raise EngineBusyError if this thread's earlier job (an open stream) holds the model's state:
+        a new request would wait for it forever. Faces call it before starting a request."""
+        if self._turn.locked() and self._turn_thread == threading.get_ident():
+            raise EngineBusyError("a stream from this thread is still open on this engine: read it to the end "
+                                  "or close() it before the next request (requests never interleave on the "
+                                  "model's state)")
+
+    def _take_turn(self) -> None:
+        self.check_turn()
+        self._turn.acquire()
+        self._turn_thread = threading.get_ident()
+
+    def _give_turn(self) -> None:
+        self._turn_thread = None
+        self._turn.release()
+
+    def _stopped(self, job: Job) -> bool:
+        return job.cancellation.requested or job.epoch < self._interrupts
 
     def runtime_stats(self) -> dict:
         """The last request's speeds and grammar costs, and the grammar cache's counters."""
@@ -108,16 +140,21 @@ class Engine:
 
     async def run(self, job: Job):
         """Runs a job's choices: yields a Delta per piece of text, then one Done. A coroutine that
-        suspends only on asynchronous backends (the browser's WebGPU)."""
-        self._interrupted = False
-        outcomes = []
-        for index in range(job.config.n):
-            out = Outcome()
-            outcomes.append(out)
-            seed = None if job.config.seed is None else job.config.seed + index
-            async for text, logprobs in self._choice(job.prompt, job.config, job.constraint, seed, out):
-                yield Delta(index, text, logprobs)
-        yield Done(outcomes, self._record(outcomes))
+        suspends only on asynchronous backends (the browser's WebGPU). Holds the engine's turn from
+        its first step to its last choice's end (see the module's docstring)."""
+        self._take_turn()
+        try:
+            outcomes = []
+            for index in range(job.config.n):
+                out = Outcome()
+                outcomes.append(out)
+                seed = None if job.config.seed is None else job.config.seed + index
+                async for text, logprobs in self._choice(job, seed, out):
+                    yield Delta(index, text, logprobs)
+            done = Done(outcomes, self._record(outcomes))
+        finally:
+            self._give_turn()
+        yield done
 
     def _constraint(self, response_format, field: str = "response_format") -> Constraint | None:
         return self.constraints.read(response_format, field)
@@ -150,7 +187,7 @@ class Engine:
         else:
             constraint = None
         prompt = self.tokenizer.encode(text, add_special=True)  # BOS as the model asks, once
-        return Job(req, prompt, constraint)
+        return Job(req, prompt, constraint, epoch=self._interrupts)
 
     def parse_tool_calls(self, text: str, tools) -> tuple[str | None, list[dict]]:
         """(content, tool_calls) of a generated answer, in the syntax the request's calls were enforced in."""
@@ -167,14 +204,15 @@ class Engine:
         prompt = self.tokenizer.encode(req.prompt, add_special=True)
         if not prompt:
             raise InvalidRequestError("must not be empty", "prompt")
-        return Job(req, prompt, constraint)
+        return Job(req, prompt, constraint, epoch=self._interrupts)
 
     def _check_model(self, model) -> None:
         if model is not None and model != self.model_id:
             raise InvalidRequestError(f"this engine serves {self.model_id!r}, not {model!r}", "model")
 
-    async def _choice(self, prompt: list[int], config, constraint: Constraint | None, seed, out: Outcome):
+    async def _choice(self, job: Job, seed, out: Outcome):
         """Generate one choice; yields (text, logprob entries) deltas and fills `out`."""
+        prompt, config, constraint = job.prompt, job.config, job.constraint
         ex = self.executor
         started = time.perf_counter()
         budget = self._budget(len(prompt), config.max_tokens)
@@ -188,14 +226,17 @@ class Engine:
 
         # The whole prefill goes to the GPU in one submission (or its first part, while the prefill
         # kernels compile); the grammar is made ready meanwhile.
+        # _kv_ids follows what was submitted, so that a request refused meanwhile (the grammar's
+        # checks) leaves no claim on keys and values never computed.
         queued = keep + ex.submit_prefill(prompt[keep:])
-        self._kv_ids = list(prompt)
+        self._kv_ids = prompt[:queued]
         matcher = mask = None
         if constraint is not None:
             matcher, mask = self._ready_grammar(constraint, config, budget, out)
         while queued < len(prompt):
             await ex.collect(ex.submit_read())
             queued += ex.submit_prefill(prompt[queued:])
+            self._kv_ids = prompt[:queued]
         logits = await ex.collect(ex.submit_read(mask))
         out.prefill_s = time.perf_counter() - started
 
@@ -208,9 +249,28 @@ class Engine:
         if budget > 1 and greedy_on_gpu(config, constraint, ex):
             greedy = GreedyPipeline(ex, budget - 1, self._all_but_stops() if banned else None)
         decode_started = time.perf_counter()
+        try:
+            async for delta in self._decode(job, logits, matcher, mask, sampler, decoder, stops, banned, greedy,
+                                            budget, started, out):
+                yield delta
+        finally:  # also when the stream is closed mid-way: steps queued past the end are dropped
+            if greedy is not None:
+                greedy.close()
+                ex.rewind(len(self._kv_ids))
+                out.wait_s += greedy.wait_s
+        tail = stops.push(decoder.flush()) + stops.flush()
+        if tail:
+            out.text += tail
+            yield tail, None
+        out.decode_s = time.perf_counter() - decode_started
+
+    async def _decode(self, job, logits, matcher, mask, sampler, decoder, stops, banned, greedy, budget, started,
+                      out):
+        """The token loop of one choice (see _choice)."""
+        ex, config = self.executor, job.config
         step = 0
         while True:
-            if self._interrupted:
+            if self._stopped(job):
                 out.finish_reason = "abort"
                 break
             if matcher is not None and self._only_stops(mask):  # the structure is complete
@@ -270,15 +330,6 @@ class Engine:
             w0 = time.perf_counter()
             logits = await ex.collect(pending)
             out.wait_s += time.perf_counter() - w0
-        if greedy is not None:  # steps queued past the end are dropped, their KV entries with them
-            greedy.close()
-            ex.rewind(len(self._kv_ids))
-            out.wait_s += greedy.wait_s
-        tail = stops.push(decoder.flush()) + stops.flush()
-        if tail:
-            out.text += tail
-            yield tail, None
-        out.decode_s = time.perf_counter() - decode_started
 
     def _all_but_stops(self) -> array:
         """A bitmask allowing every token but the stop tokens (`ignore_eos` bans them)."""

@@ -4,7 +4,13 @@ or a response.
 `ChatFace` and `TextFace` serve `engine.chat.completions` and `engine.completions` through the
 engine's public verbs only (chat_job / completion_job, run, parse_tool_calls). `engine.run` is a
 coroutine that suspends only on asynchronous backends; on synchronous ones `create` drives it
-without an event loop, and `AsyncFace` awaits it.
+without an event loop, and `AsyncFace` awaits it; the HTTP server (server.py) drives it on its
+engine thread.
+
+`response_format` may also be a pydantic model class (anything with `model_json_schema` and
+`model_validate_json`): it is sent as a strict json_schema format named after the class, and a
+chat answer that ends with "stop" gets `message.parsed`, the validated instance (as the openai
+SDK's `parse` gives). Pydantic is the caller's; Trellis does not import it.
 """
 
 from __future__ import annotations
@@ -22,19 +28,30 @@ class Face:
         self.engine = engine
 
     def create(self, **request):
+        """The response, or with stream=True an iterator of chunks. A second request while this
+        thread's stream is still open raises EngineBusyError (requests never interleave)."""
+        self.engine.check_turn()
         job, events = self.start(request)
-        return _iterate(events) if job.request.stream else _drive(self.collect(job, events))
+        return iterate(events) if job.request.stream else drive(self.collect(job, events))
 
     def start(self, request: dict):
         """(job, async iterator of chunks when streaming, else of the engine's events)."""
+        request, model_class = _pydantic_format(request)
         job = self._job(request)
         events = self.engine.run(job)
-        return job, self._chunks(job.request, events) if job.request.stream else events
+        if job.request.stream:
+            return job, self._chunks(job.request, events)
+        return job, _Collectable(events, model_class)
 
     async def collect(self, job: Job, events):
+        """The response once `events` (from start) end."""
         async for event in events:
             if not isinstance(event, Delta):
-                return self._response(job.request, event.outcomes, event.stats)
+                response = self._response(job.request, event.outcomes, event.stats)
+                model_class = getattr(events, "model_class", None)
+                if model_class is not None:
+                    _fill_parsed(response, model_class)
+                return response
 
     def _usage(self, outcomes, stats) -> dict:
         return R.usage(outcomes[0].prompt_tokens, sum(len(o.tokens) for o in outcomes), stats)
@@ -131,7 +148,34 @@ class TextFace(Face):
                 yield chunk([], usage=self._usage(outcomes, stats))
 
 
-def _drive(awaitable):
+class _Collectable:
+    """The engine's events for a whole response, with the pydantic class to parse it into."""
+
+    def __init__(self, events, model_class):
+        self.events, self.model_class = events, model_class
+
+    def __aiter__(self):
+        return self.events.__aiter__()
+
+
+def _pydantic_format(request: dict) -> tuple[dict, type | None]:
+    """The request with a pydantic class as response_format replaced by its strict json_schema."""
+    rf = request.get("response_format")
+    if not (isinstance(rf, type) and hasattr(rf, "model_json_schema") and hasattr(rf, "model_validate_json")):
+        return request, None
+    schema = {"name": rf.__name__, "schema": rf.model_json_schema(), "strict": True}
+    return {**request, "response_format": {"type": "json_schema", "json_schema": schema}}, rf
+
+
+def _fill_parsed(response, model_class) -> None:
+    for choice in response.get("choices", ()):
+        message = choice.get("message")
+        if message is not None:
+            ok = choice["finish_reason"] == "stop" and message.get("content") is not None
+            message["parsed"] = model_class.model_validate_json(message["content"]) if ok else None
+
+
+def drive(awaitable):
     """Run an awaitable that never suspends (synchronous backends) to its result."""
     try:
         awaitable.send(None)
@@ -141,13 +185,17 @@ def _drive(awaitable):
     raise RuntimeBackendError("this backend waits asynchronously: use AsyncEngine")
 
 
-def _iterate(agen):
-    """A plain iterator over an async generator that never suspends."""
-    while True:
-        try:
-            yield _drive(agen.__anext__())
-        except StopAsyncIteration:
-            return
+def iterate(agen):
+    """A plain iterator over an async generator that never suspends; closing it (or dropping it)
+    closes the generator, which gives the engine's turn back."""
+    try:
+        while True:
+            try:
+                yield drive(agen.__anext__())
+            except StopAsyncIteration:
+                return
+    finally:
+        drive(agen.aclose())
 
 
 class AsyncFace:
@@ -155,5 +203,6 @@ class AsyncFace:
         self._face = face
 
     async def create(self, **request):
+        self._face.engine.check_turn()
         job, events = self._face.start(request)
         return events if job.request.stream else await self._face.collect(job, events)

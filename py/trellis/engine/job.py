@@ -14,17 +14,38 @@ from dataclasses import dataclass, field
 from trellis.grammar.constraints import Constraint
 
 
-@dataclass(frozen=True)
+class Cancellation:
+    """A job's own stop request. Whoever holds the job (a face, the HTTP server when its client
+    goes away) may set it from any thread; the engine checks it before each token, so a stop
+    asked before the first token is never lost."""
+
+    __slots__ = ("requested",)
+
+    def __init__(self):
+        self.requested = False
+
+    def cancel(self) -> None:
+        self.requested = True
+
+
+@dataclass(frozen=True, eq=False)
 class Job:
     """One request, ready to run: the validated request (request.py), its prompt's tokens and the
-    constraint on its output (None: plain text)."""
+    constraint on its output (None: plain text). `epoch`: the engine's interrupt count when the job
+    was made (interrupt_generate stops every job made before it); `cancellation`: its own stop."""
     request: object  # ChatRequest | CompletionRequest
     prompt: list[int]
     constraint: Constraint | None
+    epoch: int = 0
+    cancellation: Cancellation = field(default_factory=Cancellation)
 
     @property
     def config(self):
         return self.request.config
+
+    def cancel(self) -> None:
+        """Stop this job at its next token (it ends with finish_reason "abort"), or before it starts."""
+        self.cancellation.cancel()
 
 
 @dataclass
