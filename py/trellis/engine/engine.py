@@ -17,7 +17,7 @@ Concurrency: the model's state (KV cache, executor) serves one job at a time. A 
 engine's turn when its run starts and gives it back when its last choice ends (before the final
 Done event) or when its stream is closed. Another thread's job waits for the turn; the same
 thread's raises EngineBusyError (waiting would never end: an open stream of that thread holds it).
-The HTTP server (server.py) runs every job on one worker thread, in a bounded FIFO queue. Stops
+The HTTP server (trellis/serve/worker.py) runs every job on one worker thread, in a bounded FIFO queue. Stops
 are per job: `job.cancel()` (a client gone), and `interrupt_generate()` for every job made before
 the call, so a stop asked between create() and the first token is not lost.
 """

@@ -4,7 +4,7 @@ or a response.
 `ChatFace` and `TextFace` serve `engine.chat.completions` and `engine.completions` through the
 engine's public verbs only (chat_job / completion_job, run, parse_tool_calls). `engine.run` is a
 coroutine that suspends only on asynchronous backends; on synchronous ones `create` drives it
-without an event loop, and `AsyncFace` awaits it; the HTTP server (server.py) drives it on its
+without an event loop, and `AsyncFace` awaits it; the HTTP server (trellis/serve/worker.py) drives it on its
 engine thread.
 
 `response_format` may also be a pydantic model class (anything with `model_json_schema` and
