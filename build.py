@@ -262,7 +262,7 @@ def cmd_test(args) -> None:
     started = time.time()
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.pytest_args]
     log("running the test suite")
-    run(pytest, cwd=ROOT)
+    run([*pytest, "--durations=30"], cwd=ROOT)  # the slowest tests, for keeping CI within its time
     log("running the grammar tests on the sanitized native library")
     libasan = subprocess.run(["g++", "-print-file-name=libasan.so"], capture_output=True, text=True,
                              check=True).stdout.strip()
