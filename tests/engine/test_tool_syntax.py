@@ -111,3 +111,40 @@ def test_calls_that_do_not_parse_stay_text(family):
     assert syntax.parse(cut, cases.TOOLS) == (cut.strip(), [])
     unknown = one.replace("get_weather", "get_time")
     assert syntax.parse(unknown, cases.TOOLS) == (unknown, [])
+
+
+def test_mistral_control_markers_are_emittable_in_tool_calls_only():
+    """Mistral's tokenizers hold [TOOL_CALLS] and [ARGS] as control tokens: the grammar of a tool
+    call takes them as single tokens (what the model writes) where the syntax has them, and the
+    call's decoder keeps them for the parser; elsewhere they stay control tokens."""
+    from tests.model.tiny_gguf import tiny_tokenizer
+    from trellis.engine.engine import grammar_vocabulary, marker_ids
+    from trellis.engine.tool_syntax import MistralArgs
+    from trellis.model.tokenizer import Tokenizer
+
+    tokens, types, merges = tiny_tokenizer()
+    tokens, types = tokens + ["[TOOL_CALLS]", "[ARGS]"], types + [3, 3]
+    tokenizer = Tokenizer({"model": "gpt2", "pre": "smollm", "tokens": tokens, "token_types": types,
+                           "merges": merges, "bos_token_id": 1, "eos_token_id": 2})
+    calls, args = len(tokens) - 2, len(tokens) - 1
+    syntax = MistralArgs()
+    assert marker_ids(tokenizer, syntax) == {calls, args} and marker_ids(tokenizer, None) == frozenset()
+    vocab = grammar_vocabulary(tokenizer, (2,), len(tokens), marker_ids(tokenizer, syntax))
+    compiler = GrammarCompiler(vocab)
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}
+    grammar, _ = compiler.compile_response_format(syntax.response_format([tool], "required"))
+    matcher = GrammarMatcher(grammar)
+    assert calls in matcher.allowed_tokens()
+    ids = [calls] + tokenizer.encode("f", special=False) + [args] + tokenizer.encode('{"a": 7}', special=False)
+    for t in ids:
+        assert matcher.accept_token(t), t
+    assert matcher.can_terminate()
+    decoder = tokenizer.stream_decoder(skip_special=True, keep={calls, args})
+    text = "".join(decoder.push(t) for t in ids)
+    assert text == '[TOOL_CALLS]f[ARGS]{"a": 7}'
+    content, parsed = syntax.parse(text, [tool])
+    assert parsed[0]["function"]["name"] == "f" and json.loads(parsed[0]["function"]["arguments"]) == {"a": 7}
+    # Without the tool syntax they are control tokens: never text, dropped by the decoder.
+    plain = grammar_vocabulary(tokenizer, (2,), len(tokens))
+    assert calls in plain.special_ids and tokenizer.stream_decoder(skip_special=True).push(calls) == ""

@@ -71,9 +71,8 @@ class Engine:
         # The family's own tool-call syntax when its template writes tools; else Trellis's (tools.py).
         self.tool_syntax = syntax_for_template(self.template.source) if self.template.supports_tools else None
         self.stop_ids = self._stop_ids()
-        vocab = Vocabulary([self.tokenizer.token_bytes(i) for i in range(self.tokenizer.vocab_size)],
-                           special_ids=self.tokenizer.special_ids, stop_ids=self.stop_ids,
-                           vocab_size=self.executor.vocab_size)
+        self.tool_markers = marker_ids(self.tokenizer, self.tool_syntax)
+        vocab = grammar_vocabulary(self.tokenizer, self.stop_ids, self.executor.vocab_size, self.tool_markers)
         self.compiler = GrammarCompiler(vocab, core=grammar_core, max_cached_grammars=max_cached_grammars,
                                         max_cache_bytes=max_grammar_cache_bytes)
         self.constraints = self.compiler.constraints  # the one cache of compiled grammars
@@ -241,7 +240,8 @@ class Engine:
         out.prefill_s = time.perf_counter() - started
 
         sampler = Sampler(config, seed)
-        decoder = self.tokenizer.stream_decoder(skip_special=True)
+        calls = constraint is not None and constraint.field == "tools"  # the tool syntax's constraint (chat_job)
+        decoder = self.tokenizer.stream_decoder(skip_special=True, keep=self.tool_markers if calls else frozenset())
         stops = StopStrings(config.stop)
         banned = self.stop_ids if config.ignore_eos else ()
         out.logprobs = [] if config.logprobs else None
@@ -424,6 +424,20 @@ class Engine:
             "grammar_cache_hit": first.grammar_hit,
         }
         return self._last
+
+
+def marker_ids(tokenizer: Tokenizer, syntax) -> frozenset:
+    """Ids of the control tokens a tool syntax writes (Mistral's [TOOL_CALLS]): the model writes
+    them as one token, so they are text to the grammar (which allows them only where the syntax has
+    them) and to a tool call's decoder."""
+    texts = syntax.markers if syntax is not None else ()
+    return frozenset(i for t in texts if (i := tokenizer.token_to_id(t)) is not None and i in tokenizer.special_ids)
+
+
+def grammar_vocabulary(tokenizer: Tokenizer, stop_ids, vocab_size: int, markers=frozenset()) -> Vocabulary:
+    """The grammar's view of the model's tokens: control tokens are never text, but `markers`."""
+    return Vocabulary([tokenizer.token_bytes(i) for i in range(tokenizer.vocab_size)],
+                      special_ids=set(tokenizer.special_ids) - markers, stop_ids=stop_ids, vocab_size=vocab_size)
 
 
 def _template_tool(tool: dict) -> dict:

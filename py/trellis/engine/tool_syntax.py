@@ -40,6 +40,9 @@ class ToolSyntax:
 
     name = ""
     trigger = ""
+    # Strings of the syntax that a family's tokenizer may hold as control tokens (Mistral's
+    # [TOOL_CALLS]): the model writes them as one token, so the engine lets the grammar emit them.
+    markers: tuple[str, ...] = ()
     single_call_only = False  # the family's template refuses more than one call per turn
     whole_list = False  # one tag holds every call of the turn
 
@@ -168,7 +171,7 @@ class _MistralIds:
 class MistralList(_MistralIds, ToolSyntax):
     """[TOOL_CALLS][{"name": ..., "arguments": ...}, ...]: Mistral Nemo's calls, one JSON list."""
 
-    name, trigger, whole_list = "mistral_list", "[TOOL_CALLS]", True
+    name, trigger, whole_list, markers = "mistral_list", "[TOOL_CALLS]", True, ("[TOOL_CALLS]",)
 
     def tags(self, functions, one):
         calls = [{"type": "object", "properties": {"name": {"const": fn["name"]}, "arguments": arguments_schema(fn)},
@@ -189,7 +192,7 @@ class MistralList(_MistralIds, ToolSyntax):
 class MistralArgs(_MistralIds, ToolSyntax):
     """[TOOL_CALLS]name[ARGS]{...}: Mistral Small 3.2's calls (v11 tokenizer), one after another."""
 
-    name, trigger = "mistral_args", "[TOOL_CALLS]"
+    name, trigger, markers = "mistral_args", "[TOOL_CALLS]", ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]")
 
     def tags(self, functions, one):
         return [{"begin": f"[TOOL_CALLS]{fn['name']}[ARGS]",

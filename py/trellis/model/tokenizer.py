@@ -125,8 +125,9 @@ class Tokenizer:
         )
         return data.decode("utf-8", errors="replace")
 
-    def stream_decoder(self, skip_special: bool = False) -> "StreamDecoder":
-        return StreamDecoder(self, skip_special)
+    def stream_decoder(self, skip_special: bool = False, keep=frozenset()) -> "StreamDecoder":
+        """A decoder of ids as they come; `skip_special` drops control tokens but those in `keep`."""
+        return StreamDecoder(self, skip_special, keep)
 
     def _encode(self, text: str, special: bool, space_prefix: bool) -> list[int]:
         ids: list[int] = []
@@ -229,12 +230,13 @@ class Tokenizer:
 class StreamDecoder:
     """Turns token ids into text as they arrive, holding back an incomplete UTF-8 sequence."""
 
-    def __init__(self, tokenizer: Tokenizer, skip_special: bool = False):
-        self._tokenizer, self._skip_special = tokenizer, skip_special
+    def __init__(self, tokenizer: Tokenizer, skip_special: bool = False, keep=frozenset()):
+        self._tokenizer, self._keep = tokenizer, keep
+        self._skip = tokenizer.special_ids if skip_special else frozenset()
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def push(self, token_id: int) -> str:
-        if self._skip_special and token_id in self._tokenizer.special_ids:
+        if token_id in self._skip and token_id not in self._keep:
             return ""
         return self._utf8.decode(self._tokenizer.token_bytes(token_id))
 
