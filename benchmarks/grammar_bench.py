@@ -65,7 +65,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "grammar.md"
 for _path in (ROOT / "py", ROOT):  # run from a checkout: trellis, and `benchmarks` as a package
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
-from benchmarks.report import cpu_line, percentile as _pct  # noqa: E402
+from benchmarks.report import cpu_line, percentile as _pct, write_section  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Anchors: exact versions and how they are installed (no torch, no CUDA).
@@ -640,7 +640,11 @@ def run_node(specs: list[GrammarSpec], vocab: VocabData, reps: int) -> tuple[lis
         return [Result(s.name, "web-xgrammar (wasm, node)", error=err) for s in specs], {}
     if proc.stderr.strip():
         print(proc.stderr.strip(), file=sys.stderr)
-    out = json.loads(proc.stdout)
+    # The result is the last line; anchors may print their own warnings to stdout before it.
+    *chatter, last = proc.stdout.strip().splitlines() or [""]
+    for line in dict.fromkeys(chatter):
+        print(f"node: {line}", file=sys.stderr)
+    out = json.loads(last)
     results = [Result(r["grammar"], r["engine"], r.get("version", ""), r.get("tokens", 0),
                       r.get("compile_ms", []), r.get("first_ms", []), r.get("mask_us", []),
                       r.get("error"), r.get("missing")) for r in out["results"]]
@@ -804,12 +808,7 @@ def main(argv: list[str] | None = None) -> int:
         "its GBNF-to-Lark converter.",
         "",
     ])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    # Keep the section benchmarks/vocab_bench.py writes below these tables.
-    from benchmarks.vocab_bench import VOCAB_MARKER
-
-    old = args.out.read_text() if args.out.exists() else ""
-    args.out.write_text(md + ("\n" + old[old.index(VOCAB_MARKER):] if VOCAB_MARKER in old else ""))
+    write_section(args.out, None, md)  # the sections other benchmarks write below stay
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}",
           file=sys.stderr)
     # An anchor's failure is a finding shown in its row; only Trellis failing fails the run.

@@ -1,6 +1,8 @@
-"""Shared by the benchmarks: the machine line their results files start with, and percentiles."""
+"""Shared by the benchmarks: the machine line their results files start with, percentiles, and
+results files written by several benchmarks, a section each."""
 
 import os
+import re
 import platform
 from pathlib import Path
 
@@ -38,3 +40,27 @@ def percentile(values, q: float) -> float:
     lo = int(k)
     hi = min(lo + 1, len(s) - 1)
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+_SECTION = re.compile(r"^<!-- .* section: .* -->$", re.M)
+
+
+def write_section(path: Path, marker: str | None, text: str) -> None:
+    """Writes `text` into the results file in place of the section that starts with the line
+    `marker` (a section runs to the next marker line), keeping the rest; marker None: the head,
+    what comes before the first section. A section not there yet is appended."""
+    old = path.read_text() if path.exists() else ""
+    starts = [m.start() for m in _SECTION.finditer(old)]
+    parts = [old[:starts[0]] if starts else old]
+    parts += [old[a:b] for a, b in zip(starts, starts[1:] + [len(old)])]
+    body = text.rstrip("\n") + "\n\n"
+    if marker is None:
+        parts[0] = body
+    else:
+        mine = [i for i, part in enumerate(parts[1:], 1) if part.startswith(marker)]
+        if mine:
+            parts[mine[0]] = body
+        else:
+            parts.append(body)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(parts).rstrip("\n") + "\n")

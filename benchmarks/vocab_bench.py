@@ -35,7 +35,7 @@ VOCAB_MARKER = "<!-- vocab_bench.py section: written by benchmarks/vocab_bench.p
 for _path in (ROOT / "py", ROOT):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
-from benchmarks.report import cpu_line, percentile  # noqa: E402
+from benchmarks.report import cpu_line, percentile, write_section  # noqa: E402
 
 SCHEMA = {
     "type": "object",
@@ -226,9 +226,7 @@ def main(argv=None) -> int:
         *PROFILE_NOTES,
         "",
     ])
-    old = args.out.read_text() if args.out.exists() else "# Grammar benchmark\n"
-    head = old.split(VOCAB_MARKER)[0].rstrip("\n")
-    args.out.write_text(head + "\n\n" + section)
+    write_section(args.out, VOCAB_MARKER, section)
     print(section)
     return 0
 
