@@ -34,8 +34,8 @@ SYSTEM_PACKAGES = {"node": "nodejs", "npm": "npm"}
 BROWSER_PACKAGES = {"chromium": "chromium"}
 # npm packages the tests and the site need, installed into build/node (npm's cache is outside; the npm
 # package's test installs trellis-llm with its pyodide dependency from that cache, offline). esbuild
-# bundles the test's app that imports trellis-llm.
-NODE_PACKAGES = {"pyodide": "314.0.7", "esbuild": "0.28.2"}
+# bundles the test's app that imports trellis-llm; tsc checks the package's declarations.
+NODE_PACKAGES = {"pyodide": "314.0.7", "esbuild": "0.28.2", "typescript": "7.0.2"}
 
 
 def log(message: str) -> None:

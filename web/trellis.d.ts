@@ -22,7 +22,8 @@ export interface AssetOptions {
   assetBase?: string;
   /** The folder of the pyodide npm package's files (pyodide.mjs, pyodide.asm.wasm, python_stdlib.zip); default <assetBase>pyodide/. */
   pyodideBase?: string;
-  /** The folder of built model folders (and models.json); model ids resolve against it; default <assetBase>models/. */
+  /** The folder of built model folders (and models.json; default <assetBase>models/). A model id given to CreateEngine
+   * resolves against it when it is given (option or meta tag), else against the page. */
   modelBase?: string;
 }
 

@@ -220,8 +220,9 @@ class Engine {
 }
 
 /**
- * Starts the engine on a built model folder (`modelUrl`, e.g. "/models/smollm2-135m-instruct/" or an
- * id, resolved against `modelBase`; default: the list's default model). `initProgressCallback(report)`
+ * Starts the engine on a built model folder (`modelUrl`, e.g. "/models/smollm2-135m-instruct/", or an
+ * id: resolved against `modelBase` when the options or the page give one, else against the page;
+ * default: the default of <modelBase>models.json). `initProgressCallback(report)`
  * gets {progress (0..1), timeElapsed (s), text, stage, loadedBytes?, totalBytes?}. `context` caps the
  * KV cache (tokens). `assetBase` (the folder of worker.js, trellis.zip, trellis_grammar.wasm),
  * `pyodideBase` (the pyodide package's files) and `modelBase`: see resolveBases. `modelId` names the

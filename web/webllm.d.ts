@@ -39,7 +39,7 @@ export interface MLCEngineConfig extends Omit<EngineConfig, 'initProgressCallbac
 }
 
 /** The models served beside the engine (<modelBase>models.json), read when an engine first needs them. */
-export const prebuiltAppConfig: AppConfig;
+export declare const prebuiltAppConfig: AppConfig;
 
 export interface MLCEngineInterface {
   chat: {
@@ -69,7 +69,7 @@ export interface MLCEngineInterface {
   setAppConfig(appConfig: AppConfig): void;
 }
 
-export class MLCEngine implements MLCEngineInterface {
+export declare class MLCEngine implements MLCEngineInterface {
   constructor(engineConfig?: MLCEngineConfig);
   chat: MLCEngineInterface['chat'];
   completions: MLCEngineInterface['completions'];
@@ -88,20 +88,20 @@ export class MLCEngine implements MLCEngineInterface {
   setAppConfig(appConfig: AppConfig): void;
 }
 
-export class WebWorkerMLCEngine extends MLCEngine {
+export declare class WebWorkerMLCEngine extends MLCEngine {
   constructor(worker: Worker, engineConfig?: MLCEngineConfig);
 }
 
 /** Runs in the page's own worker: `self.onmessage = (msg) => handler.onmessage(msg)`. */
-export class WebWorkerMLCEngineHandler {
+export declare class WebWorkerMLCEngineHandler {
   constructor();
   onmessage(event: MessageEvent): Promise<void>;
 }
 
-export function CreateMLCEngine(modelId: string | string[], engineConfig?: MLCEngineConfig,
+export declare function CreateMLCEngine(modelId: string | string[], engineConfig?: MLCEngineConfig,
   chatOpts?: ChatOptions): Promise<MLCEngine>;
-export function CreateWebWorkerMLCEngine(worker: Worker, modelId: string | string[], engineConfig?: MLCEngineConfig,
+export declare function CreateWebWorkerMLCEngine(worker: Worker, modelId: string | string[], engineConfig?: MLCEngineConfig,
   chatOpts?: ChatOptions): Promise<WebWorkerMLCEngine>;
-export function hasModelInCache(modelId: string, appConfig?: AppConfig): Promise<boolean>;
-export function deleteModelInCache(modelId: string, appConfig?: AppConfig): Promise<void>;
-export function deleteModelAllInfoInCache(modelId: string, appConfig?: AppConfig): Promise<void>;
+export declare function hasModelInCache(modelId: string, appConfig?: AppConfig): Promise<boolean>;
+export declare function deleteModelInCache(modelId: string, appConfig?: AppConfig): Promise<void>;
+export declare function deleteModelAllInfoInCache(modelId: string, appConfig?: AppConfig): Promise<void>;

@@ -19,6 +19,10 @@ from web.site import DEFAULT_GRAMMAR_WASM, DEFAULT_PYODIDE
 
 APP = Path(__file__).parent / "npm_app"
 ESBUILD = DEFAULT_PYODIDE.parent / ".bin" / "esbuild"
+TSC = DEFAULT_PYODIDE.parent / ".bin" / "tsc"
+TSCONFIG = {"compilerOptions": {"strict": True, "noEmit": True, "module": "nodenext", "moduleResolution": "nodenext",
+                                "target": "es2022", "lib": ["es2022", "dom", "dom.asynciterable"]},
+            "files": ["types-check.ts"]}
 PROGRAMS = ("get-started", "streaming", "json-mode", "json-schema", "function-calling", "abort-reload", "web-worker")
 
 
@@ -46,6 +50,7 @@ def npm_app(tiny_model, tmp_path_factory):
         shutil.copy2(path, app / "models" / MODEL_ID / path.name)
     (app / "models" / "models.json").write_text(json.dumps({"default": MODEL_ID, "models": [MODEL_ID]}))
     server = Server(app)
+    server.folder = app
     yield server
     server.close()
 
@@ -60,13 +65,27 @@ def app_page(browser_context, npm_app):
 
 
 def test_package_contents(npm_app):
-    meta = npm_package.manifest()
-    installed = json.loads((Path(npm_app._server.RequestHandlerClass.keywords["directory"])
-                            / "node_modules" / "trellis-llm" / "package.json").read_text())
+    meta = npm_package.manifest()  # pyproject.toml's version
+    assert json.loads((npm_package.WEB / "package.json").read_text())["version"] == meta["version"]
+    folder = npm_app.folder / "node_modules"
+    installed = json.loads((folder / "trellis-llm" / "package.json").read_text())
     assert installed["version"] == meta["version"] and installed["dependencies"] == {"pyodide": "314.0.7"}
-    folder = Path(npm_app._server.RequestHandlerClass.keywords["directory"]) / "node_modules"
     assert sorted(p.name for p in (folder / "trellis-llm").iterdir()) == sorted([*meta["files"], "package.json"])
     assert (folder / "pyodide" / "pyodide.asm.wasm").exists()  # a dependency, not a copy
+
+
+def test_declarations_type_check(npm_app):
+    """web-llm's type names and calls compile (strict) against the installed package's .d.ts files."""
+    if not TSC.exists():
+        pytest.fail(f"{TSC} is missing (build.py installs typescript into build/node)")
+    (npm_app.folder / "tsconfig.json").write_text(json.dumps(TSCONFIG))
+    result = subprocess.run([TSC, "-p", "."], cwd=npm_app.folder, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # ... and a wrong type is caught (the check is not vacuous).
+    bad = npm_app.folder / "types-check.ts"
+    bad.write_text(bad.read_text() + "\nconst wrong: webllm.ModelRecord = { model_id: 1, model: '' };\n")
+    result = subprocess.run([TSC, "-p", "."], cwd=npm_app.folder, capture_output=True, text=True)
+    assert "TS2322" in result.stdout, result.stdout
 
 
 def test_example_app_answers_a_json_schema_request(app_page, npm_app):
@@ -109,49 +128,55 @@ def test_wrong_locations_are_typed_errors(app_page, npm_app):
 
 
 def run_program(page, server, name):
+    """What the program logged, once it has shown its stats (its last step). Its labels are not read
+    back: innerText rewrites the model's whitespace."""
     page.goto(f"{server.url}/webllm/program.html?program={name}")
     page.wait_for_function("document.getElementById('stats-label').innerText !== '' || window.failures.length",
                            timeout=180_000)
     assert page.evaluate("window.failures") == []
-    return page.evaluate("window.logged"), page.evaluate("document.getElementById('generate-label').innerText")
+    return page.evaluate("window.logged")
 
 
 def test_webllm_programs(app_page, npm_app):
     schema = {"type": "object", "properties": {"size": {"type": "integer"}, "is_accepted": {"type": "boolean"},
                                                "num": {"type": "number"}}, "required": ["size", "is_accepted", "num"]}
-    logged, text = run_program(app_page, npm_app, "get-started")
+    logged = run_program(app_page, npm_app, "get-started")
     reply = logged[0][0]
     assert reply["object"] == "chat.completion" and reply["model"] == MODEL_ID
     assert reply["choices"][0]["logprobs"]["content"] and logged[1][0]["completion_tokens"] <= 16
 
-    logged, text = run_program(app_page, npm_app, "streaming")
+    logged = run_program(app_page, npm_app, "streaming")
     chunks = [a[0] for a in logged if isinstance(a[0], dict) and a[0].get("object") == "chat.completion.chunk"]
     streamed = "".join((c["choices"][0]["delta"].get("content") or "") for c in chunks if c["choices"])
     assert chunks[-1]["usage"]["completion_tokens"] <= 16 and logged[-1] == ["Final message:\n", streamed]
 
-    logged, text = run_program(app_page, npm_app, "json-mode")
+    logged = run_program(app_page, npm_app, "json-mode")
+    text = logged[0][0]["choices"][0]["message"]["content"]
     if logged[0][0]["choices"][0]["finish_reason"] == "stop":  # else cut by max_tokens: a prefix of an object
         assert isinstance(json.loads(text), dict), text
     assert text.lstrip().startswith("{"), text
     assert logged[1][0] == "First reply's last choice:\n" + logged[0][0]["choices"][0]["message"]["content"]
 
-    logged, text = run_program(app_page, npm_app, "json-schema")
+    logged = run_program(app_page, npm_app, "json-schema")
+    text = logged[0][0]["choices"][0]["message"]["content"]
+    assert logged[1] == ["Output:\n" + text]
     jsonschema.validate(json.loads(text), schema)
 
-    logged, text = run_program(app_page, npm_app, "function-calling")
+    logged = run_program(app_page, npm_app, "function-calling")
     message = logged[0][0]
     assert message["tool_calls"], message
     for call in message["tool_calls"]:
         assert call["function"]["name"] == "get_current_weather"
         assert isinstance(json.loads(call["function"]["arguments"])["location"], str)
 
-    logged, text = run_program(app_page, npm_app, "abort-reload")
-    (_, aborted, partial), (_, reason, again) = logged[-2], logged[-1]
-    assert aborted == "abort" and partial == text, logged
+    logged = run_program(app_page, npm_app, "abort-reload")
+    (_, aborted, streamed, partial), (_, reason, again) = logged[-2], logged[-1]
+    assert aborted == "abort" and partial == streamed and streamed, logged  # stopped long before 400 tokens
     assert reason in ("stop", "length")
 
-    logged, text = run_program(app_page, npm_app, "web-worker")
-    assert logged[-1] == ["worker reply", text, text]
+    logged = run_program(app_page, npm_app, "web-worker")
+    _, streamed, message = logged[-1]
+    assert streamed and message == streamed, logged
 
 
 def test_webllm_model_list_and_cache(app_page, npm_app):

@@ -30,7 +30,7 @@ async function main() {
     if (chunk.choices[0]?.finish_reason) finishReason = chunk.choices[0].finish_reason;
     if (generated.length > 0 && finishReason === null) engine.interruptGenerate();  // the user pressed Stop
   }
-  console.log('aborted', finishReason, await engine.getMessage());
+  console.log('aborted', finishReason, generated, await engine.getMessage());
 
   await engine.unload();
   await engine.reload(selectedModel);
