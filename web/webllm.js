@@ -18,8 +18,9 @@ export * from './trellis.js';
 
 const SHARD_CACHE = 'trellis-shards-v1';  // worker.js keeps verified shards there, keyed `${url}?sha256=...`
 
-/** The models served beside the engine. Its model_list is read from <modelBase>models.json when an
- * engine first needs it (web-llm's is a constant; Trellis's depends on where the page serves models). */
+/** The models served beside the engine: its model_list is read from <modelBase>models.json (the page's
+ * meta tags or the site's layout) when this module loads, as pages read web-llm's to list models, and
+ * again when an engine needs it. */
 export const prebuiltAppConfig = { model_list: [], useIndexedDBCache: false };
 
 async function recordsOf(appConfig, options) {
@@ -49,6 +50,9 @@ async function findRecord(modelId, appConfig, options = {}) {
 }
 
 const folder = (url) => (url.endsWith('/') ? url : `${url}/`);
+
+// In a page only: a worker's own URL says nothing of where the page serves models.
+if (globalThis.document) await recordsOf(prebuiltAppConfig, {}).catch(() => {});
 
 /** Whether every weight shard of `modelId` is in the browser's cache (a reload reads none from the network). */
 export async function hasModelInCache(modelId, appConfig = prebuiltAppConfig) {

@@ -184,6 +184,9 @@ def test_webllm_model_list_and_cache(app_page, npm_app):
         run_program(app_page, npm_app, "get-started")
     app_page.evaluate("import('/dist/webllm-api.js')")
     app_page.wait_for_function("window.webllm !== undefined")
+    # Read when the module loaded, as pages list web-llm's models synchronously.
+    assert app_page.evaluate("webllm.prebuiltAppConfig.model_list") == [
+        {"model_id": MODEL_ID, "model": f"{npm_app.url}/models/{MODEL_ID}/"}]
     e = app_page.evaluate("""async () => {
       try { await webllm.CreateMLCEngine('Llama-3.2-1B-Instruct-q4f16_1-MLC'); return null; }
       catch (e) { return { name: e.name, message: e.message, model: e.model, available: e.available }; }
