@@ -3,6 +3,7 @@
 
     python3 build.py serve     build everything and serve the browser engine's demo on 127.0.0.1
     python3 build.py test      build what the tests need and run the whole suite
+    python3 build.py npm       build the npm package trellis-llm (build/npm: its folder and `npm pack` tarball)
 
 Every command first makes sure `.venv` holds the pinned dependencies (pyproject.toml),
 installing missing system packages with apt when run as root.
@@ -31,8 +32,10 @@ RUNTIME_OUT = BUILD / "runtime"
 SYSTEM_PACKAGES = {"node": "nodejs", "npm": "npm"}
 # The browser the end-to-end tests drive (Playwright from pip, never its own browser download).
 BROWSER_PACKAGES = {"chromium": "chromium"}
-# npm packages the tests and the site need, installed into build/node (npm's cache is outside).
-NODE_PACKAGES = {"pyodide": "314.0.7"}
+# npm packages the tests and the site need, installed into build/node (npm's cache is outside; the npm
+# package's test installs trellis-llm with its pyodide dependency from that cache, offline). esbuild
+# bundles the test's app that imports trellis-llm; tsc checks the package's declarations.
+NODE_PACKAGES = {"pyodide": "314.0.7", "esbuild": "0.28.2", "typescript": "7.0.2"}
 
 
 def log(message: str) -> None:
@@ -301,6 +304,16 @@ def build_site(extra_models: list[str]) -> Path:
     return out
 
 
+def cmd_npm(args) -> None:
+    """The npm package trellis-llm: build/npm/trellis-llm/ and its `npm pack` tarball beside it."""
+    sys.path.insert(0, str(ROOT))
+    from web import npm_package
+
+    ensure_system(SYSTEM_PACKAGES)
+    folder = npm_package.build_package(BUILD / "npm" / "trellis-llm", build_grammar_wasm())
+    log(f"built {npm_package.pack(folder).relative_to(ROOT)} (from {folder.relative_to(ROOT)})")
+
+
 def cmd_serve(args) -> None:
     """Build everything into build/site and serve it on 127.0.0.1 (the browser runs the engine)."""
     folder = build_site(args.model)
@@ -328,6 +341,7 @@ def main() -> None:
     p.add_argument("what", choices=["grammar", "runtime", "engine", "browser", "fuzz", "serve", "schema_tail"])
     p.add_argument("bench_args", nargs="*")
     p.set_defaults(func=cmd_bench)
+    sub.add_parser("npm", help="build the npm package (build/npm: folder and tarball)").set_defaults(func=cmd_npm)
     p = sub.add_parser("serve", help="build the grammar wasm, the embedded model and the site into build/site, "
                                      "then serve it on 127.0.0.1")
     p.add_argument("--port", type=int, default=8000)

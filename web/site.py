@@ -2,12 +2,13 @@
 into one folder, and serve that folder on 127.0.0.1.
 
     site/
-      index.html demo.css demo.js trellis.js trellis.d.ts worker.js grammar.js trellis_grammar.wasm
-      subgroup_probe.wgsl
+      index.html demo.css demo.js trellis.js trellis.d.ts webllm.js webllm.d.ts worker.js grammar.js
+      trellis_grammar.wasm subgroup_probe.wgsl
       trellis.zip            py/trellis plus web/worker.py (as trellis_worker), and the pure-Python
                              packages the engine imports (jinja2, markupsafe), unpacked by the worker
       pyodide/               the npm pyodide package's runtime files (never a CDN)
-      models.json            {"default": id, "models": [ids]}
+      models.json            {"default": id, "models": [ids]}, also as models/models.json (where
+                             trellis.js looks: beside the model folders, wherever modelBase puts them)
       models/<id>/           each built model folder (manifest.json, *.wgsl, tokenizer.json, shards)
       examples.json          the demo's examples (trellis.engine.examples.demo_examples())
 
@@ -32,7 +33,8 @@ ROOT = WEB.parent
 DEFAULT_PYODIDE = ROOT / "build" / "node" / "node_modules" / "pyodide"
 DEFAULT_GRAMMAR_WASM = ROOT / "build" / "grammar" / "wasm" / "trellis_grammar.wasm"
 SUBGROUP_PROBE = ROOT / "py" / "trellis" / "runtime" / "subgroup_probe.wgsl"  # the desktop backend runs it too
-PAGE_FILES = ("index.html", "demo.css", "demo.js", "trellis.js", "trellis.d.ts", "worker.js", "grammar.js")
+PAGE_FILES = ("index.html", "demo.css", "demo.js", "trellis.js", "trellis.d.ts", "webllm.js", "webllm.d.ts", "worker.js",
+              "grammar.js")
 # What loadPyodide fetches from its indexURL (no Pyodide packages: the few the engine needs beside the
 # stdlib are pure Python and come in trellis.zip, see PYTHON_PACKAGES).
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
@@ -143,7 +145,9 @@ def build_site(out: Path, models, *, default: str | None = None, pyodide_dir: Pa
     from trellis.engine.examples import demo_examples
 
     (out / "examples.json").write_text(json.dumps(demo_examples(), indent=1) + "\n")
-    (out / "models.json").write_text(json.dumps({"default": default or ids[0], "models": ids}, indent=1) + "\n")
+    listing = json.dumps({"default": default or ids[0], "models": ids}, indent=1) + "\n"
+    (out / "models.json").write_text(listing)
+    (out / "models" / "models.json").write_text(listing)
     return out
 
 

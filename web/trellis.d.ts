@@ -14,10 +14,25 @@ export interface InitProgressReport {
   cachedBytes?: number;
 }
 
-export interface EngineConfig {
+/** Where the engine's files are served (absolute or page-relative folder URLs). Each defaults to the page's
+ * <meta name="trellis-asset-base" | "trellis-pyodide-base" | "trellis-model-base">, else to the built site's
+ * layout beside trellis.js. */
+export interface AssetOptions {
+  /** The folder of worker.js, trellis.zip and trellis_grammar.wasm (this package's files). */
+  assetBase?: string;
+  /** The folder of the pyodide npm package's files (pyodide.mjs, pyodide.asm.wasm, python_stdlib.zip); default <assetBase>pyodide/. */
+  pyodideBase?: string;
+  /** The folder of built model folders (and models.json; default <assetBase>models/). A model id given to CreateEngine
+   * resolves against it when it is given (option or meta tag), else against the page. */
+  modelBase?: string;
+}
+
+export interface EngineConfig extends AssetOptions {
   initProgressCallback?: (report: InitProgressReport) => void;
   /** KV cache size in tokens (default 2048, at most the model's context). */
   context?: number;
+  /** The model's name in requests and responses (default: its folder's name). */
+  modelId?: string;
 }
 
 /** Generation defaults per dialect (README; trellis.grammar.response_format.STRICT_DEFAULTS). JSON Schemas are
@@ -218,6 +233,10 @@ export interface TrellisEngine {
 }
 
 export function CreateEngine(modelUrl?: string, config?: EngineConfig): Promise<TrellisEngine>;
+/** The absolute folder URLs the options, the page's meta tags and the defaults give. */
+export function resolveBases(options?: AssetOptions): Required<AssetOptions>;
+/** <modelBase>models.json ({default, models}), or null when there is none. */
+export function modelList(options?: AssetOptions): Promise<{ default: string; models: string[] } | null>;
 
 export class TrellisError extends Error {}
 export class InvalidRequestError extends TrellisError { field?: string }
@@ -227,3 +246,5 @@ export class GrammarLimitError extends GrammarError {}
 export class SequenceLengthError extends TrellisError {}
 export class ModelError extends TrellisError {}
 export class RuntimeBackendError extends TrellisError {}
+export class ModelNotFoundError extends TrellisError { url?: string; model?: string; available?: string[] }
+export class AssetNotFoundError extends TrellisError { url: string; option: 'assetBase' | 'pyodideBase' }

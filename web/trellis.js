@@ -31,9 +31,15 @@ export class SequenceLengthError extends TrellisError {}
 export class ModelError extends TrellisError {}
 /** WebGPU cannot run the model (no adapter, a limit, a lost device). */
 export class RuntimeBackendError extends TrellisError {}
+/** No model where one was asked for: `url` (a model folder without manifest.json) or `model` (an id
+ * missing from a model list, `available` the ids there are). */
+export class ModelNotFoundError extends TrellisError {}
+/** A file of the engine itself (worker, Python package, grammar wasm, Pyodide) is not at `url`:
+ * `option` names the setting that placed it there (assetBase, pyodideBase). */
+export class AssetNotFoundError extends TrellisError {}
 
 const ERRORS = { TrellisError, InvalidRequestError, UnsupportedSchemaError, GrammarError, GrammarLimitError,
-  SequenceLengthError, ModelError, RuntimeBackendError };
+  SequenceLengthError, ModelError, RuntimeBackendError, ModelNotFoundError, AssetNotFoundError };
 
 function toError({ name, message, ...details }) {
   const Class = ERRORS[name] || TrellisError;
@@ -44,16 +50,63 @@ function toError({ name, message, ...details }) {
 
 const DEFAULT_MODEL = 'smollm2-135m-instruct';
 
-/** The default model's URL: the site's models.json {"default": id}, else the embedded SmolLM2. */
-async function defaultModelUrl() {
-  const meta = globalThis.document?.querySelector('meta[name="trellis-model"]')?.content;
-  if (meta) return new URL(meta, document.baseURI).href;
-  let id = DEFAULT_MODEL;
+// Where the engine's files are. Each is an option, else a <meta name="trellis-..."> of the page (so
+// that code written for another library needs no new arguments), else beside this module: the built
+// site's layout. A bundler moves this module, so pages that bundle it set assetBase.
+function metaUrl(name) {
+  const content = globalThis.document?.querySelector(`meta[name="${name}"]`)?.content;
+  return content ? new URL(content, document.baseURI).href : null;
+}
+
+const asFolder = (url) => (url.endsWith('/') ? url : `${url}/`);
+const pageBase = () => globalThis.document?.baseURI || globalThis.location?.href || import.meta.url;
+
+/** {assetBase, pyodideBase, modelBase}: absolute folder URLs from `options`, the page's meta tags
+ * and the defaults (assetBase: this module's folder; pyodideBase: <assetBase>pyodide/; modelBase:
+ * <assetBase>models/). */
+export function resolveBases({ assetBase, pyodideBase, modelBase } = {}) {
+  const asset = asFolder(assetBase ? new URL(assetBase, pageBase()).href
+    : metaUrl('trellis-asset-base') || new URL('./', import.meta.url).href);
+  const pick = (given, meta, fallback) => asFolder(given ? new URL(given, pageBase()).href
+    : metaUrl(meta) || new URL(fallback, asset).href);
+  return { assetBase: asset, pyodideBase: pick(pyodideBase, 'trellis-pyodide-base', 'pyodide/'),
+    modelBase: pick(modelBase, 'trellis-model-base', 'models/') };
+}
+
+/** The models served beside the engine: <modelBase>models.json, {"default": id, "models": [ids]};
+ * null when there is none. */
+export async function modelList(options = {}) {
+  const url = new URL('models.json', resolveBases(options).modelBase);
   try {
-    const response = await fetch(new URL('models.json', import.meta.url), { cache: 'no-store' });
-    if (response.ok) id = (await response.json()).default || id;
-  } catch { /* no list: the embedded model */ }
-  return new URL(`models/${id}/`, import.meta.url).href;
+    const response = await fetch(url, { cache: 'no-store' });
+    return response.ok ? await response.json() : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The default model's URL: the page's meta trellis-model, else the list's default, else the
+ * embedded SmolLM2. */
+async function defaultModelUrl(options) {
+  const meta = metaUrl('trellis-model');
+  if (meta) return meta;
+  const id = (await modelList(options))?.default || DEFAULT_MODEL;
+  return new URL(`${encodeURIComponent(id)}/`, resolveBases(options).modelBase).href;
+}
+
+// Fails with AssetNotFoundError when `url` does not answer: a Worker that cannot load only fires a
+// bare error event, which would not say which file or setting is wrong.
+async function needAsset(url, option) {
+  let status;
+  try {
+    status = (await fetch(url, { method: 'HEAD', cache: 'no-store' })).status;
+  } catch (e) {
+    status = e.message;
+  }
+  if (status !== 200) {
+    throw new AssetNotFoundError(`${url} was not found (HTTP ${status}): ${option} must be the URL of the folder `
+      + 'that serves the trellis-llm package\'s files', { url, option });
+  }
 }
 
 // A stream of chunks from the worker, read with `for await`.
@@ -167,13 +220,22 @@ class Engine {
 }
 
 /**
- * Starts the engine on a built model folder (`modelUrl`, e.g. "/models/smollm2-135m-instruct/";
- * default: the site's default model). `initProgressCallback(report)` gets {progress (0..1),
- * timeElapsed (s), text, stage, loadedBytes?, totalBytes?}. `context` caps the KV cache (tokens).
+ * Starts the engine on a built model folder (`modelUrl`, e.g. "/models/smollm2-135m-instruct/", or an
+ * id: resolved against `modelBase` when the options or the page give one, else against the page;
+ * default: the default of <modelBase>models.json). `initProgressCallback(report)`
+ * gets {progress (0..1), timeElapsed (s), text, stage, loadedBytes?, totalBytes?}. `context` caps the
+ * KV cache (tokens). `assetBase` (the folder of worker.js, trellis.zip, trellis_grammar.wasm),
+ * `pyodideBase` (the pyodide package's files) and `modelBase`: see resolveBases. `modelId` names the
+ * model in requests and responses (default: its folder's name).
  */
-export async function CreateEngine(modelUrl, { initProgressCallback, context } = {}) {
-  const url = modelUrl ? new URL(modelUrl, globalThis.document?.baseURI || import.meta.url).href : await defaultModelUrl();
-  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'trellis' });
+export async function CreateEngine(modelUrl, options = {}) {
+  const { initProgressCallback, context, modelId } = options;
+  const bases = resolveBases(options);
+  const url = asFolder(modelUrl ? new URL(modelUrl, options.modelBase || metaUrl('trellis-model-base') ? bases.modelBase
+    : pageBase()).href : await defaultModelUrl(options));
+  const workerUrl = new URL('worker.js', bases.assetBase).href;
+  await needAsset(workerUrl, 'assetBase');
+  const worker = new Worker(workerUrl, { type: 'module', name: 'trellis' });
   const info = await new Promise((resolve, reject) => {
     worker.onmessage = ({ data }) => {
       if (data.type === 'progress') initProgressCallback?.(data.report);
@@ -181,7 +243,7 @@ export async function CreateEngine(modelUrl, { initProgressCallback, context } =
       else if (data.type === 'initError') reject(toError(data.error));
     };
     worker.onerror = (e) => reject(new TrellisError(`the engine's worker failed to start: ${e.message || 'see the console'}`));
-    worker.postMessage({ type: 'init', modelUrl: url.endsWith('/') ? url : `${url}/`, context });
+    worker.postMessage({ type: 'init', modelUrl: url, context, modelId, pyodideBase: bases.pyodideBase });
   }).catch((e) => { worker.terminate(); throw e; });
   return new Engine(worker, info);
 }

@@ -9,7 +9,8 @@
 // An error is {name, message, field?, keyword?, pointer?, line?, column?}: Python's exception type
 // name and message, which trellis.js turns back into the class of the same name.
 //
-// Everything is fetched from this site (Pyodide from ./pyodide/, never a CDN). Weight shards are
+// Everything is fetched from where the page said (never a CDN): this worker's folder (trellis.zip,
+// the grammar wasm), `pyodideBase` (the pyodide npm package's files) and the model's folder. Weight shards are
 // verified by sha256 and kept in the Cache API, keyed by their hash, so a reload reads them locally.
 
 import { loadGrammarCore } from './grammar.js';
@@ -46,6 +47,17 @@ async function fetchOk(url, init) {
   return response;
 }
 
+// An engine file that is not where it was looked for, as the page's AssetNotFoundError.
+async function fetchAsset(url, option, init) {
+  const response = await fetch(url, init).catch((e) => ({ ok: false, status: e.message }));
+  if (!response.ok) {
+    throw { name: 'AssetNotFoundError', message: `${url} was not found (HTTP ${response.status}): ${option} must be `
+      + `the URL of the folder that serves ${option === 'pyodideBase' ? 'the pyodide package' : 'the trellis-llm package'}'s files`,
+      url: String(url), option };
+  }
+  return response;
+}
+
 async function sha256Hex(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
@@ -74,7 +86,13 @@ async function readBody(response, onBytes) {
 // The model's small files (manifest, WGSL, tokenizer): name -> Uint8Array, plus the parsed manifest.
 async function fetchProgram(base) {
   const get = async (name) => new Uint8Array(await (await fetchOk(new URL(name, base), { cache: 'no-store' })).arrayBuffer());
-  const files = new Map([['manifest.json', await get('manifest.json')]]);
+  const manifestUrl = new URL('manifest.json', base);
+  const first = await fetch(manifestUrl, { cache: 'no-store' }).catch((e) => ({ ok: false, status: e.message }));
+  if (!first.ok) {
+    throw { name: 'ModelNotFoundError', message: `no built model at ${base}: ${manifestUrl} answered HTTP ${first.status} `
+      + '(a model folder is what `python3 build.py model` writes; modelBase places model ids)', url: String(base) };
+  }
+  const files = new Map([['manifest.json', new Uint8Array(await first.arrayBuffer())]]);
   const manifest = JSON.parse(new TextDecoder().decode(files.get('manifest.json')));
   const names = new Set(Object.values(manifest.kernels).map((k) => k.wgsl));
   names.add(manifest.tokenizer.file);
@@ -208,7 +226,7 @@ async function runSubgroupProbe(device, probe) {
 async function requestDevice() {
   if (!self.navigator.gpu) throw { name: 'RuntimeBackendError', message: 'this browser has no WebGPU (navigator.gpu is missing)' };
   // The desktop's subgroup probe too, fetched while the adapter and device come.
-  const probe = fetch(new URL('subgroup_probe.wgsl', SITE)).then((r) => r.text());
+  const probe = fetchAsset(new URL('subgroup_probe.wgsl', SITE), 'assetBase').then((r) => r.text());
   probe.catch(() => {});  // (unused when the device has no subgroups)
   const adapter = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) throw { name: 'RuntimeBackendError', message: 'no WebGPU adapter is available' };
@@ -234,13 +252,14 @@ async function requestDevice() {
 // package starts cold again; a snapshot that Pyodide refuses (another build) is dropped. The files
 // unpacked from trellis.zip live in JS memory, outside the snapshot, so they are unpacked each time
 // (modules not imported yet load from them).
-async function startPython() {
+async function startPython(indexURL) {
   const t = performance.now();
+  const pyodideModule = new URL('pyodide.mjs', indexURL).href;
+  // Checked first: a failed import() says neither the URL nor the status.
   const [{ loadPyodide }, archive] = await Promise.all([
-    import(new URL('pyodide/pyodide.mjs', SITE).href),
-    fetchOk(new URL('trellis.zip', SITE), { cache: 'no-store' }).then((r) => r.arrayBuffer()),
+    fetchAsset(pyodideModule, 'pyodideBase', { method: 'HEAD', cache: 'no-store' }).then(() => import(pyodideModule)),
+    fetchAsset(new URL('trellis.zip', SITE), 'assetBase', { cache: 'no-store' }).then((r) => r.arrayBuffer()),
   ]);
-  const indexURL = new URL('pyodide/', SITE).href;
   const cache = 'caches' in self ? await caches.open(PYTHON_CACHE) : null;
   const key = new Request(new URL(`python-snapshot?trellis=${await sha256Hex(archive)}`, SITE).href);
   const hit = cache && await cache.match(key);
@@ -285,14 +304,16 @@ function modelIdOf(base) {
   return decodeURIComponent((i >= 0 && i + 1 < parts.length ? parts[i + 1] : parts[parts.length - 1]) || '');
 }
 
-async function init({ modelUrl, context }) {
+async function init({ modelUrl, context, modelId, pyodideBase }) {
   const t0 = performance.now();
   progress('starting Python (Pyodide), WebGPU and the grammar core', { stage: 'start' });
   const timed = async (promise) => { await promise; return performance.now() - t0; };
   const base = new URL(modelUrl, SITE);
-  const python = startPython().then((p) => { parts.python = 1; progress('Python ready', { stage: 'python' }); return p; });
+  const python = startPython(pyodideBase || new URL('pyodide/', SITE).href).then((p) => { parts.python = 1; progress('Python ready', { stage: 'python' }); return p; });
   const gpu = requestDevice();
-  const grammar = loadGrammarCore(new URL('trellis_grammar.wasm', SITE).href);
+  const grammarUrl = new URL('trellis_grammar.wasm', SITE);
+  const grammar = fetchAsset(grammarUrl, 'assetBase', { method: 'HEAD', cache: 'no-store' })
+    .then(() => loadGrammarCore(grammarUrl.href));
   const program = fetchProgram(base);
   const shards = program.then(({ manifest, files }) => fetchShards(base, manifest, files));
   // Which kernels run (the adapter's kernel variant) is Python's choice, by the desktop's rule, made
@@ -319,7 +340,7 @@ async function init({ modelUrl, context }) {
   progress('building the engine (GPU buffers, tokenizer, vocabulary)', { stage: 'engine' });
   const t1 = performance.now();
   const answer = JSON.parse(await module.build(files, device, pipelines, needed, JSON.stringify(chosen),
-    context || 0, modelIdOf(base)));
+    context || 0, modelId || modelIdOf(base)));
   const kernelsMs = await kernelsDone;
   files.clear();
   if (answer.error) throw answer.error;

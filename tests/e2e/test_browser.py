@@ -61,6 +61,18 @@ def test_page_loads_and_reports_progress(page):
     assert not page.errors
 
 
+def test_webllm_module_on_the_site(page):
+    """/webllm.js on the site's own layout (no bundler, no settings): the site's models as
+    prebuiltAppConfig, and the loaded model's shards in the cache."""
+    found = page.evaluate("""async () => {
+      const webllm = await import('/webllm.js');
+      return { list: webllm.prebuiltAppConfig.model_list, cached: await webllm.hasModelInCache('tiny-llama'),
+        same: webllm.CreateEngine === api.CreateEngine };
+    }""")
+    assert found == {"list": [{"model_id": MODEL_ID, "model": f"{page.url.rsplit('/', 1)[0]}/models/{MODEL_ID}/"}],
+                     "cached": True, "same": True}
+
+
 def test_json_schema_output_parses_and_validates(page):
     r = value(page, max_tokens=48, seed=3, response_format={"type": "json_object", "schema": SCHEMA},
               complete_on_length=True)

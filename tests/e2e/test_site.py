@@ -27,6 +27,9 @@ def test_site_files_and_mime_types(site_server):
         assert headers["Content-Type"].startswith(mime), (path, headers["Content-Type"])
         assert headers["Cache-Control"] == "no-store"
     assert json.loads(get(site_server, "/models.json")[1]) == {"default": MODEL_ID, "models": [MODEL_ID]}
+    # trellis.js and webllm.js read the list beside the model folders (wherever modelBase puts them).
+    assert get(site_server, "/models/models.json")[1] == get(site_server, "/models.json")[1]
+    assert get(site_server, "/webllm.js")[0]["Content-Type"].startswith("text/javascript")
     examples = json.loads(get(site_server, "/examples.json")[1])  # the demo's, from trellis.engine.examples
     assert examples["schemas"][0]["schema"] == PERSON_SCHEMA and examples["tools"]["tools"] == WEATHER_TOOLS
     manifest = json.loads(get(site_server, f"/models/{MODEL_ID}/manifest.json")[1])

@@ -27,8 +27,10 @@ from __future__ import annotations
 import threading
 import time
 from array import array
+from pathlib import Path
 
-from trellis.errors import EngineBusyError, InvalidRequestError, RuntimeBackendError, SequenceLengthError
+from trellis.errors import (EngineBusyError, InvalidRequestError, ModelNotFoundError, RuntimeBackendError,
+                            SequenceLengthError)
 from trellis.grammar.compiler import GrammarCompiler
 from trellis.grammar.constraints import Constraint
 from trellis.grammar.matcher import GrammarMatcher
@@ -53,9 +55,17 @@ class Engine:
 
     def __init__(self, model_dir=None, *, backend=None, context: int | None = 2048, grammar_core="native",
                  artifacts: Artifacts | None = None, max_cached_grammars: int = 32,
-                 max_grammar_cache_bytes: int = 256 << 20, prepare: bool = True):
+                 max_grammar_cache_bytes: int = 256 << 20, prepare: bool = True, models: dict | None = None):
         """`prepare=False` leaves the executor's plans to `executor.prepare()` (the browser builds the
-        rest of the engine while the kernels compile)."""
+        rest of the engine while the kernels compile). `models`: {id: built model folder}, the models
+        `reload` may switch to (web-llm's appConfig.model_list); `model_dir` may be one of its ids."""
+        # What reload() keeps: the backend (below), these options and the model list.
+        self._options = {"context": context, "grammar_core": grammar_core, "max_cached_grammars": max_cached_grammars,
+                         "max_grammar_cache_bytes": max_grammar_cache_bytes}
+        self.models = {str(k): Path(v) for k, v in (models or {}).items()}
+        if artifacts is None and model_dir is not None and str(model_dir) in self.models:
+            artifacts = Artifacts.from_dir(self.models[str(model_dir)])
+            artifacts.id = str(model_dir)  # requests and responses name it by its id in the list
         artifacts = artifacts or Artifacts.from_dir(model_dir)
         if backend is None:
             from trellis.runtime.wgpu_backend import WgpuBackend
@@ -86,6 +96,22 @@ class Engine:
         self._last: dict = {}
         self.chat = _Namespace(completions=ChatFace(self))
         self.completions = TextFace(self)
+
+    def reload(self, model) -> None:
+        """Loads `model` (an id of `models`, or a built model folder) in place of the current one, on
+        the same backend with the same options; the conversation and the grammar cache start empty
+        (another vocabulary). An id that is neither raises ModelNotFoundError naming the ids there are."""
+        if str(model) not in self.models and not (Path(model) / "manifest.json").exists():
+            available = ", ".join(self.models) or "none"
+            raise ModelNotFoundError(f"model {str(model)!r} is neither in the engine's models (available: {available}) "
+                                     "nor a built model folder (`python3 build.py model --out DIR` makes one)")
+        self._take_turn()  # the running job ends first: the model's state changes under no job
+        turn = self._turn
+        try:
+            self.__init__(model, backend=self.executor.backend, models=self.models, **self._options)
+        finally:
+            self._turn = turn  # the one lock stays, so jobs waiting on it wake to the new model
+            self._give_turn()
 
     def _stop_ids(self) -> tuple[int, ...]:
         ids = {self.tokenizer.eos_token_id} if self.tokenizer.eos_token_id is not None else set()
