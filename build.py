@@ -325,7 +325,7 @@ def main() -> None:
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
     p.set_defaults(func=cmd_test)
     p = sub.add_parser("bench", help="run a benchmark (writes benchmarks/results/)")
-    p.add_argument("what", choices=["grammar", "runtime", "engine", "browser", "fuzz", "serve"])
+    p.add_argument("what", choices=["grammar", "runtime", "engine", "browser", "fuzz", "serve", "models"])
     p.add_argument("bench_args", nargs="*")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("serve", help="build the grammar wasm, the embedded model and the site into build/site, "
