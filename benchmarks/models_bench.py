@@ -156,11 +156,17 @@ def measure(label, folder, gguf_path, backend, prompt, steps, context, check: bo
         # A grammar's mask: every 3rd token allowed (the GPU work does not depend on which).
         words = [(0x49249249 if i % 3 == 0 else 0x24924924) for i in range((ex.vocab_size + 31) // 32)]
         words = [w - (1 << 32) if w >= 1 << 31 else w for w in words]
+        # Masked and unmasked steps alternate in one sequence, and each pair's difference is taken: this
+        # machine's speed drifts within seconds, more than the mask costs.
+        ex.reset()
+        ex.prefill(prompt)
         unmasked, masked = [], []
-        for _ in range(2):  # interleaved: this machine's speed drifts within minutes
-            unmasked += decode_rate(ex, prompt, DECODE_TOKENS // 2)[1]
-            masked += decode_rate(ex, prompt, DECODE_TOKENS // 2, bitmask=words)[1]
-        row["mask_ms"] = (statistics.median(masked) - statistics.median(unmasked)) * 1e3
+        for i in range(DECODE_TOKENS):
+            for steps, bitmask in ((unmasked, None), (masked, words)):
+                t = time.perf_counter()
+                ex.decode((5 + 7 * i) % ex.vocab_size, bitmask=bitmask)
+                steps.append(time.perf_counter() - t)
+        row["mask_ms"] = statistics.median(m - u for m, u in zip(masked, unmasked)) * 1e3
         row["unmasked_ms"] = statistics.median(unmasked) * 1e3
     return row
 
@@ -185,11 +191,12 @@ def run_adapter(args) -> None:
         try:
             gguf_path = real_gguf(name)
             row = measure(label, folder, gguf_path, backend, REAL_PROMPT, REAL_STEPS,
-                          len(REAL_PROMPT) + DECODE_TOKENS * 2 + 8, check=name in args.real_reference.split(","),
+                          len(REAL_PROMPT) + DECODE_TOKENS * 3 + 8, check=name in args.real_reference.split(","),
                           mask=True)
-            row.update(case=name, types=label.split("(")[1].rstrip(")"))
+            row.update(types=label.split("(")[1].rstrip(")"))
         except Exception as e:
-            row = {"case": name, "error": f"{type(e).__name__}: {e}"[:300]}
+            row = {"label": label, "error": f"{type(e).__name__}: {e}"[:300]}
+        row.update(case=f"real:{name}", real=name)  # keyed apart from the tiny model of the same architecture
         print(RESULT + json.dumps({**row, "adapter": device}), flush=True)
 
 
@@ -302,7 +309,7 @@ def write_results(out: Path, cases, by_adapter, names, notes) -> None:
     lines += ["## Synthetic: every architecture and every weight type (tiny random models)", "",
               "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += [fmt_row(case, adapters, by_adapter) for case in cases]
-    real = [row for row in by_adapter.get(adapters[0], {}).values() if row["case"] in REAL]
+    real = [row for row in by_adapter.get(adapters[0], {}).values() if row.get("real")]
     if real:
         lines += ["", "## Real models (lavapipe)", "",
                   "| model | agreement with the numpy reference | load s | decode tok/s | decode step ms (median) "
@@ -310,11 +317,11 @@ def write_results(out: Path, cases, by_adapter, names, notes) -> None:
                   "(bitmask applied vs not) |", "|---|---|---|---|---|---|---|---|"]
         for row in real:
             if "error" in row:
-                lines.append(f"| {row['case']} | **failed**: {row['error']} | | | | | | |")
+                lines.append(f"| {row['label']} | **failed**: {row['error']} | | | | | | |")
                 continue
             a = row.get("agreement")
             agree = (f"{a['rel_diff']:.1e} over a {len(REAL_PROMPT)}-token prefill and {a['steps']} greedy steps, "
-                     f"tokens {'equal' if a['tokens_equal'] else '**differ**'}" if a else REAL_AGREEMENT[row['case']])
+                     f"tokens {'equal' if a['tokens_equal'] else '**differ**'}" if a else REAL_AGREEMENT[row['real']])
             lines.append(
                 f"| {row['label']} | {agree} | {row['load_s']:.2f} | {row['tok_s']:.2f} | {row['step_ms']:.1f} | "
                 f"{row['allocated'] / MIB:.1f} MiB = {row['allocated'] / (row['weights'] + row['kv']):.2f} x "
@@ -358,8 +365,9 @@ METHOD = (
     "a prefill, each `decode()` to the logits on the host, tok/s = 16 / their sum (shader compiles done "
     "before). GPU memory: the bytes the backend allocated for the executor (storage buffers, weights and "
     "activations and KV cache) against the manifest's packed weight arrays plus its KV buffers at the context "
-    "used. GPU mask cost: median decode step with a bitmask (every third token allowed) minus the median without, "
-    "interleaved. SwiftShader: the same synthetic rows through wgpu-native with Chromium's SwiftShader Vulkan ICD "
+    "used. GPU mask cost: 16 pairs of decode steps in one sequence, one step without a bitmask then one with "
+    "(every third token allowed; the bitmask uploaded and applied to the logits on the GPU), the median of the "
+    "pairs' differences. SwiftShader: the same synthetic rows through wgpu-native with Chromium's SwiftShader Vulkan ICD "
     "(its own process); real models on SwiftShader are browser.md's. Not measured here: synthetic rows in "
     "Chromium itself (the browser column of browser.md covers SmolLM2 and the tiny Llama's parity test); "
     "the architectures in types other than Q4_1/Q8_0 (every type is measured on the Llama architecture, and "
