@@ -338,7 +338,8 @@ def main() -> None:
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
     p.set_defaults(func=cmd_test)
     p = sub.add_parser("bench", help="run a benchmark (writes benchmarks/results/)")
-    p.add_argument("what", choices=["grammar", "runtime", "engine", "browser", "fuzz", "serve", "schema_tail"])
+    p.add_argument("what", choices=["grammar", "runtime", "engine", "browser", "fuzz", "serve", "schema_tail",
+                                    "models"])
     p.add_argument("bench_args", nargs="*")
     p.set_defaults(func=cmd_bench)
     sub.add_parser("npm", help="build the npm package (build/npm: folder and tarball)").set_defaults(func=cmd_npm)
