@@ -69,23 +69,10 @@ export interface MLCEngineInterface {
   setAppConfig(appConfig: AppConfig): void;
 }
 
-export declare class MLCEngine implements MLCEngineInterface {
+/** The engine; its members are MLCEngineInterface's (declaration merging, so they are written once). */
+export interface MLCEngine extends MLCEngineInterface {}
+export declare class MLCEngine {
   constructor(engineConfig?: MLCEngineConfig);
-  chat: MLCEngineInterface['chat'];
-  completions: MLCEngineInterface['completions'];
-  reload(modelId: string | string[], chatOpts?: ChatOptions): Promise<void>;
-  chatCompletion(request: ChatCompletionRequestStreaming): Promise<AsyncIterable<ChatCompletionChunk>>;
-  chatCompletion(request: ChatCompletionRequestNonStreaming): Promise<ChatCompletion>;
-  chatCompletion(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
-  completion(request: CompletionRequest): Promise<Completion | AsyncIterable<Completion>>;
-  getMessage(): Promise<string>;
-  interruptGenerate(): void;
-  resetChat(): Promise<void>;
-  runtimeStatsText(): Promise<string>;
-  unload(): Promise<void>;
-  setInitProgressCallback(callback: InitProgressCallback): void;
-  getInitProgressCallback(): InitProgressCallback | undefined;
-  setAppConfig(appConfig: AppConfig): void;
 }
 
 export declare class WebWorkerMLCEngine extends MLCEngine {
