@@ -125,3 +125,22 @@ def test_a_pydantic_model_as_response_format(engine):
     assert choice.finish_reason == "stop"
     parsed = choice.message.parsed
     assert isinstance(parsed, Forecast) and parsed == Forecast.model_validate(json.loads(choice.message.content))
+
+
+def test_closing_a_stream_frees_the_engine_under_an_idle_event_loops_hooks(engine):
+    """An event loop that is not running but left its async-generator hooks set (Playwright's sync
+    API in the same process does) defers the finalization of dropped async generators forever: a
+    stream's inner generators must be closed explicitly, or the engine's turn and its queued GPU
+    steps would never be given back."""
+    import sys
+
+    expected = alone(engine)
+    hooks = sys.get_asyncgen_hooks()
+    sys.set_asyncgen_hooks(firstiter=lambda agen: None, finalizer=lambda agen: None)  # never finalizes
+    try:
+        stream = engine.chat.completions.create(messages=USER, stream=True, **GREEDY)
+        next(stream), next(stream)
+        stream.close()
+        assert engine.chat.completions.create(messages=USER, **GREEDY).choices[0].message.content == expected
+    finally:
+        sys.set_asyncgen_hooks(*hooks)

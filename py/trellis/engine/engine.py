@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from array import array
+from contextlib import aclosing
 from pathlib import Path
 
 from trellis.errors import (EngineBusyError, InvalidRequestError, ModelNotFoundError, RuntimeBackendError,
@@ -174,8 +175,9 @@ class Engine:
                 out = Outcome()
                 outcomes.append(out)
                 seed = None if job.config.seed is None else job.config.seed + index
-                async for text, logprobs in self._choice(job, seed, out):
-                    yield Delta(index, text, logprobs)
+                async with aclosing(self._choice(job, seed, out)) as deltas:  # closed now, not at GC
+                    async for text, logprobs in deltas:
+                        yield Delta(index, text, logprobs)
             done = Done(outcomes, self._record(outcomes))
         finally:
             self._give_turn()
@@ -276,9 +278,10 @@ class Engine:
             greedy = GreedyPipeline(ex, budget - 1, self._all_but_stops() if banned else None)
         decode_started = time.perf_counter()
         try:
-            async for delta in self._decode(job, logits, matcher, mask, sampler, decoder, stops, banned, greedy,
-                                            budget, started, out):
-                yield delta
+            async with aclosing(self._decode(job, logits, matcher, mask, sampler, decoder, stops, banned, greedy,
+                                             budget, started, out)) as deltas:
+                async for delta in deltas:
+                    yield delta
         finally:  # also when the stream is closed mid-way: steps queued past the end are dropped
             if greedy is not None:
                 greedy.close()
@@ -321,8 +324,9 @@ class Engine:
                     closing = self._closing_if_needed(matcher, budget - step - 1)
                 out.grammar_s += time.perf_counter() - g0
             if closing is not None:  # the token is rolled back; the structure is closed instead
-                async for delta in self._emit(closing, matcher, decoder, stops, out):
-                    yield delta
+                async with aclosing(self._emit(closing, matcher, decoder, stops, out)) as deltas:
+                    async for delta in deltas:
+                        yield delta
                 out.finish_reason = "length"
                 break
             sampler.accept(token)

@@ -40,18 +40,21 @@ class Face:
         job = self._job(request)
         events = self.engine.run(job)
         if job.request.stream:
-            return job, self._chunks(job.request, events)
+            return job, _closing(self._chunks(job.request, events), events)
         return job, _Collectable(events, model_class)
 
     async def collect(self, job: Job, events):
         """The response once `events` (from start) end."""
-        async for event in events:
-            if not isinstance(event, Delta):
-                response = self._response(job.request, event.outcomes, event.stats)
-                model_class = getattr(events, "model_class", None)
-                if model_class is not None:
-                    _fill_parsed(response, model_class)
-                return response
+        try:
+            async for event in events:
+                if not isinstance(event, Delta):
+                    response = self._response(job.request, event.outcomes, event.stats)
+                    model_class = getattr(events, "model_class", None)
+                    if model_class is not None:
+                        _fill_parsed(response, model_class)
+                    return response
+        finally:
+            await events.aclose()
 
     def _usage(self, outcomes, stats) -> dict:
         return R.usage(outcomes[0].prompt_tokens, sum(len(o.tokens) for o in outcomes), stats)
@@ -156,6 +159,21 @@ class _Collectable:
 
     def __aiter__(self):
         return self.events.__aiter__()
+
+    async def aclose(self):
+        await self.events.aclose()
+
+
+async def _closing(chunks, events):
+    """`chunks`, then `events` closed however the chunks end (read to the end, closed or failed):
+    a dropped async generator is finalized by whatever event-loop hooks are set, maybe never (an
+    idle loop's, as Playwright's sync API leaves them), and the engine's turn must come back now."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        await chunks.aclose()
+        await events.aclose()
 
 
 def _pydantic_format(request: dict) -> tuple[dict, type | None]:
