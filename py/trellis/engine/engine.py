@@ -183,9 +183,6 @@ class Engine:
             self._give_turn()
         yield done
 
-    def _constraint(self, response_format, field: str = "response_format") -> Constraint | None:
-        return self.constraints.read(response_format, field)
-
     def chat_job(self, request: dict) -> Job:
         """A chat request (OpenAI / web-llm) validated, rendered with the model's template and
         tokenized; InvalidRequestError names a bad field."""
@@ -208,9 +205,9 @@ class Engine:
             text = self.template.render(_strings_mapped(messages, defuse), **variables)
             rf = tool_response_format(req.tools, req.tool_choice or "auto", parallel_tool_calls=req.parallel_tool_calls)
         if tools_on:
-            constraint = self._constraint(rf, "tools")
+            constraint = self.constraints.read(rf, "tools")
         elif req.response_format is not None:
-            constraint = self._constraint(req.response_format)
+            constraint = self.constraints.read(req.response_format)
         else:
             constraint = None
         prompt = self.tokenizer.encode(text, add_special=True)  # BOS as the model asks, once
@@ -227,7 +224,7 @@ class Engine:
         req = parse_completion_request(request, vocab_size=self.executor.vocab_size,
                                        defaults=self.sampling_defaults)
         self._check_model(req.model)
-        constraint = self._constraint(req.response_format) if req.response_format is not None else None
+        constraint = self.constraints.read(req.response_format) if req.response_format is not None else None
         prompt = self.tokenizer.encode(req.prompt, add_special=True)
         if not prompt:
             raise InvalidRequestError("must not be empty", "prompt")

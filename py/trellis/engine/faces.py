@@ -16,6 +16,7 @@ SDK's `parse` gives). Pydantic is the caller's; Trellis does not import it.
 from __future__ import annotations
 
 from trellis.errors import RuntimeBackendError
+from trellis.grammar.json_values import is_model_class
 
 from . import responses as R
 from .job import Delta, Job, Outcome
@@ -179,9 +180,9 @@ async def _closing(chunks, events):
 def _pydantic_format(request: dict) -> tuple[dict, type | None]:
     """The request with a pydantic class as response_format replaced by its strict json_schema."""
     rf = request.get("response_format")
-    if not (isinstance(rf, type) and hasattr(rf, "model_json_schema") and hasattr(rf, "model_validate_json")):
+    if not (is_model_class(rf) and hasattr(rf, "model_validate_json")):
         return request, None
-    schema = {"name": rf.__name__, "schema": rf.model_json_schema(), "strict": True}
+    schema = {"name": rf.__name__, "schema": rf, "strict": True}  # the grammar side reads the class's schema
     return {**request, "response_format": {"type": "json_schema", "json_schema": schema}}, rf
 
 

@@ -58,10 +58,11 @@ def walk_json(value, path: str = "", *, fields: bool = False, leaves: tuple = (s
 def schema_of(value):
     """A pydantic model class stands for its JSON Schema (`model_json_schema()`, as xgrammar and
     the openai SDK take it); any other value is itself. pydantic is never imported here."""
-    return value.model_json_schema() if _is_model(value) else value
+    return value.model_json_schema() if is_model_class(value) else value
 
 
-def _is_model(value) -> bool:
+def is_model_class(value) -> bool:
+    """A pydantic model class (anything with `model_json_schema`; pydantic is never imported)."""
     return isinstance(value, type) and callable(getattr(value, "model_json_schema", None))
 
 
@@ -77,7 +78,7 @@ def parse_json(value, field: str):
             fail(f"not valid JSON ({e})", field)
     try:
         for v, at, depth in walk_json(value, fields=True, leaves=(str, int, float, bytes, type)):
-            if isinstance(v, type) and not _is_model(v):
+            if isinstance(v, type) and not is_model_class(v):
                 raise NotJson(at, f"a Python class {v.__name__}")
             if depth > MAX_JSON_NESTING:
                 raise GrammarLimitError(f"{field}{at}: nested deeper than {MAX_JSON_NESTING} objects and arrays "
