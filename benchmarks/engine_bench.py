@@ -672,7 +672,7 @@ def machine_facts() -> list[str]:
 
 
 def tiny_model_dir() -> Path:
-    from kernels.llm.build_model import main as build
+    from trellis.kernels.build_model import main as build
     from tests.model.tiny_gguf import write_tiny_llama
 
     tmp = Path(tempfile.mkdtemp(prefix="trellis-engine-bench-"))

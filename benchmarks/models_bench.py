@@ -79,7 +79,7 @@ def write_case(name: str, path: Path) -> str:
 
 def build_cases(names, root: Path) -> list[dict]:
     """Write and build every case under `root`; returns [{name, types, gguf, folder, build_s}]."""
-    from kernels.llm.build_model import main as build
+    from trellis.kernels.build_model import main as build
 
     cases = []
     for name in names:
@@ -202,7 +202,7 @@ def run_adapter(args) -> None:
 
 def real_gguf(name: str) -> str:
     if name == "smollm2":
-        from kernels.llm.build_model import default_gguf
+        from trellis.kernels.build_model import default_gguf
 
         return default_gguf()
     from tests.model.gemma3 import gemma3_gguf_path
@@ -357,7 +357,7 @@ METHOD = (
     "Synthetic models: tests/model/tiny_gguf.py's writers (architectures: `write_tiny`, 2 layers, hidden 64-320, "
     "a 269-token vocabulary; their linear weights are Q4_1 and Q8_0 as that writer picks them, the embedding "
     "Q8_0; the `llama` row is `write_tiny_llama`'s default; the `llama-TYPE` rows store every linear weight and "
-    "the embedding in TYPE, K-quants with 256-wide rows) built by kernels/llm/build_model.py (`--chunk 16`, "
+    "the embedding in TYPE, K-quants with 256-wide rows) built by py/trellis/kernels/build_model.py (`--chunk 16`, "
     "adapter variants included). Agreement: a 20-token prefill and 8 greedy decode steps, the executor "
     "decoding its own argmax, each step's logits against tests/model/reference.py (numpy, over "
     "gguf's dequantized weights); the tests assert <= 1e-3 (tests/runtime/reference_check.py). "

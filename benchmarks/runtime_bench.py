@@ -398,7 +398,7 @@ def run_adapter(label, args, lines):
     for model in args.models.split(","):
         start = len(lines)
         if model == "tiny":
-            from kernels.llm.build_model import main as build
+            from trellis.kernels.build_model import main as build
             from tests.model.tiny_gguf import write_tiny_llama
 
             tmp = Path(tempfile.mkdtemp(prefix="trellis-bench-"))
@@ -407,7 +407,7 @@ def run_adapter(label, args, lines):
             bench_model("tiny random Llama (2 layers, hidden 64)", tmp / "out", tmp / "tiny.gguf", backend, ceilings,
                         min(args.prompt_tokens, 128), args.decode_tokens, lines)
         elif model == "smollm2":
-            from kernels.llm.build_model import DEFAULT_OUT, default_gguf, main as build
+            from trellis.kernels.build_model import DEFAULT_OUT, default_gguf, main as build
 
             build([])
             bench_model("SmolLM2-135M-Instruct (Q4_1)", DEFAULT_OUT, default_gguf(), backend, ceilings,

@@ -50,7 +50,7 @@ PROMPTS = [f"Question {i}: tell me something about the number {i * 7}." for i in
 
 
 def tiny_model_dir() -> Path:
-    from kernels.llm.build_model import main as build
+    from trellis.kernels.build_model import main as build
     from tests.model.tiny_gguf import write_tiny_llama
 
     tmp = Path(tempfile.mkdtemp(prefix="trellis-serve-bench-"))

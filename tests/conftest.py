@@ -19,7 +19,7 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """(gguf path, artifacts folder) of the tiny random-weight Llama."""
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
     from tests.model.tiny_gguf import write_tiny_llama
 
     root = tmp_path_factory.mktemp("tiny-runtime")

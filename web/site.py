@@ -89,7 +89,10 @@ def package_files(name: str) -> list[tuple[str, bytes]]:
 def package_archive(out: Path) -> Path:
     """py/trellis's Python files, the worker's Python half and PYTHON_PACKAGES, zipped (fixed dates:
     reproducible)."""
-    files = sorted(p for p in (ROOT / "py" / "trellis").rglob("*.py") if "__pycache__" not in p.parts)
+    package = ROOT / "py" / "trellis"
+    # The model compiler (trellis/kernels: TVM, gguf, numpy) runs at build time only, never in the browser.
+    files = sorted(p for p in package.rglob("*.py")
+                   if "__pycache__" not in p.parts and p.relative_to(package).parts[0] != "kernels")
     entries = [(path.relative_to(ROOT / "py").as_posix(), path.read_bytes()) for path in files]
     entries.append(("trellis_worker.py", (WEB / "worker.py").read_bytes()))
     for name in PYTHON_PACKAGES:

@@ -19,7 +19,7 @@ COLOR = {"type": "object", "properties": {"color": {"enum": ["red", "green", "bl
 
 @pytest.fixture(scope="module")
 def gemma(browser_context, tmp_path_factory):
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
     from tests.model.gemma3 import gemma3_gguf_path
 
     build_model.main(["--gguf", gemma3_gguf_path(), "--out", str(OUT)])  # builds, or finds the build up to date

@@ -46,6 +46,8 @@ def test_package_archive_holds_trellis_and_the_worker_module(site_server, tmp_pa
             "markupsafe/_native.py", "markupsafe/LICENSE.txt"} <= names
     assert all(n.endswith((".py", ".txt")) for n in names)
     assert not any("__pycache__" in n for n in names)
+    # the model compiler (TVM, gguf, numpy) is build-time only: it never reaches the browser
+    assert not any(n.startswith("trellis/kernels/") for n in names)
 
 
 def test_build_site_names_what_is_missing(tmp_path, tiny_model):

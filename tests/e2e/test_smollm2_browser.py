@@ -21,7 +21,7 @@ DONE = ".msg.assistant.done, .msg.error"
 
 @pytest.fixture(scope="module")
 def demo(browser_context, tmp_path_factory):
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
     from tests.model.smollm2 import smollm2_gguf_path
 
     build_model.main(["--gguf", smollm2_gguf_path()])  # builds, or finds the build up to date
@@ -69,7 +69,7 @@ def test_demo_page_chat_hermione_and_screenshot(demo, browser_context):
     """Through the page: the France prompt as chat, then web-llm's Hermione request from the JSON
     panel (as HERMIONE_REQUEST: its prompt, its schema, 128 tokens), whose answer validates. The
     options panel starts at the model's sampling defaults (build_model.EMBEDDED_SAMPLING)."""
-    from kernels.llm.build_model import EMBEDDED_SAMPLING
+    from trellis.kernels.build_model import EMBEDDED_SAMPLING
 
     assert float(demo.input_value("#temperature")) == EMBEDDED_SAMPLING["temperature"]
     assert float(demo.input_value("#top-p")) == EMBEDDED_SAMPLING["top_p"]

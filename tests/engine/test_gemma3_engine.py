@@ -7,7 +7,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_gemma3_continues_as_the_numpy_reference(wgpu_backend):
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
     from tests.model.gemma3 import gemma3_gguf_path
     from trellis.engine import Engine
 

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def smollm2_engine(wgpu_backend):
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
     from tests.model.smollm2 import smollm2_gguf_path
     from trellis.engine import Engine
 
@@ -66,7 +66,7 @@ def test_the_models_sampling_defaults_keep_it_out_of_loops(smollm2_engine):
     """Greedy, the 135M model repeats itself (a poem's lines over and over); the defaults the build
     records for it (build_model.EMBEDDED_SAMPLING: its card's temperature and top_p, a repetition
     penalty) are what a request that says nothing gets, and they keep it out of the loop."""
-    from kernels.llm.build_model import EMBEDDED_SAMPLING
+    from trellis.kernels.build_model import EMBEDDED_SAMPLING
 
     assert smollm2_engine.sampling_defaults == EMBEDDED_SAMPLING
     messages = [{"role": "user", "content": "Write a poem about the sea."}]

@@ -19,6 +19,6 @@ def smollm2_gguf() -> str:
 def smollm2_tokenizer_data(smollm2_gguf) -> dict:
     import gguf
 
-    from kernels.llm.gguf_model import read_tokenizer
+    from trellis.kernels.gguf_model import read_tokenizer
 
     return read_tokenizer(gguf.GGUFReader(smollm2_gguf))

@@ -10,7 +10,7 @@ reorders rows. Written for clarity, not speed (about 24 tok/s on SmolLM2 here).
 import gguf
 import numpy as np
 
-from kernels.llm.gguf_model import dequantize, read_config
+from trellis.kernels.gguf_model import dequantize, read_config
 
 
 def causal_attention(q, k, v, start: int, scale: float | None = None, softcap: float = 0.0,

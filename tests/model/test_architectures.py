@@ -5,8 +5,8 @@ import gguf
 import numpy as np
 import pytest
 
-from kernels.llm import graph
-from kernels.llm.gguf_model import read_config, tensors_by_name
+from trellis.kernels import graph
+from trellis.kernels.gguf_model import read_config, tensors_by_name
 from tests.model.reference import ReferenceModel, causal_attention
 from tests.model.tiny_gguf import TINY, write_tiny
 from trellis.errors import ModelError
@@ -172,7 +172,7 @@ def _rewrite(src, dst, arch=None, drop=(), add=None):
 
 
 def test_unknown_architecture_missing_and_unexpected_tensors_are_named(tiny_paths, tmp_path):
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
 
     bad = _rewrite(tiny_paths["llama3"], tmp_path / "falcon.gguf", arch="falcon")
     with pytest.raises(ModelError, match="'falcon'"):

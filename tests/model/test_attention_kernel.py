@@ -6,8 +6,8 @@ import struct
 import numpy as np
 import pytest
 
-from kernels.llm import kernels as K
-from kernels.llm import wgsl
+from trellis.kernels import kernels as K
+from trellis.kernels import wgsl
 from tests.model.reference import causal_attention
 from trellis.runtime.executor import Executor
 

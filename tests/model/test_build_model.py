@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from kernels.llm import build_model
-from kernels.llm.gguf_model import read_config
+from trellis.kernels import build_model
+from trellis.kernels.gguf_model import read_config
 from tests.model.tiny_gguf import write_tiny_llama
 
 
@@ -144,7 +144,7 @@ def test_unsupported_tensor_type_is_named(tmp_path):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    from kernels.llm.gguf_model import tensors_by_name
+    from trellis.kernels.gguf_model import tensors_by_name
 
     with pytest.raises(ModelError, match="blk.0.attn_q.weight.*Q2_K"):
         tensors_by_name(gguf.GGUFReader(str(tmp_path / "bad.gguf")))
@@ -155,7 +155,7 @@ def test_sampling_defaults_come_from_the_gguf_and_the_build(tmp_path):
     malformed one is a ModelError naming the key."""
     import gguf
 
-    from kernels.llm.gguf_model import read_sampling
+    from trellis.kernels.gguf_model import read_sampling
     from trellis.errors import ModelError
 
     def written(**fields):

@@ -41,7 +41,7 @@ def pair(request, tmp_path_factory):
     """(ours, reference, data) for a synthetic GGUF of that pre-tokenizer."""
     import gguf
 
-    from kernels.llm.gguf_model import read_tokenizer
+    from trellis.kernels.gguf_model import read_tokenizer
     from tests.model.bpe_gguf import write_bpe_gguf
     from trellis.grammar.vocabulary import read_gguf_metadata
     from trellis.model.tokenizer_data import tokenizer_data

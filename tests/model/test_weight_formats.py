@@ -12,9 +12,9 @@ import gguf
 import numpy as np
 import pytest
 
-from kernels.llm import kernels as K
-from kernels.llm import wgsl
-from kernels.llm.pack import group_format, pack_linear
+from trellis.kernels import kernels as K
+from trellis.kernels import wgsl
+from trellis.kernels.pack import group_format, pack_linear
 from tests.model.tiny_gguf import BLOCK_FIELDS, K_CONFIG, random_blocks, write_tiny_llama
 from trellis.errors import ModelError
 from trellis.runtime.executor import Executor
@@ -148,7 +148,7 @@ TINY_MODELS = {
 @pytest.mark.parametrize("model", sorted(TINY_MODELS))
 def test_tiny_llama_in_every_type_matches_reference(model, tmp_path, wgpu_backend):
     """Prefill and greedy decoding on the GPU against the numpy reference over gguf's dequantized weights."""
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
     from tests.model.reference import ReferenceLlama
     from trellis.runtime import Artifacts
 

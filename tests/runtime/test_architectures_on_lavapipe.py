@@ -21,7 +21,7 @@ WITH_VARIANTS = {"gemma2"}
 
 @pytest.fixture(scope="module", params=list(TINY))
 def arch(request, tmp_path_factory, wgpu_backend):
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
     from trellis.runtime import Artifacts, Executor
 
     name = request.param

@@ -231,7 +231,7 @@ def test_unquantized_weights_match_reference(tmp_path, wgpu_backend):
     """F16 and F32 linear weights (and an F32 embedding) take the unquantized kernel path."""
     import gguf
 
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
     from tests.model.tiny_gguf import write_tiny_llama
     from trellis.runtime import Artifacts, Executor
 

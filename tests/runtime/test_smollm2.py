@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def smollm2_artifacts(smollm2_gguf):
     """The default build folder, built (or found up to date) by the model build itself."""
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
 
     build_model.main(["--gguf", smollm2_gguf])
     return build_model.DEFAULT_OUT

@@ -22,7 +22,7 @@ STEPS = 6
 
 @pytest.fixture(scope="module")
 def split_model(tmp_path_factory):
-    from kernels.llm import build_model
+    from trellis.kernels import build_model
 
     root = tmp_path_factory.mktemp("split-gemma3")
     write_tiny(root / "tiny.gguf", "gemma3")

@@ -116,7 +116,11 @@ def chat(argv=None) -> int:
 
     from trellis.errors import TrellisError
 
-    engine = _engine(args)
+    try:
+        engine = _engine(args)
+    except (TrellisError, OSError) as e:
+        print(f"trellis chat: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     system = [{"role": "system", "content": args.system}] if args.system else []
     history: list[dict] = []
     while True:

@@ -41,6 +41,7 @@ from trellis.model.tokenizer import Tokenizer
 from trellis.runtime.artifacts import Artifacts
 from trellis.runtime.executor import Executor
 
+from .default_model import default_model_dir
 from .faces import AsyncFace, ChatFace, TextFace
 from .greedy import GreedyPipeline, greedy_on_gpu
 from .job import Delta, Done, Job, Outcome
@@ -67,6 +68,8 @@ class Engine:
         if artifacts is None and model_dir is not None and str(model_dir) in self.models:
             artifacts = Artifacts.from_dir(self.models[str(model_dir)])
             artifacts.id = str(model_dir)  # requests and responses name it by its id in the list
+        if artifacts is None and model_dir is None:
+            model_dir = default_model_dir()  # built on first use
         artifacts = artifacts or Artifacts.from_dir(model_dir)
         if backend is None:
             from trellis.runtime.wgpu_backend import WgpuBackend

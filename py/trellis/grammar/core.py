@@ -17,6 +17,7 @@ import threading
 from array import array
 from pathlib import Path
 
+from .. import paths
 from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, TrellisError, VocabularyError
 from .abi import INT32_MAX, NO_COMPLETION, ErrorCode, Stat
 
@@ -174,13 +175,12 @@ for _name in ("vocab_new", "grammar_compile", "warm", "matcher_new", "free", "st
 
 
 def default_library_path(kind: str) -> Path:
-    """Where build.py puts the core: build/grammar/native/*.so or build/grammar/wasm/*.wasm."""
+    """The core build.py made (trellis.paths: the checkout's build/ or the wheel's package), or the
+    file $TRELLIS_GRAMMAR_LIB / $TRELLIS_GRAMMAR_WASM names."""
     env = os.environ.get("TRELLIS_GRAMMAR_LIB" if kind == "native" else "TRELLIS_GRAMMAR_WASM")
     if env:
         return Path(env)
-    root = Path(__file__).resolve().parents[3]
-    name = "native/libtrellis_grammar.so" if kind == "native" else "wasm/trellis_grammar.wasm"
-    return root / "build" / "grammar" / name
+    return paths.built_file("libtrellis_grammar.so" if kind == "native" else "trellis_grammar.wasm")
 
 
 _cores: dict[str, Core] = {}

@@ -12,6 +12,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import paths
 from ..errors import TrellisError
 from .abi import SIGNATURES, writable_words
 
@@ -23,7 +24,7 @@ class NativeTransport:
 
     def __init__(self, path: Path):
         if not Path(path).exists():
-            raise TrellisError(f"grammar core not built: {path} is missing; run `python3 build.py grammar`")
+            raise TrellisError(f"grammar core not built: {path} is missing; {paths.grammar_hint()}")
         self.lib = ctypes.CDLL(str(path))
         self.fns = {}
         for name, (result, params) in SIGNATURES.items():

@@ -11,6 +11,7 @@ import atexit
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import paths
 from ..errors import TrellisError
 from .abi import SIGNATURES, writable_words
 
@@ -80,7 +81,7 @@ class WasmtimeTransport(_LinearMemory):
         import wasmtime
 
         if not Path(path).exists():
-            raise TrellisError(f"grammar wasm not built: {path} is missing; run `python3 build.py grammar`")
+            raise TrellisError(f"grammar wasm not built: {path} is missing; {paths.grammar_hint()}")
         self.engine = engine = wasmtime.Engine()
         self.store = wasmtime.Store(engine)
         self.store.set_wasi(wasmtime.WasiConfig())

@@ -1,6 +1,6 @@
 """The tokenizer data `Tokenizer` loads, taken from a GGUF file's `tokenizer.*` metadata.
 
-The model build writes this dict as tokenizer.json in the artifacts (kernels/llm/gguf_model.py reads
+The model build writes this dict as tokenizer.json in the artifacts (py/trellis/kernels/gguf_model.py reads
 the metadata with the `gguf` package); a browser can build the same dict from
 `trellis.grammar.vocabulary.read_gguf_metadata`. Flags a GGUF leaves out take llama.cpp's defaults.
 """

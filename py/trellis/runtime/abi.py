@@ -1,4 +1,4 @@
-"""Values the built kernels (kernels/llm, at build time) and the runtime must agree on.
+"""Values the built kernels (py/trellis/kernels, at build time) and the runtime must agree on.
 
 Kept here, free of imports, so that the build imports them from the runtime rather than the runtime
 from the build (py/trellis never imports kernels/); the build records them in the manifest and the

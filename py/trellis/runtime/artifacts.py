@@ -5,11 +5,12 @@ import hashlib
 import json
 from pathlib import Path
 
+from trellis import paths
 from trellis.errors import ModelError
 
 MANIFEST_VERSION = 2  # 2: variants name their adapter and subgroup size
-# Where `python3 build.py model` puts the embedded SmolLM2 (inside the checkout's build output).
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[3] / "build" / "models" / "smollm2-135m-instruct"
+# Where the embedded SmolLM2 is built (`python3 build.py model` in a checkout; on first use when installed).
+DEFAULT_MODEL_DIR = paths.default_model_dir()
 
 
 class Artifacts:

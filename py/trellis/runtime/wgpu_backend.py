@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from trellis import paths
 from trellis.errors import RuntimeBackendError
 from trellis.runtime.backend import PROBE_INVOCATIONS, StagingPool, subgroup_size_of
 
@@ -41,11 +42,11 @@ class _Copy(NamedTuple):
 
 
 def encoder_library_path() -> Path:
-    """Where build.py puts the pass encoder, or $TRELLIS_ENCODE_LIB."""
+    """Where build.py puts the pass encoder (trellis.paths), or $TRELLIS_ENCODE_LIB."""
     env = os.environ.get("TRELLIS_ENCODE_LIB")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "build" / "runtime" / "native" / "libtrellis_encode.so"
+    return paths.built_file("libtrellis_encode.so")
 
 
 class WgpuBackend:
@@ -55,7 +56,7 @@ class WgpuBackend:
         try:
             import wgpu
         except ImportError as e:
-            raise RuntimeBackendError("the desktop runtime needs the 'wgpu' package (pip install wgpu)") from e
+            raise RuntimeBackendError("the desktop runtime needs the 'wgpu' package: pip install 'trellis-llm[desktop]'") from e
         self._wgpu = wgpu
         adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
         if adapter is None:

@@ -8,7 +8,7 @@ import re
 
 import tvm
 
-from kernels.llm.kernels import Kernel
+from trellis.kernels.kernels import Kernel
 
 _BINDING = re.compile(r"@group\(0\) @binding\((\d+)\) var<storage, (read|read_write)> (\w+)_ptr : array<([\w<>]+)>;")
 _UNIFORM = re.compile(r"@group\(0\) @binding\((\d+)\) var<uniform> podArgs : PODArgs;")

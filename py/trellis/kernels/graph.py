@@ -18,8 +18,8 @@ scores are the same in any order of the head dimension that Q and K share.
 
 from dataclasses import dataclass
 
-from kernels.llm import kernels as K
-from kernels.llm.gguf_model import ModelConfig
+from trellis.kernels import kernels as K
+from trellis.kernels.gguf_model import ModelConfig
 from trellis.errors import ModelError
 
 PREFILL_BLOCK = 8  # tokens per invocation in prefill matmuls (register blocking)

@@ -11,7 +11,7 @@ import numpy as np
 
 from trellis.errors import ModelError
 
-# What kernels/llm/pack.py packs (its KERNEL_FORMATS): the types a Q4_K_M / Q5_K_M / Q6_K file mixes.
+# What py/trellis/kernels/pack.py packs (its KERNEL_FORMATS): the types a Q4_K_M / Q5_K_M / Q6_K file mixes.
 SUPPORTED_TYPES = {"F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"}
 
 

