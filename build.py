@@ -346,8 +346,9 @@ def cmd_test(args) -> None:
     libasan = subprocess.run(["g++", "-print-file-name=libasan.so"], capture_output=True, text=True,
                              check=True).stdout.strip()
     env = {**os.environ, "TRELLIS_GRAMMAR_LIB": str(asan), "LD_PRELOAD": libasan,
-           "ASAN_OPTIONS": "detect_leaks=0", "TRELLIS_CORE_BACKENDS": "native"}
-    run([*pytest, "tests/grammar/test_core.py", "tests/grammar/test_checks.py"], cwd=ROOT, env=env)
+           "ASAN_OPTIONS": "detect_leaks=0", "TRELLIS_CORE_BACKENDS": "native", "TRELLIS_FUZZ_SECONDS": "40"}
+    run([*pytest, "tests/grammar/test_core.py", "tests/grammar/test_checks.py", "tests/grammar/fuzz/test_short_run.py"],
+        cwd=ROOT, env=env)
     log(f"tests finished in {time.time() - started:.0f} s")
 
 

@@ -1,4 +1,4 @@
-"""Fuzzing the grammar engine, the long run (the short one is tests/grammar/fuzz/short_run.py).
+"""Fuzzing the grammar engine, the long run (the short one is tests/grammar/fuzz/test_short_run.py).
 
     .venv/bin/python benchmarks/fuzz_bench.py [--minutes N] [--seed S] [--workers W] [--timeout T]
     python3 build.py bench fuzz               (same thing, through the project's entry point)

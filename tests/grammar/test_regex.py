@@ -344,9 +344,12 @@ def test_property_classes_are_shared_and_others_unchanged():
 
 
 @pytest.mark.parametrize("pattern", [r"(?:a{2,}){3,5}", r"(?:a{3,})*b", r"(?:ab{2,}){2,}", r"a*a+a{2,5}",
-                                     r"(?:(?:a|b){2,})+c", r"(?:a{2,}){0,3}", r"(?:a+)?", r"(?:b*){2}a{1,2}a*"])
+                                     r"(?:(?:a|b){2,})+c", r"(?:a{2,}){0,3}", r"(?:a+)?", r"(?:b*){2}a{1,2}a*",
+                                     # bounded inside: one range of counts (folded) or not (kept)
+                                     r"(?:a{1,3}){2,}", r"(?:a{2,3}){0,}", r"(?:a{2,3}){1,3}", r"(?:a{3,4}){2,}",
+                                     r"(?:a{0,0}){3,}", r"(?:(?:ab?){0,2}){2}", r"(?:a{2,5}){0,2}b", r"(?:a{4,5})+"])
 def test_folded_repetitions_keep_the_language(pattern):
-    """Nested or adjacent unbounded repetitions are folded into one (regex._folded_repeat): the
+    """Nested or adjacent unbounded repetitions are folded into one (ir.folded_repeat): the
     language is Python's on every string over {a, b, c} up to 9 characters."""
     import itertools
 
@@ -360,6 +363,6 @@ def test_folded_repetitions_keep_the_language(pattern):
 def test_nested_unbounded_repetitions_are_one():
     """The fuzz findings that kept a parser frame per split point are one repetition now."""
     for pattern, least in [(r"(?:[^]){16,}(?:(?:[^]){100001,})+", 100017), (r"(((([^a]){5,})){8,1000})", 40),
-                           (r"(?:(?:\s){100,}){100,}", 10000)]:
+                           (r"(?:(?:\s){100,}){100,}", 10000), (r"(?:(?:(?:[^]){1,100001}){3,}){3,}", 9)]:
         root = parse_regex(pattern).rules["root"]
         assert type(root) is ir.Repeat and (root.min, root.max) == (least, None), pattern

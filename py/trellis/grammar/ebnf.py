@@ -311,9 +311,9 @@ class _Parser:
         while True:
             tok = self.peek()
             if tok.kind in _POSTFIX:
-                expr = ir.repeat(expr, *_POSTFIX[tok.kind])
+                expr = ir.folded_repeat(expr, *_POSTFIX[tok.kind])
             elif tok.kind == "BRACE":
-                expr = ir.repeat(expr, *tok.value)
+                expr = ir.folded_repeat(expr, *tok.value)
             else:
                 return expr
             self.next()

@@ -261,6 +261,26 @@ def repeat(item: Expr, lo: int, hi: int | None) -> Expr:
     return Repeat(item, lo, hi)
 
 
+def folded_repeat(atom: Expr, lo: int, hi: int | None) -> Expr:
+    """(X{a,b}){lo,hi} as one repetition of X where the counts of X it allows form one range (nested
+    repetitions cost the core a parse frame per split point): k copies write k*a..k*b Xs, and the
+    ranges of consecutive k meet once k*(b - a) >= a - 1, always when b is unbounded. With lo = 0 and
+    a > 1 the empty text stands apart: (X{lo*a..})?. For the front-ends' quantifiers (regex, EBNF)."""
+    if type(atom) is not Repeat or hi == 0:
+        return repeat(atom, lo, hi)
+    a, b = atom.min, atom.max
+    first = max(lo, 1)  # the fewest copies that write an X
+    if b is None or hi == first or first * (b - a) >= a - 1:
+        least, most = a * first, b if b in (None, 0) else None if hi is None else hi * b
+        if least <= MAX_COUNT and (most is None or most <= MAX_COUNT):
+            if lo > 0:
+                return repeat(atom.item, least, most)
+            if a <= 1:
+                return repeat(atom.item, 0, most)
+            return repeat(repeat(atom.item, least, most), 0, 1)
+    return repeat(atom, lo, hi)
+
+
 @contextmanager
 def nesting_guard(what: str, frames: int = 0):
     """Around a front-end whose nesting is the user's: a recursion limit of at least `frames` for

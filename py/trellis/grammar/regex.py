@@ -245,7 +245,7 @@ class _Parser:
             raise self.error("lazy quantifiers are not supported")
         if self.peek() == "+":
             raise self.error("possessive quantifiers are not supported")
-        return _folded_repeat(atom, lo, hi)
+        return ir.folded_repeat(atom, lo, hi)
 
     def quantifier(self) -> tuple[int, int | None] | None:
         """Consume a quantifier if one starts here."""
@@ -474,18 +474,9 @@ def _code_point(cp: int) -> ir.Expr:
 # that hold for any X: (X{a,}){b,c} = X{ab,} (b >= 1: any count >= ab splits into b runs of >= a),
 # (X{a,}){0,c} = (X{a,})?, and X{a,b} X{c,} = X{a+c,}. Left nested, the parser would keep a frame
 # per way of splitting the text so far (fuzzing found masks of `(?:.{16,})+` taking seconds).
-def _folded_repeat(atom: ir.Expr, lo: int, hi: int | None) -> ir.Expr:
-    if type(atom) is ir.Repeat and atom.max is None and (hi is None or hi >= 1):
-        if lo == 0:
-            return ir.repeat(atom, 0, 1) if atom.min > 1 else ir.repeat(atom.item, 0, None)
-        if atom.min * lo <= ir.MAX_COUNT:
-            return ir.repeat(atom.item, atom.min * lo, None)
-    return ir.repeat(atom, lo, hi)
-
-
 def _merge_literals(items: list[ir.Expr]) -> list[ir.Expr]:
     """Join adjacent byte literals so `abc` becomes one Bytes node, and adjacent repetitions of
-    one item when one is unbounded (X{a,b} X{c,} = X{a+c,}: see _folded_repeat)."""
+    one item when one is unbounded (X{a,b} X{c,} = X{a+c,}: see ir.folded_repeat)."""
     out: list[ir.Expr] = []
     for item in items:
         last = out[-1] if out else None

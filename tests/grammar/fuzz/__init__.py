@@ -16,6 +16,6 @@ bound; a compiled grammar's masks agree with accept_token, rollback, reset, acce
 can_terminate / is_terminated and shortest_completion (and, for JSON Schemas, a completed text
 validates against the schema with the `jsonschema` package).
 
-Entry points: tests/grammar/fuzz/short_run.py (the short run: `pytest tests/grammar/fuzz/short_run.py`; out of the default suite until its open regex finding is fixed) and benchmarks/fuzz_bench.py (long run).
+Entry points: tests/grammar/fuzz/test_short_run.py (the short run, in the suite and on the sanitized core) and benchmarks/fuzz_bench.py (long run).
 Replay one case: python -m tests.grammar.fuzz.replay CASE_JSON
 """

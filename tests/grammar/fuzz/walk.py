@@ -43,6 +43,8 @@ class Walker:
         self.special[len(vocab.token_bytes):] = True  # padding ids have no bytes either
         lengths = [len(t) for t in vocab.token_bytes] + [0] * (vocab.vocab_size - len(vocab.token_bytes))
         self.lengths = np.array(lengths)
+        # Bytes a token of one byte writes (byte-level BPE vocabularies may lack some: SmolLM2 has no 0xF1, 0xF2)
+        self.one_byte = sorted({t[0] for t in vocab.token_bytes if len(t) == 1})
 
     def walk(self, compiled, seed: int, max_steps: int, kind: str, schema=None, options=None) -> dict:
         from trellis.grammar import GrammarMatcher
@@ -105,11 +107,21 @@ class _Walk:
             _, digest = self.mask()
             self.record(digest, "rollback-mask")
             self.check_replay(digest)
-            if dead_end and self.kind in ("regex", "json_schema") and self.tokens:
+            if dead_end and self.kind in ("regex", "json_schema") and self.tokens and self.writable_next():
                 raise Disagreement("dead-end", f"the mask is empty but the text cannot end ({self.describe()})")
             if not stuck:  # an empty mask: no completion to check (dead ends are judged above)
                 self.check_completion()
         return {"steps": steps, "mode": self.mode, "terminated": terminated, "dead_end": dead_end}
+
+    def writable_next(self) -> bool:
+        """Whether the grammar takes next a byte that a one-byte token writes. If it takes none, no
+        token continues the text (the character it needs starts with a byte the vocabulary cannot
+        write) and an empty mask is exact, not a dead end."""
+        for b in self.w.one_byte:
+            if self.m.accept_string(bytes([b])):
+                self.m.rollback(1)
+                return True
+        return False
 
     def check_stop_bits(self, allowed: np.ndarray) -> None:
         specials = allowed[self.w.special[allowed]].tolist()

@@ -2,10 +2,10 @@
 that fails on any finding (crash, hang, memory blow-up, untyped exception, matcher disagreement)
 and prints its reproducer; plus checks that the harness classifies and minimises correctly.
 
-Budget: TRELLIS_FUZZ_SECONDS (default 84) split across the generators; TRELLIS_FUZZ_SEED (0),
+Budget: TRELLIS_FUZZ_SECONDS (default 60) split across the generators; TRELLIS_FUZZ_SEED (0),
 TRELLIS_FUZZ_WORKERS (2), TRELLIS_FUZZ_TIMEOUT (10 s per input). Against the sanitized core:
     TRELLIS_GRAMMAR_LIB=build/grammar/asan/libtrellis_grammar.so LD_PRELOAD=$(g++ -print-file-name=libasan.so) \\
-    ASAN_OPTIONS=detect_leaks=0 python -m pytest tests/grammar/fuzz/short_run.py
+    ASAN_OPTIONS=detect_leaks=0 python -m pytest tests/grammar/fuzz/test_short_run.py
 (the workers inherit the environment; RLIMIT_AS is left off under ASan). The long run is
 benchmarks/fuzz_bench.py.
 """
@@ -22,7 +22,7 @@ from tests.grammar.fuzz.harness import FuzzRun, finding_key
 from tests.grammar.fuzz.minimize import _Budget, shrink_text, shrink_tree
 from tests.grammar.fuzz.pool import WorkerPool
 
-SECONDS = float(os.environ.get("TRELLIS_FUZZ_SECONDS", "84"))
+SECONDS = float(os.environ.get("TRELLIS_FUZZ_SECONDS", "60"))
 SEED = int(os.environ.get("TRELLIS_FUZZ_SEED", "0"))
 WORKERS = int(os.environ.get("TRELLIS_FUZZ_WORKERS", "2"))
 TIMEOUT = float(os.environ.get("TRELLIS_FUZZ_TIMEOUT", "10"))
