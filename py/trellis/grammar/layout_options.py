@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..errors import InvalidRequestError
 
 MAX_INDENT = 64
+_JSON_WS = " \t\n\r"
 
 
 def check_indent(indent):
@@ -17,18 +18,17 @@ def check_indent(indent):
 
 
 def check_separators(separators) -> tuple[str, str] | None:
-    """A pair (item separator, key separator) of strings without NUL, as a tuple; or None."""
+    """A pair (item separator, key separator), as a tuple; or None. Each must be its JSON
+    punctuation ("," and ":") with JSON whitespace around it, so that the text stays JSON: the
+    core's checks (distinct keys, unique items) read it as JSON. (xgrammar takes any strings.)"""
     if separators is None:
         return None
     if not isinstance(separators, (tuple, list)) or len(separators) != 2 or not all(
             isinstance(s, str) for s in separators):
         raise InvalidRequestError(f"must be a pair of strings (item separator, key separator), got {separators!r}",
                                   "separators")
-    for s in separators:
-        if "\x00" in s:
-            raise InvalidRequestError("must not contain NUL", "separators")
-        try:
-            s.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidRequestError("must be UTF-8 text (a lone surrogate is not)", "separators") from None
+    for s, mark in zip(separators, ",:"):
+        if s.strip(_JSON_WS) != mark:
+            raise InvalidRequestError(f"{s!r} must be {mark!r} with only JSON whitespace (space, tab, newline, "
+                                      "carriage return) around it, so that the text stays JSON", "separators")
     return tuple(separators)

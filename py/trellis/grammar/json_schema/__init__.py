@@ -112,7 +112,8 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool 
     `indent` and `separators` are xgrammar's (and json.dumps'): with `any_whitespace=False` the text
     is exactly `json.dumps(value, indent=indent, separators=separators)`'s (keys in the order the
     grammar allows, strings with ensure_ascii=False). `separators` is (item separator, key
-    separator), by default (",", ": ") with an indent and (", ", ": ") without; `indent` (0 to 64
+    separator), "," and ":" with JSON whitespace around them (so that the text stays JSON; xgrammar
+    takes any strings), by default (",", ": ") with an indent and (", ", ": ") without; `indent` (0 to 64
     spaces per level) puts each item and member on its own line and the closing bracket on a line
     of its own, `[]` and `{}` empty. With an indent, arrays and objects nest at most
     MAX_INDENT_DEPTH (32) levels: indentation that grows without bound is beyond a grammar, so

@@ -7,7 +7,7 @@ Three modes (xgrammar's options, json.dumps' meaning):
 - compact (no indent, no separators): "," or ", " and ":" or ": " (json.dumps' default
   separators, or none of their spaces);
 - formatted (indent and/or separators given): exactly json.dumps(value, indent=, separators=)'s
-  text. separators default to (",", ": ") with an indent and (", ", ": ") without, as json.dumps.
+  text (separators: "," and ":" with JSON whitespace around, layout_options.py). separators default to (",", ": ") with an indent and (", ", ": ") without, as json.dumps.
   With an indent, each item or member starts a line indented `indent` spaces per depth, the
   closing bracket its own line one level less; an empty array or object is "[]" / "{}".
 

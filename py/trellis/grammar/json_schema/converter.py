@@ -131,6 +131,9 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         # named now (None unless the layout depends on the depth: see value()).
         self.at(0)
         self.value_depth = 0 if self.layouts.depth_bound else None
+        self._nests: dict = {}  # indented: whether a context may hold arrays or objects (static_atoms)
+        self._built: set = set()  # indented: the contexts built at some depth
+        self.copy = False  # whether the body being built is such a context's copy at another depth
         self.synthetic: dict = {}
         self._refs: dict[str, ir.Ref] = {}
         self._in_place: dict = {}
@@ -169,7 +172,10 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         return expr
 
     def distribute(self, keyword: str, at: Node, ways: int = 2) -> None:
-        """Count the contexts that splitting on combinators creates (it can multiply)."""
+        """Count the contexts that splitting on combinators creates (it can multiply); a
+        context's copies at other depths (indented) add rules, counted by MAX_RULES, not cases."""
+        if self.copy:
+            return
         self.contexts += ways
         if self.contexts > MAX_CONTEXTS:
             raise SchemaLimitError(f"{keyword} combinations multiply beyond {MAX_CONTEXTS} cases here (a limit)",
@@ -258,15 +264,19 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         expanded = self.expand(nodes)
         if expanded is None or not atoms:
             return ir.NOTHING
+        keys = frozenset(n.key for n in expanded)
         depth = self.value_depth
         if depth is not None:  # indented: a rule per depth where arrays or objects may come
-            if not CONTAINERS & atoms & self.static_atoms(expanded):
+            nests = self._nests.get(keys)
+            if nests is None:
+                nests = self._nests[keys] = bool(CONTAINERS & self.static_atoms(expanded))
+            if not (nests and CONTAINERS & atoms):
                 depth = None  # scalars read the same at every depth: one rule
             elif depth >= MAX_INDENT_DEPTH:
                 atoms, depth = frozenset(atoms) - CONTAINERS, None
                 if not atoms:
                     return ir.NOTHING
-        key = (frozenset(n.key for n in expanded), frozenset(atoms), done, depth)
+        key = (keys, frozenset(atoms), done, depth)
         name = self.names.get(key)
         if name is None:
             hint = "v" + _NOT_ALNUM.sub("_", (expanded[0].pointer if expanded else "any")[-40:])
@@ -304,6 +314,9 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             if self.value_depth is not None:  # depth None: a scalar's (no container in it)
                 self.at(depth or 0)
                 self.value_depth = depth or 0
+                context = (frozenset(n.key for n in nodes), atoms, done)
+                self.copy = context in self._built  # the same context at another depth
+                self._built.add(context)
             self.rules[name] = self.body(nodes, atoms, done)
 
     def body(self, nodes: list[Node], atoms: frozenset, done: frozenset) -> ir.Expr:
