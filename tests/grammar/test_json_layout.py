@@ -74,26 +74,20 @@ def test_json_dumps_layout_and_no_other(compiler, schema, instances, layout):
             assert accepts(grammar, json.dumps(value, indent=(layout.get("indent") or 0) + 1)) is False
 
 
+@pytest.fixture(scope="module")
+def any_value(compiler):
+    """The unconstrained schema's grammars, indented by 1 and by 2."""
+    return {indent: compiler.compile_json_schema({}, any_whitespace=False, indent=indent) for indent in (1, 2)}
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.recursive(st.none() | st.booleans() | st.integers(-999, 999) | st.text("ab\"\\é", max_size=3),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text("xyz", max_size=2), inner,
                                                                                 max_size=3), max_leaves=12))
-def test_any_value_as_json_dumps_indents_it(value):
-    grammars = _any_value_grammars()
+def test_any_value_as_json_dumps_indents_it(any_value, value):
     text = json.dumps(value, indent=2, ensure_ascii=False)
-    assert accepts(grammars[2], text)
-    assert accepts(grammars[1], text) is (not nested(value))  # another indent: only where none shows
-
-
-_GRAMMARS: dict = {}
-
-
-def _any_value_grammars():
-    if not _GRAMMARS:
-        compiler = GrammarCompiler(Vocabulary.smollm2())
-        for indent in (1, 2):
-            _GRAMMARS[indent] = compiler.compile_json_schema({}, any_whitespace=False, indent=indent)
-    return _GRAMMARS
+    assert accepts(any_value[2], text)
+    assert accepts(any_value[1], text) is (not nested(value))  # another indent: only where none shows
 
 
 def test_nesting_is_unrolled_to_the_bound(compiler):

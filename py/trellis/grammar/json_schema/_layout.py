@@ -32,14 +32,14 @@ class Layout:
 
 
 class Layouts:
-    """The layout of each depth for one conversion's options. `depth_bound`: whether containers'
+    """The layout of each depth for one conversion's options. `by_depth`: whether containers'
     texts depend on their depth (an indent in formatted mode): then value rules are built per depth."""
 
     def __init__(self, any_whitespace: bool, max_whitespace: int, indent: int | None,
                  separators: tuple[str, str] | None, rules: dict):
         self.indent = None if any_whitespace else indent
-        self.depth_bound = self.indent is not None
-        self._by_depth: dict[int, Layout] = {}
+        self.by_depth = self.indent is not None
+        self._layouts: dict[int, Layout] = {}
         if any_whitespace:
             # One rule that every place calls: the bound costs its states once, not at each place.
             rules["ws"] = ir.repeat(ir.byte_set(WS_BYTES), 0, max_whitespace)
@@ -60,10 +60,10 @@ class Layouts:
         """The layout of a container whose value is at `depth` (its items at depth + 1)."""
         if self._flat is not None:
             return self._flat
-        known = self._by_depth.get(depth)
+        known = self._layouts.get(depth)
         if known is None:
             inner = "\n" + " " * (self.indent * (depth + 1))
-            known = self._by_depth[depth] = Layout(
+            known = self._layouts[depth] = Layout(
                 ir.EMPTY, ir.literal(inner), ir.literal(self.item + inner),
                 ir.literal("\n" + " " * (self.indent * depth)), ir.literal(self.key))
         return known

@@ -130,7 +130,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         # before the closing bracket, self.colon after a key), and the depth of the values
         # named now (None unless the layout depends on the depth: see value()).
         self.at(0)
-        self.value_depth = 0 if self.layouts.depth_bound else None
+        self.value_depth = 0 if self.layouts.by_depth else None
         self._nests: dict = {}  # indented: whether a context may hold arrays or objects (static_atoms)
         self._built: set = set()  # indented: the contexts built at some depth
         self.copy = False  # whether the body being built is such a context's copy at another depth
@@ -161,7 +161,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
 
     def too_many_rules(self):
         why = (f" (with an indent, the values that hold arrays or objects have rules per nesting depth, up to "
-               f"{MAX_INDENT_DEPTH} levels)" if self.layouts.depth_bound else "")
+               f"{MAX_INDENT_DEPTH} levels)" if self.layouts.by_depth else "")
         raise SchemaLimitError(f"the schema expands to more than {MAX_RULES} grammar rules (a limit){why}", None, "")
 
     def dfa_rules(self, d: _dfa.Dfa, hint: str, transform=None) -> ir.Expr:
