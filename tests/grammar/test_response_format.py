@@ -268,8 +268,11 @@ service = ConstraintService(compiler=None)  # reading and converting need no cor
 tag = {"type": "structural_tag", "structural_tag": {"format": {"type": "triggered_tags", "triggers": ["<f"],
        "tags": [{"begin": "<f>", "content": {"type": "json_schema", "json_schema": {"type": "object"}}, "end": "</f>"}]}}}
 out = []
-for rf in [{"type": "json_object"}, {"type": "regex", "regex": "[0-9]+"}, tag]:
-    c = service.read(rf)
+tree = {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}
+for rf, layout in [({"type": "json_object"}, {}), ({"type": "regex", "regex": "[0-9]+"}, {}), (tag, {}),
+                   ({"type": "json_object", "schema": tree}, {"any_whitespace": False, "indent": 2,
+                                                              "separators": (" ,", ": ")})]:
+    c = service.read(rf, **layout)
     out.append([c.key, list(ir.serialize(service.ir_of(c))[0])])
 json.dumps([sys.version_info[:2], out])
 """

@@ -56,11 +56,17 @@ class GrammarCompiler:
     def compile_builtin_json(self) -> CompiledGrammar:
         return self.compile("builtin_json")
 
-    def compile_json_schema(self, schema, *, any_whitespace: bool = True, strict: bool = False,
+    def compile_json_schema(self, schema, *, any_whitespace: bool = True, indent: int | None = None,
+                            separators: tuple[str, str] | None = None, strict: bool = False,
                             **options) -> CompiledGrammar:
         """A JSON Schema (dict, JSON text or bool), enforced exactly or refused with
-        UnsupportedSchemaError naming the keyword and its JSON pointer."""
-        return self.compile("json_schema", schema, any_whitespace=any_whitespace, strict=strict, **options)
+        UnsupportedSchemaError naming the keyword and its JSON pointer. As xgrammar's: with
+        `any_whitespace=False`, `indent` and `separators` make the text exactly json.dumps' with
+        them (indented arrays and objects nest at most 32 levels); with `any_whitespace=True`
+        `indent` is ignored and `separators` are the literals between free whitespace (see
+        json_schema_to_grammar)."""
+        return self.compile("json_schema", schema, any_whitespace=any_whitespace, indent=indent,
+                            separators=separators, strict=strict, **options)
 
     def compile_structural_tag(self, tag) -> CompiledGrammar:
         """Free text with grammar-constrained tagged regions (web-llm / xgrammar format)."""

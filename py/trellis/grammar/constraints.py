@@ -55,10 +55,12 @@ class ConstraintService:
         self.hits = self.misses = self.evictions = 0
 
     def read(self, response_format, field: str = "response_format", *, validating: bool = False,
-             any_whitespace: bool = True) -> Constraint | None:
+             any_whitespace: bool = True, indent: int | None = None, separators=None) -> Constraint | None:
         """The request's format validated and keyed, or None for plain text; cheap (no compile).
-        Raises InvalidRequestError naming the field. `validating`: the format's whole language."""
-        normalized, source_field = read_response_format(response_format, field, any_whitespace=any_whitespace)
+        Raises InvalidRequestError naming the field. `validating`: the format's whole language.
+        any_whitespace / indent / separators: a JSON Schema's layout (read_response_format)."""
+        normalized, source_field = read_response_format(response_format, field, any_whitespace=any_whitespace,
+                                                        indent=indent, separators=separators)
         if normalized is None:
             return None
         if validating:

@@ -33,6 +33,7 @@ import re
 
 from ..errors import InvalidRequestError
 from . import ir
+from .layout_options import check_indent, check_separators
 from .json_values import fail, parse_json, schema_of
 from .structural_tag import normalize_structural_tag
 
@@ -76,17 +77,25 @@ def _text(value, field: str) -> str:
     return value
 
 
-def normalize_response_format(rf, field: str = "response_format", *, any_whitespace: bool = True) -> dict | None:
+def normalize_response_format(rf, field: str = "response_format", *, any_whitespace: bool = True,
+                              indent: int | None = None, separators=None) -> dict | None:
     """Validate `rf` in any dialect; return the normalized request, or None for unconstrained
-    text. Kinds: json_object, json_schema {source, strict, canonical_integers, any_whitespace},
-    ebnf {source}, regex {source}, structural_tag {source, canonical_integers, any_whitespace}.
-    Generated integers are canonical (`1`, never `1.0`); whole_language asks for both."""
-    return read_response_format(rf, field, any_whitespace=any_whitespace)[0]
+    text. Kinds: json_object, json_schema {source, strict, canonical_integers, any_whitespace,
+    indent?, separators?}, ebnf {source}, regex {source}, structural_tag {source,
+    canonical_integers, any_whitespace}. Generated integers are canonical (`1`, never `1.0`);
+    whole_language asks for both. `indent` / `separators` (the Python API's, as
+    compile_json_schema's: no request dialect carries them) join a JSON Schema request when given."""
+    return read_response_format(rf, field, any_whitespace=any_whitespace, indent=indent, separators=separators)[0]
 
 
-def read_response_format(rf, field: str = "response_format", *,
-                         any_whitespace: bool = True) -> tuple[dict | None, str | None]:
+def read_response_format(rf, field: str = "response_format", *, any_whitespace: bool = True,
+                         indent: int | None = None, separators=None) -> tuple[dict | None, str | None]:
     """(normalized request, the request field holding its source: where its errors point)."""
+    # Only when given: the keys of requests without them stay what they were.
+    layout = {k: v for k, v in (("indent", check_indent(indent)), ("separators", check_separators(separators)))
+              if v is not None}
+    if "separators" in layout:
+        layout["separators"] = list(layout["separators"])  # as JSON has it (the key is JSON)
     if rf is None:
         return None, None
     rf = parse_json(rf, field)
@@ -114,7 +123,7 @@ def read_response_format(rf, field: str = "response_format", *,
     def schema_request(value, at: str, dialect: str, strict):
         return ({"kind": "json_schema", "source": _schema(value, at),
                  "strict": STRICT_DEFAULTS[dialect] if strict is None else strict, "canonical_integers": True,
-                 "any_whitespace": any_whitespace}, at)
+                 "any_whitespace": any_whitespace, **layout}, at)
 
     if kind == "text":
         return None, None

@@ -24,7 +24,9 @@ Output conventions (restrictions of what is generated, never wrong acceptances):
 - strings use the canonical JSON spelling (`json.dumps(..., ensure_ascii=False)`);
 - whitespace: `any_whitespace=True` allows JSON whitespace between tokens, at most
   `max_whitespace` (default 20) bytes in a row; `any_whitespace=False` is compact, except
-  that the single space of json.dumps' default ", " and ": " separators is allowed;
+  that the single space of json.dumps' default ", " and ": " separators is allowed; with
+  `indent` / `separators` (xgrammar's options) exactly json.dumps' layout (_layout.py), arrays
+  and objects nested at most 32 levels when indented;
 - object properties: with `property_order="schema"` (the default) the known properties come
   in the schema's order, each at most once, then additional ones; with `property_order="any"`
   in any order (required and dependent keys, up to 8, are tracked as sets; maxProperties is
@@ -89,7 +91,8 @@ __all__ = ["ANNOTATIONS", "FORMATS", "REFUSED_FORMATS", "REFUSED_KEYWORDS", "Uns
 def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool = False,
                            max_whitespace: int = DEFAULT_MAX_WHITESPACE, property_order: str = "schema",
                            draft: str | None = None, canonical_integers: bool = False,
-                           format_assertion: bool | None = None) -> ir.Grammar:
+                           format_assertion: bool | None = None, indent: int | None = None,
+                           separators: tuple[str, str] | None = None) -> ir.Grammar:
     """The grammar of the JSON texts that are valid instances of `schema`.
 
     `strict` generates no member or item the schema does not name: where the subschemas of one
@@ -105,7 +108,21 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, strict: bool 
     default a known `format` is enforced, except in the full language (`strict=False`) of a
     document that declares 2019-09 or 2020-12, where the specification makes it an annotation;
     True or False decides for every document.
+
+    `indent` and `separators` are xgrammar's (and json.dumps'): with `any_whitespace=False` the text
+    is exactly `json.dumps(value, indent=indent, separators=separators)`'s (keys in the order the
+    grammar allows, strings with ensure_ascii=False). `separators` is (item separator, key
+    separator), "," and ":" with JSON whitespace around them (so that the text stays JSON; xgrammar
+    takes any strings), by default (",", ": ") with an indent and (", ", ": ") without; `indent` (0 to 64
+    spaces per level) puts each item and member on its own line and the closing bracket on a line
+    of its own, `[]` and `{}` empty. With an indent, arrays and objects nest at most
+    MAX_INDENT_DEPTH (32) levels: indentation that grows without bound is beyond a grammar, so
+    deeper values are not generated (recursive schemas are unrolled to that depth). Neither
+    given, `any_whitespace=False` allows json.dumps' default separators or none of their spaces.
+    With `any_whitespace=True` (as in xgrammar) `indent` is ignored, the whitespace being free,
+    and `separators` are the literals between the whitespace (default "," and ":"). Malformed
+    values raise InvalidRequestError naming "indent" or "separators".
     """
     return to_grammar(schema, any_whitespace=any_whitespace, strict=strict, max_whitespace=max_whitespace,
                       property_order=property_order, draft=draft, canonical_integers=canonical_integers,
-                      format_assertion=format_assertion)
+                      format_assertion=format_assertion, indent=indent, separators=separators)

@@ -159,7 +159,7 @@ class ArraySchema:
             cnode = self.child(n, "contains")
             counted.append(({i for i, v in enumerate(values) if self.validator.valid(v, cnode)},
                             *self.contains_bounds(n, mn, mx)))
-        exprs = [self.const_expr(v) for v in values]
+        exprs = [self.const_expr(v, depth=self.depth + 1) for v in values]
         last = len(positions) - 1
         close = ir.literal("]")
 
@@ -173,9 +173,9 @@ class ArraySchema:
         def state(pos: int, used: frozenset) -> ir.Expr:
             opts = []
             if len(used) >= lo and fits(used, True):
-                opts.append(ir.seq(self.ws, close) if used else close)
+                opts.append(ir.seq(self.close_ws, close) if used else close)
             if hi is None or len(used) < hi:
-                sep = self.sep if used else ir.EMPTY
+                sep = self.sep if used else self.first
                 opts += [ir.seq(sep, exprs[i], states.ref(min(pos + 1, last), used | {i}))
                          for i in choices[pos] if i not in used and fits(used | {i}, False)]
             return ir.alt(*opts)
@@ -220,7 +220,7 @@ class ArraySchema:
                 more = self.counted(ir.seq(self.sep, rest), max(0, lo - 1), None if hi is None else hi - 1)
                 content = ir.seq(rest, more)
         open_, close = ir.literal("["), ir.literal("]")
-        full = ir.seq(open_, self.ws, content, self.ws, close)
+        full = ir.seq(open_, self.ws, self.first, content, self.close_ws, close)
         if lo == 0:
             return ir.alt(ir.seq(open_, self.ws, close), full)
         return full
@@ -307,9 +307,9 @@ class ArraySchema:
         def state(t, c):
             opts = []
             if t >= lo and c >= mn:
-                opts.append(ir.seq(self.ws, ir.literal("]")) if t else ir.literal("]"))
+                opts.append(ir.seq(self.close_ws, ir.literal("]")) if t else ir.literal("]"))
             if hi is None or t < hi:
-                sep = self.sep if t else ir.EMPTY
+                sep = self.sep if t else self.first
                 nt = min(t + 1, t_cap) if hi is None else t + 1
                 if not exact or c < mx:
                     opts.append(ir.seq(sep, hit, states.ref(nt, min(c + 1, c_cap) if not exact else c + 1)))

@@ -381,7 +381,7 @@ class ObjectSchema:
             if member == ir.NOTHING:
                 return ir.seq(open_, self.ws, close)
             more = ir.repeat(ir.seq(self.sep, member), 0, None)
-            return ir.seq(open_, self.ws, ir.repeat(ir.seq(member, more, self.ws), 0, 1), close)
+            return ir.seq(open_, self.ws, ir.repeat(ir.seq(self.first, member, more, self.close_ws), 0, 1), close)
         tracked = [k for k in tracked if k in members]
         if any(k not in members for k in required):
             return ir.NOTHING
@@ -389,7 +389,7 @@ class ObjectSchema:
         def satisfied(seen: frozenset) -> bool:
             return all(k in seen for k in required) and all(x in seen for k in seen for x in deps.get(k, ()))
 
-        ws_close = ir.seq(self.ws, close)  # one node for every state that may close
+        ws_close = ir.seq(self.close_ws, close)  # one node for every state that may close
 
         def after(seen: frozenset, c: int) -> ir.Expr:
             opts = [ws_close] if satisfied(seen) else []
@@ -406,9 +406,9 @@ class ObjectSchema:
         first = [close] if satisfied(empty) else []
         if max_p is None or max_p > 0:
             for k in tracked:
-                first.append(ir.seq(members[k], states.ref(frozenset({k}), 1 if max_p is not None else 0)))
+                first.append(ir.seq(self.first, members[k], states.ref(frozenset({k}), 1 if max_p is not None else 0)))
             if others != ir.NOTHING:
-                first.append(ir.seq(others, states.ref(empty, 1 if max_p is not None else 0)))
+                first.append(ir.seq(self.first, others, states.ref(empty, 1 if max_p is not None else 0)))
         return ir.seq(open_, self.ws, states.start_with(ir.alt(*first)))
 
     def object_ordered(self, members, additional, required, eff_min, max_p, pointer, deps=None,
@@ -435,7 +435,7 @@ class ObjectSchema:
         close = ir.literal("}")
 
         def state(i, c, m, started, extra, seen) -> ir.Expr:
-            sep = self.sep if started else ir.EMPTY
+            sep = self.sep if started else self.first
             opts = []
             room = max_p is None or c < max_p
             nc = c + 1 if max_p is not None else 0
@@ -448,7 +448,7 @@ class ObjectSchema:
                     opts.append(ir.seq(sep, members[k], states.ref(i + 1, nc, min(m + 1, eff_min), True, extra, now)))
             else:
                 if m >= eff_min and all(set(deps[k]) <= seen for k in seen if k in deps):
-                    opts.append(ir.seq(self.ws, close) if started else close)
+                    opts.append(ir.seq(self.close_ws, close) if started else close)
                 if additional != ir.NOTHING and room:
                     nm = m if extra and not distinct else min(m + 1, eff_min)
                     opts.append(ir.seq(sep, additional, states.ref(i, nc, nm, True, True, seen)))

@@ -54,11 +54,13 @@ import re
 
 from ...errors import GrammarLimitError, InvalidRequestError, SchemaLimitError, UnsupportedSchemaError
 from .. import ir
+from ..layout_options import check_indent, check_separators
 from . import _dfa, _numbers, _text
 from ._array_schema import ArraySchema
 from ._dialect import draft6_forms, dynamic_forms, format_is_annotation, is_draft4, without_formats
 from ._evaluated import Evaluation
 from ._keywords import ANNOTATIONS, ATOMS, REFUSED_KEYWORDS
+from ._layout import Layouts
 from ._negate import NOT_CONST, Negator
 from ._number_schema import NumberSchema
 from ._object_schema import ObjectSchema
@@ -79,17 +81,22 @@ MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
 # that hold (2^n - 1 of them): at most this many branches.
 MAX_EVALUATED_BRANCHES = 4
 PROPERTY_ORDERS = ("schema", "any")
+# With an indent, a container's text depends on its depth, which a grammar can only count up to
+# a bound: arrays and objects nest at most this many levels (deeper values are not generated).
+MAX_INDENT_DEPTH = 32
+CONTAINERS = frozenset({"array", "object"})
 
 
 class Options:
     def __init__(self, any_whitespace: bool, strict: bool, max_whitespace: int, property_order: str = "schema",
-                 canonical_integers: bool = False):
+                 canonical_integers: bool = False, indent: int | None = None, separators=None):
         if property_order not in PROPERTY_ORDERS:
             raise InvalidRequestError(f"must be one of {PROPERTY_ORDERS}, got {property_order!r}", "property_order")
         if isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int) or not 0 <= max_whitespace <= 1000:
             raise InvalidRequestError(f"must be an integer from 0 to 1000, got {max_whitespace!r}", "max_whitespace")
         self.any_whitespace, self.strict, self.max_whitespace = any_whitespace, strict, max_whitespace
         self.property_order = property_order
+        self.indent, self.separators = check_indent(indent), check_separators(separators)
         # Integers as written for generation: no ".0" (validation takes what JSON Schema does)
         self.zero_frac = ir.EMPTY if canonical_integers else _numbers.ZERO_FRAC
         # Constants compare as numbers in every draft (draft-04's enum [1] takes 1.0), so a constant's
@@ -116,18 +123,17 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.rules: dict[str, ir.Expr] = {}
         self.names: dict = {}
         self.counter = itertools.count()
-        if options.any_whitespace:
-            # One rule that every place calls: the bound costs its states once, not at each place.
-            self.rules["ws"] = ir.repeat(ir.byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0,
-                                         options.max_whitespace)
-            ws = self.ws = ir.Ref("ws")
-            self.sep = ir.seq(ws, ir.literal(","), ws)
-            self.colon = ir.seq(ws, ir.literal(":"), ws)
-        else:  # compact, but json.dumps' default ", " and ": " are accepted
-            space = ir.repeat(ir.literal(" "), 0, 1)
-            self.ws = ir.EMPTY
-            self.sep = ir.seq(ir.literal(","), space)
-            self.colon = ir.seq(ir.literal(":"), space)
+        self.layouts = Layouts(options.any_whitespace, options.max_whitespace, options.indent,
+                               options.separators, self.rules)
+        # Containers' whitespace at the depth of the value being built (at(): self.ws after an
+        # opening bracket, self.first before the first item, self.sep between items, self.close_ws
+        # before the closing bracket, self.colon after a key), and the depth of the values
+        # named now (None unless the layout depends on the depth: see value()).
+        self.at(0)
+        self.value_depth = 0 if self.layouts.by_depth else None
+        self._nests: dict = {}  # indented: whether a context may hold arrays or objects (static_atoms)
+        self._built: set = set()  # indented: the contexts built at some depth
+        self.copy = False  # whether the body being built is such a context's copy at another depth
         self.synthetic: dict = {}
         self._refs: dict[str, ir.Ref] = {}
         self._in_place: dict = {}
@@ -150,18 +156,26 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
     def fresh(self, hint: str) -> str:
         n = next(self.counter)
         if n > MAX_RULES:
-            raise SchemaLimitError(f"the schema expands to more than {MAX_RULES} grammar rules (a limit)", None, "")
+            self.too_many_rules()
         return f"{hint}_{n}"
+
+    def too_many_rules(self):
+        why = (f" (with an indent, the values that hold arrays or objects have rules per nesting depth, up to "
+               f"{MAX_INDENT_DEPTH} levels)" if self.layouts.by_depth else "")
+        raise SchemaLimitError(f"the schema expands to more than {MAX_RULES} grammar rules (a limit){why}", None, "")
 
     def dfa_rules(self, d: _dfa.Dfa, hint: str, transform=None) -> ir.Expr:
         heavy = _text.HEAVY if transform is _text.json_escape else None
         expr = _dfa.to_rules(d, self.fresh(hint), self.rules, transform, heavy)
         if len(self.rules) > MAX_RULES:
-            raise SchemaLimitError(f"the schema expands to more than {MAX_RULES} grammar rules (a limit)", None, "")
+            self.too_many_rules()
         return expr
 
     def distribute(self, keyword: str, at: Node, ways: int = 2) -> None:
-        """Count the contexts that splitting on combinators creates (it can multiply)."""
+        """Count the contexts that splitting on combinators creates (it can multiply); a
+        context's copies at other depths (indented) add rules, counted by MAX_RULES, not cases."""
+        if self.copy:
+            return
         self.contexts += ways
         if self.contexts > MAX_CONTEXTS:
             raise SchemaLimitError(f"{keyword} combinations multiply beyond {MAX_CONTEXTS} cases here (a limit)",
@@ -245,18 +259,48 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         return self.resolver.child(node, ptr, value)
 
     def value(self, nodes, atoms=ATOMS, done=frozenset()) -> ir.Expr:
+        """The rule of the values valid against all of `nodes` among `atoms`, at the depth of the
+        values named now (value_depth: the body's own, its items' inside nested())."""
         expanded = self.expand(nodes)
         if expanded is None or not atoms:
             return ir.NOTHING
-        key = (frozenset(n.key for n in expanded), frozenset(atoms), done)
+        keys = frozenset(n.key for n in expanded)
+        depth = self.value_depth
+        if depth is not None:  # indented: a rule per depth where arrays or objects may come
+            nests = self._nests.get(keys)
+            if nests is None:
+                nests = self._nests[keys] = bool(CONTAINERS & self.static_atoms(expanded))
+            if not (nests and CONTAINERS & atoms):
+                depth = None  # scalars read the same at every depth: one rule
+            elif depth >= MAX_INDENT_DEPTH:
+                atoms, depth = frozenset(atoms) - CONTAINERS, None
+                if not atoms:
+                    return ir.NOTHING
+        key = (keys, frozenset(atoms), done, depth)
         name = self.names.get(key)
         if name is None:
             hint = "v" + _NOT_ALNUM.sub("_", (expanded[0].pointer if expanded else "any")[-40:])
-            name = self.fresh(hint)
+            name = self.fresh(hint if depth is None else f"{hint}_d{depth}")
             self.names[key] = name
             self.rules[name] = ir.NOTHING  # placeholder until the body is built
-            self.bodies.append((name, expanded, frozenset(atoms), done))
+            self.bodies.append((name, expanded, frozenset(atoms), done, depth))
         return self.ref(name)
+
+    def at(self, depth: int) -> None:
+        """Containers built from now on are at `depth` (see __init__)."""
+        lay = self.layouts.at(depth)
+        self.depth = depth
+        self.ws, self.first, self.sep, self.close_ws, self.colon = lay.open, lay.first, lay.sep, lay.close, lay.colon
+
+    def nested(self, build, nodes) -> ir.Expr:
+        """build(nodes) (array or object) with the values it names one level deeper."""
+        if self.value_depth is None:
+            return build(nodes)
+        self.value_depth = self.depth + 1
+        try:
+            return build(nodes)
+        finally:
+            self.value_depth = self.depth
 
     def build_bodies(self) -> None:
         """Builds the value rules named so far, and those their bodies name, depth first. A body
@@ -266,7 +310,13 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         while self.bodies or stack:
             stack.extend(reversed(self.bodies))  # the first named is built first
             self.bodies.clear()
-            name, nodes, atoms, done = stack.pop()
+            name, nodes, atoms, done, depth = stack.pop()
+            if self.value_depth is not None:  # depth None: a scalar's (no container in it)
+                self.at(depth or 0)
+                self.value_depth = depth or 0
+                context = (frozenset(n.key for n in nodes), atoms, done)
+                self.copy = context in self._built  # the same context at another depth
+                self._built.add(context)
             self.rules[name] = self.body(nodes, atoms, done)
 
     def body(self, nodes: list[Node], atoms: frozenset, done: frozenset) -> ir.Expr:
@@ -367,16 +417,16 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         if "string" in atoms:
             parts.append(self.string(nodes))
         if "array" in atoms:
-            parts.append(self.array(nodes))
+            parts.append(self.nested(self.array, nodes))
         if "object" in atoms:
-            parts.append(self.object(nodes))
+            parts.append(self.nested(self.object, nodes))
         return ir.alt(*parts)
 
     # ---- constants -----------------------------------------------------------------------------
 
-    def const_expr(self, v, integer: bool = False) -> ir.Expr:
-        """The texts of the constant `v`; `integer`: where only integers are allowed (draft-04's
-        integers have no fraction, so `1.0` is not spelled there)."""
+    def const_expr(self, v, integer: bool = False, depth: int | None = None) -> ir.Expr:
+        """The texts of the constant `v` at `depth` (None: the containers' now); `integer`: where
+        only integers are allowed (draft-04's integers have no fraction, so `1.0` is not spelled there)."""
         if v is None:
             return ir.literal("null")
         if v is True:
@@ -397,26 +447,30 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             return ir.alt(*forms)
         if isinstance(v, str):
             return _text.string_literal(v)
+        if depth is None:
+            depth = self.depth
+        lay = self.layouts.at(depth)
         if isinstance(v, list):
             if not v:
-                return ir.seq(ir.literal("["), self.ws, ir.literal("]"))
-            items = [self.const_expr(x) for x in v]
+                return ir.seq(ir.literal("["), lay.open, ir.literal("]"))
+            items = [self.const_expr(x, depth=depth + 1) for x in v]
             inner = [items[0]]
             for x in items[1:]:
-                inner += [self.sep, x]
-            return ir.seq(ir.literal("["), self.ws, *inner, self.ws, ir.literal("]"))
+                inner += [lay.sep, x]
+            return ir.seq(ir.literal("["), lay.open, lay.first, *inner, lay.close, ir.literal("]"))
         if isinstance(v, dict):
             if not v:
-                return ir.seq(ir.literal("{"), self.ws, ir.literal("}"))
-            members = [ir.seq(_text.string_literal(k), self.colon, self.const_expr(x)) for k, x in v.items()]
+                return ir.seq(ir.literal("{"), lay.open, ir.literal("}"))
+            members = [ir.seq(_text.string_literal(k), lay.colon, self.const_expr(x, depth=depth + 1))
+                       for k, x in v.items()]
             orders = itertools.permutations(members) if len(members) <= 4 else [members]
             alts = []
             for order in orders:
                 inner = [order[0]]
                 for m in order[1:]:
-                    inner += [self.sep, m]
+                    inner += [lay.sep, m]
                 alts.append(ir.seq(*inner))
-            return ir.seq(ir.literal("{"), self.ws, ir.alt(*alts), self.ws, ir.literal("}"))
+            return ir.seq(ir.literal("{"), lay.open, lay.first, ir.alt(*alts), lay.close, ir.literal("}"))
         raise UnsupportedSchemaError(f"unsupported constant {v!r}", "const", None)
 
 
@@ -434,14 +488,15 @@ def detect_draft7(schema) -> bool:
 
 def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
                property_order: str = "schema", draft: str | None = None,
-               canonical_integers: bool = False, format_assertion: bool | None = None) -> ir.Grammar:
+               canonical_integers: bool = False, format_assertion: bool | None = None, indent: int | None = None,
+               separators=None) -> ir.Grammar:
     # The walks that still recurse (validating candidate values, writing constants, negations)
     # go as deep as the schema nests, which _keywords bounds (MAX_NESTING): room for them, and
     # a RecursionError all the same ends as a limit.
     try:
         with ir.nesting_guard("the schema", ir.NESTING_FRAMES):
             return _to_grammar(schema, Options(any_whitespace, strict, max_whitespace, property_order,
-                                               canonical_integers), draft, format_assertion)
+                                               canonical_integers, indent, separators), draft, format_assertion)
     except GrammarLimitError as e:
         if isinstance(e, SchemaLimitError):
             raise
