@@ -1,7 +1,9 @@
 """`indent` and `separators` of the JSON Schema front-end (xgrammar's options) against json.dumps:
 with any_whitespace=False the grammar takes exactly json.dumps(instance, indent=, separators=)'s
-text, and refuses the same instance written compact or indented otherwise. xgrammar is a second
-oracle where it can be imported (not in the pinned venv: it needs torch)."""
+text, and refuses the same instance written compact or indented otherwise. Compared once by hand with
+xgrammar 0.2.9 (not in the pinned venv: it needs torch): the same verdicts, except where xgrammar departs
+from json.dumps (enum/const and unconstrained values on one line, a recursive $ref indented as at its
+first use, an empty prefixItems array as "[\n  \n]", tabs refused in separators)."""
 
 from __future__ import annotations
 
@@ -182,22 +184,3 @@ def test_indented_rules_are_bounded(compiler):
     json_schema_to_grammar(schema, any_whitespace=False)  # fine without an indent
     with pytest.raises(SchemaLimitError, match="per nesting depth"):
         json_schema_to_grammar(schema, any_whitespace=False, indent=2)
-
-
-def test_same_texts_as_xgrammar():
-    xgr = pytest.importorskip("xgrammar")
-    check = getattr(getattr(xgr, "testing", None), "_is_grammar_accept_string", None)
-    if check is None:
-        pytest.skip("this xgrammar has no testing._is_grammar_accept_string")
-    compiler = GrammarCompiler(Vocabulary.smollm2())
-    # Where xgrammar departs from json.dumps, on purpose not compared: it writes enum/const and
-    # unconstrained values on one line, indents a recursive $ref as at its first use, spells an
-    # empty prefixItems array "[\n  \n]", and refuses tabs in separators.
-    cases = [CASES[0], (CASES[1][0], [v for v in CASES[1][1] if v]), CASES[2]]
-    for schema, instances in cases:
-        for layout in LAYOUTS[:4]:
-            theirs = xgr.Grammar.from_json_schema(schema, any_whitespace=False, strict_mode=False, **layout)
-            ours = compiler.compile_json_schema(schema, any_whitespace=False, **layout)
-            for value in instances:
-                for text in (json.dumps(value, **layout), json.dumps(value), json.dumps(value, indent=3)):
-                    assert accepts(ours, text) == check(theirs, text), (schema, layout, text)
