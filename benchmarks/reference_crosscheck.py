@@ -67,6 +67,8 @@ GEMMA3_LONG = ("Counting from one: " + ", ".join(str(i) for i in range(1, 151)) 
 # Tiny models: random ids over the 269-token vocabulary after BOS 1, longer than their attention windows
 # (6 and 7) so that the sliding-window layers drop keys.
 TINY_PROMPT_LENGTHS = (5, 12, 24)
+# Differences above this (short prompts stay near 1e-6) are rechecked with float32 RoPE angles.
+ANGLE_CHECK_ABOVE = 1e-5
 # tests/model/tiny_gguf.py's llama3_rope_factors defaults, which wrote the tiny llama3's rope_freqs tensor.
 LLAMA3_ROPE = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                    original_max_position_embeddings=32)
@@ -131,6 +133,18 @@ def as_mistral(llama, window: int):
     return model
 
 
+class Float32AnglesReference(ReferenceModel):
+    """The reference with RoPE angles computed as transformers computes them: inv_freq = 1 / base^(2i/d)
+    and position * inv_freq in float32 (the reference takes both in float64). A diagnostic only: it tells
+    whether a difference that grows with the position is that rounding."""
+
+    def _angles(self, positions, d, layer):
+        c = self.config
+        theta = c.rope_theta_local if c.sliding(layer) and c.rope_theta_local else c.rope_theta
+        inv_freq = 1.0 / (torch.tensor(float(theta)) ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+        return positions.astype(np.float32)[:, None] * inv_freq.numpy()[None, :]
+
+
 def reference_greedy(model: ReferenceModel, ids: list[int], n: int, eos) -> tuple[list[int], list[np.ndarray]]:
     """Greedy tokens and the logits each was chosen from (the reference's KV cache)."""
     model.reset()
@@ -173,11 +187,62 @@ def compare(ref: tuple, hf: tuple) -> dict:
     same_context = len(ref_steps) if first is None else min(first + 1, len(ref_steps), len(hf_steps))
     rel = [float(np.abs(ref_steps[i] - hf_steps[i]).max() / np.abs(ref_steps[i]).max()) for i in range(same_context)]
     row = dict(equal=first is None, steps=len(ref_tokens), worst=max(rel), prefill=rel[0], first=first,
-               ref_tokens=ref_tokens, hf_tokens=hf_tokens)
+               ref_tokens=ref_tokens, hf_tokens=hf_tokens, hf_prefill=hf_steps[0])
     if first is not None and first < len(ref_steps):
         top2 = np.sort(ref_steps[first])[-2:]
         row["margin"] = float((top2[1] - top2[0]) / np.abs(ref_steps[first]).max())  # how near a tie it was
     return row
+
+
+def q5_0_by_hand(raw: np.ndarray) -> np.ndarray:
+    """Q5_0, which transformers' dequantizer lacks, written out from ggml's block layout: f16 d, 4 bytes
+    holding the 32 fifth bits (bit j for element j), 16 bytes of nibbles (element j < 16 the low nibble of
+    byte j, j >= 16 the high nibble of byte j - 16); w = d * (q - 16)."""
+    blocks = raw.reshape(-1, 22)
+    d = blocks[:, 0:2].copy().view(np.float16).astype(np.float32)
+    high_bits = blocks[:, 2:6].copy().view("<u4")  # [blocks, 1]
+    nibbles = np.concatenate([blocks[:, 6:] & 0xF, blocks[:, 6:] >> 4], axis=1).astype(np.int32)
+    fifth = (high_bits >> np.arange(32, dtype=np.uint32)) & 1
+    return (d * ((nibbles | (fifth.astype(np.int32) << 4)) - 16)).reshape(-1)
+
+
+def dequantization_rows(label: str, path: str) -> list[dict]:
+    """Per quantized type in the GGUF: its tensors dequantized by transformers' own torch dequantizer (written
+    apart from gguf's numpy one; its GGUF loader does not use it for these architectures) against
+    `gguf.dequantize`, the reference's: the largest |difference| relative to the largest |weight|."""
+    try:
+        from transformers.integrations.gguf.dequant import GGML_BLOCK, dequantize as torch_dequantize
+    except ImportError:  # older transformers: no second dequantizer to compare with
+        return []
+    by_type: dict[str, dict] = {}
+    for t in gguf.GGUFReader(path).tensors:
+        kind = t.tensor_type.name
+        if kind in ("F32", "F16", "BF16"):
+            continue
+        other = "by hand" if kind == "Q5_0" else "transformers" if int(t.tensor_type) in GGML_BLOCK else None
+        row = by_type.setdefault(kind, dict(model=label, type=kind, tensors=0, elements=0, diff=0.0, peak=0.0,
+                                            other=other))
+        row["tensors"] += 1
+        row["elements"] += int(t.n_elements)
+        if other:
+            ours = gguf.dequantize(t.data, t.tensor_type).reshape(-1)
+            raw = np.array(t.data).reshape(-1)
+            theirs = q5_0_by_hand(raw) if kind == "Q5_0" else torch_dequantize(torch.from_numpy(raw), int(t.tensor_type)).numpy()
+            row["diff"] = max(row["diff"], float(np.abs(ours - theirs).max()))
+            row["peak"] = max(row["peak"], float(np.abs(ours).max()))
+    return list(by_type.values())
+
+
+def k_quant_llamas(root: Path) -> list[tuple[str, str]]:
+    """Tiny Llamas with every linear weight and the embedding in a type the real models lack."""
+    from tests.model.tiny_gguf import K_CONFIG, write_tiny_llama
+
+    out = []
+    for kind in ("Q4_0", "Q4_K", "Q5_K", "Q6_K"):
+        path = str(root / f"llama-{kind}.gguf")
+        write_tiny_llama(path, types={"*": kind}, config=K_CONFIG if kind.endswith("_K") else None)
+        out.append((f"tiny llama (all {kind})", path))
+    return out
 
 
 def real_cases(names) -> list[dict]:
@@ -268,6 +333,15 @@ def run_case(case: dict, n: int) -> tuple[list[dict], dict]:
         print(f"  {label!r} ({len(ids)} ids): {describe(row)} [{time.time() - t0:.1f}s]", flush=True)
         if not row["equal"]:
             print(f"    reference {row['ref_tokens']}\n    transformers {row['hf_tokens']}", flush=True)
+    for row, ids in zip(rows, case["ids"]):
+        if row["worst"] > ANGLE_CHECK_ABOVE:
+            ref.__class__ = Float32AnglesReference
+            ref.reset()
+            logits = ref.forward(ids)[-1]
+            ref.__class__ = ReferenceModel
+            row["f32_angles"] = float(np.abs(logits - row["hf_prefill"]).max() / np.abs(logits).max())
+            print(f"  {row['prompt']!r}: with the RoPE angles in float32 as transformers takes them, prefill logit "
+                  f"diff {row['f32_angles']:.1e}", flush=True)
     without = []
     ids = max(case["ids"], key=len)
     ref_run = reference_greedy(ref, ids, n, case["eos"])
@@ -287,7 +361,7 @@ def describe(row: dict) -> str:
     return f"{tokens}, worst logit diff {row['worst']:.1e} (prefill {row['prefill']:.1e})"
 
 
-def section(rows: list[dict], notes: list[dict], n: int) -> str:
+def section(rows: list[dict], notes: list[dict], dequant: list[dict], n: int) -> str:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
     equal = sum(r["equal"] for r in rows)
@@ -318,6 +392,27 @@ def section(rows: list[dict], notes: list[dict], n: int) -> str:
         for m in explicit:
             left_out = "; ".join(f"without {key}: {what}" for key, what in m["without"])
             lines.append(f"- {m['model']}: {m['note']}." + (f" {left_out[0].upper()}{left_out[1:]}." if left_out else ""))
+    long_rows = [r for r in rows if "f32_angles" in r]
+    if long_rows:
+        lines += ["", "Differences above " f"{ANGLE_CHECK_ABOVE:.0e} (" + ", ".join(
+            f"{r['model']}, {r['prompt']!r}: {r['prefill']:.1e} at the prefill" for r in long_rows) + ") grow with "
+            "the position: transformers computes the RoPE angles in float32 (inv_freq = 1 / base^(2i/d), then "
+            "position x inv_freq), the reference in float64. With the reference's angles taken the same way "
+            "(a diagnostic subclass, not the reference) the prefill differences are " + ", ".join(
+            f"{r['f32_angles']:.1e}" for r in long_rows) + ": the rest is float32 rounding, the window and "
+            "everything else agree."]
+    if dequant:
+        lines += ["", "Weights: transformers also carries a dequantizer of its own, in torch "
+                  "(`transformers.integrations.gguf.dequant`, written apart from gguf's numpy one; its GGUF loader "
+                  "uses it only for the architectures of its new path, not these); it lacks Q5_0, which this "
+                  "script dequantizes by hand from ggml's block layout. Against `gguf.dequantize`, which the "
+                  "reference uses, tensor by tensor:", "",
+                  "| GGUF | type | tensors | elements | second dequantizer | max abs diff / max abs weight |",
+                  "|---|---|---:|---:|---|---|"]
+        for r in dequant:
+            agree = f"{r['diff'] / r['peak']:.1e}" + (" (identical)" if r["diff"] == 0 else "") if r["other"] else "-"
+            lines.append(f"| {r['model']} | {r['type']} | {r['tensors']} | {r['elements']:,} | {r['other'] or 'none'} "
+                         f"| {agree} |")
     lines += ["", METHOD]
     return "\n".join(lines)
 
@@ -336,7 +431,7 @@ METHOD = (
     "`DynamicCache`); the logit difference is taken at every step whose context both sides share. Both sides "
     "dequantize with `gguf.dequantize` (transformers' GGUF loader calls it too), so this checks the forward "
     "pass (RoPE layouts and scaling, attention windows, soft-caps, norms and scales, activations, tied or "
-    "untied heads), not the weight formats. Tiny models: tests/model/tiny_gguf.py's random GGUFs (prompts of "
+    "untied heads); the weights table checks the dequantization apart. Tiny models: tests/model/tiny_gguf.py's random GGUFs (prompts of "
     "5, 12 and 24 ids: the longer two reach past the 6- and 7-position attention windows).")
 
 
@@ -348,14 +443,20 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     names = set(args.models.split(","))
     torch.set_num_threads(1)  # 2 shared cores
-    rows, notes = [], []
+    rows, notes, dequant = [], [], []
     with tempfile.TemporaryDirectory(prefix="trellis-xcheck-") as tmp:
         cases = (tiny_cases(Path(tmp)) if "tiny" in names else []) + real_cases(names)
         for case in cases:
             case_rows, note = run_case(case, args.tokens)
             rows += case_rows
             notes.append(note)
-    text = section(rows, notes, args.tokens)
+        weights = [(c["label"], c["path"]) for c in cases if c["tok"] is not None]
+        weights += k_quant_llamas(Path(tmp)) if "tiny" in names else []
+        for label, path in weights:
+            dequant += dequantization_rows(label, path)
+            print(*(f"{r['model']} {r['type']}: {r['tensors']} tensors, max diff {r['diff']:.1e} of {r['peak']:.2g} "
+                    f"({r['other']})" for r in dequant if r["model"] == label), sep="\n", flush=True)
+    text = section(rows, notes, dequant, args.tokens)
     print(text)
     if not args.no_write:
         write_section(RESULTS, MARKER, text)
