@@ -212,8 +212,8 @@ def dequantization_rows(label: str, path: str) -> list[dict]:
     `gguf.dequantize`, the reference's: the largest |difference| relative to the largest |weight|."""
     try:
         from transformers.integrations.gguf.dequant import GGML_BLOCK, dequantize as torch_dequantize
-    except ImportError:  # older transformers: no second dequantizer to compare with
-        return []
+    except ImportError:  # older transformers: Q5_0 by hand only
+        GGML_BLOCK, torch_dequantize = {}, None
     by_type: dict[str, dict] = {}
     for t in gguf.GGUFReader(path).tensors:
         kind = t.tensor_type.name
@@ -227,14 +227,18 @@ def dequantization_rows(label: str, path: str) -> list[dict]:
         if other:
             ours = gguf.dequantize(t.data, t.tensor_type).reshape(-1)
             raw = np.array(t.data).reshape(-1)
-            theirs = q5_0_by_hand(raw) if kind == "Q5_0" else torch_dequantize(torch.from_numpy(raw), int(t.tensor_type)).numpy()
+            if kind == "Q5_0":
+                theirs = q5_0_by_hand(raw)
+            else:
+                theirs = torch_dequantize(torch.from_numpy(raw), int(t.tensor_type)).numpy()
             row["diff"] = max(row["diff"], float(np.abs(ours - theirs).max()))
             row["peak"] = max(row["peak"], float(np.abs(ours).max()))
     return list(by_type.values())
 
 
 def k_quant_llamas(root: Path) -> list[tuple[str, str]]:
-    """Tiny Llamas with every linear weight and the embedding in a type the real models lack."""
+    """Tiny Llamas with every linear weight and the embedding in one type: Q4_0 and Q5_K, which the real
+    models lack, and Q4_K and Q6_K again over random blocks (their whole range of sub-scales)."""
     from tests.model.tiny_gguf import K_CONFIG, write_tiny_llama
 
     out = []
@@ -293,7 +297,7 @@ def tiny_cases(root: Path) -> list[dict]:
 
 
 # llama.cpp (and gguf-py, whose names transformers maps tensors with) has no "mistral" architecture:
-# Mistral's GGUFs say "llama", and transformers loads a llama GGUF whose name contains "mistral" as Mistral.
+# Mistral's GGUFs say "llama", and transformers loads them as Llama (no sliding window).
 MISTRAL_NOTE = "loaded from a copy that says general.architecture llama (same tensors)"
 
 
@@ -425,14 +429,15 @@ def _version(package: str) -> str:
 
 METHOD = (
     "Method: the prompt's ids from Trellis's tokenizer (SmolLM2: the ChatML prompt with its default system "
-    "message; Gemma 3: BOS + the plain text, one of them longer than its 512-position sliding window; tiny models: BOS + random ids over their 269-token vocabulary), "
-    "the same ids to both sides; each side decodes greedily with its own KV cache (transformers: "
-    "`AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)`, eager attention, "
-    "`DynamicCache`); the logit difference is taken at every step whose context both sides share. Both sides "
-    "dequantize with `gguf.dequantize` (transformers' GGUF loader calls it too), so this checks the forward "
-    "pass (RoPE layouts and scaling, attention windows, soft-caps, norms and scales, activations, tied or "
-    "untied heads); the weights table checks the dequantization apart. Tiny models: tests/model/tiny_gguf.py's random GGUFs (prompts of "
-    "5, 12 and 24 ids: the longer two reach past the 6- and 7-position attention windows).")
+    "message; Gemma 3: BOS + the plain text, one of them longer than its 512-position sliding window; tiny "
+    "models: BOS + random ids over their 269-token vocabulary), the same ids to both sides; each side decodes "
+    "greedily with its own KV cache (transformers: `AutoModelForCausalLM.from_pretrained(folder, "
+    "gguf_file=name, dtype=torch.float32)`, eager attention, `DynamicCache`); the logit difference is taken at "
+    "every step whose context both sides share. Both sides dequantize with `gguf.dequantize` (transformers' "
+    "GGUF loader calls it too), so this checks the forward pass (RoPE layouts and scaling, attention windows, "
+    "soft-caps, norms and scales, activations, tied or untied heads); the weights table checks the "
+    "dequantization apart. Tiny models: tests/model/tiny_gguf.py's random GGUFs (prompts of 5, 12 and 24 ids: "
+    "the longer two reach past the 6- and 7-position attention windows).")
 
 
 def main(argv=None) -> int:
