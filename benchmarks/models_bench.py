@@ -39,6 +39,9 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the numpy reference's small matmuls, on a busy machine
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "py"), str(REPO)]
+
+from benchmarks.report import write_section  # noqa: E402
+
 SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json"
 RESULT = "@@ROW@@ "
 ADAPTER_TIMEOUT_S = 1800
@@ -345,8 +348,8 @@ def write_results(out: Path, cases, by_adapter, names, notes) -> None:
     lines += ["", "## Method", "", METHOD, ""]
     if notes:
         lines += ["Runs that stopped early: " + "; ".join(notes), ""]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+    # The head of the file: sections other benchmarks write after it (reference_crosscheck.py's) are kept.
+    write_section(out, None, "\n".join(lines))
 
 
 REAL_AGREEMENT = {
