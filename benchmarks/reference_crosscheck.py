@@ -252,7 +252,7 @@ def k_quant_llamas(root: Path) -> list[tuple[str, str]]:
 def real_cases(names) -> list[dict]:
     cases = []
     if "smollm2" in names:
-        from kernels.llm.gguf_model import read_tokenizer
+        from trellis.kernels.gguf_model import read_tokenizer
         from tests.model.smollm2 import smollm2_gguf_path
         from trellis.model.chatml import render_chatml
         from trellis.model.tokenizer import Tokenizer
