@@ -366,3 +366,30 @@ def test_nested_unbounded_repetitions_are_one():
                            (r"(?:(?:\s){100,}){100,}", 10000), (r"(?:(?:(?:[^]){1,100001}){3,}){3,}", 9)]:
         root = parse_regex(pattern).rules["root"]
         assert type(root) is ir.Repeat and (root.min, root.max) == (least, None), pattern
+
+
+@pytest.mark.parametrize("pattern", [r"(?:x|y*){3,40}", r"(?:x?y?){2,}x", r"(?:(?:x|)y*){0,9}", r"(?:x*y*){4,6}y",
+                                     r"(?:x|y|){1,7}", r"(?:(?:xy?){0,2}){2,30}"])
+def test_outlined_nullable_items_keep_the_language(pattern, monkeypatch):
+    """A repeated item moved into a rule of its own (here every one: OUTLINE_NODES 0) loses its
+    empty string when it has one, and the repetition its lower bound (regex._outline_repeated): the
+    language is Python's on every string over {x, y} up to 6 characters."""
+    import itertools
+
+    monkeypatch.setattr(regex_module, "OUTLINE_NODES", 0)
+    grammar, compiled = parse_regex(pattern), re.compile(pattern)
+    assert any(type(body) is not ir.Repeat and name != "root" for name, body in grammar.rules.items())
+    reference = Reference(grammar)
+    for n in range(7):
+        for chars in itertools.product("xy", repeat=n):
+            text = "".join(chars)
+            assert reference.accepts(text.encode()) == (compiled.fullmatch(text) is not None), (pattern, text)
+
+
+def test_an_outlined_nullable_item_does_not_chain_empty_calls():
+    """The fuzz finding: (\\p{L}|a*){16,100001} called its item rule 16 to 100,001 times at each position
+    with nothing read; its first mask took minutes. Now the rule reads at least one character."""
+    grammar = parse_regex(r"(?:\p{L}|(?:a)*){16,100001}")
+    root = grammar.rules["root"]
+    assert type(root) is ir.Repeat and (root.min, root.max) == (0, 100001) and type(root.item) is ir.Ref
+    assert ir.nullable(grammar.rules[root.item.name]) is False

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 namespace tg {
 
@@ -317,8 +318,18 @@ class RuleNfa {
         return end;
       }
       case REPEAT: {
+        // A copy that adds no node reads nothing (an empty item): it stands for all the others,
+        // which would otherwise cost a loop turn each, up to 2^31 of them.
+        const auto copy = [&](int32_t at) {
+          const int32_t before = n_nodes_, next = expr(a[2], at, depth + 1);
+          return std::make_pair(next, n_nodes_ == before && next == at);
+        };
         int32_t cur = from;
-        for (int32_t i = 0; i < a[0] && status_.ok(); ++i) cur = expr(a[2], cur, depth + 1);
+        for (int32_t i = 0; i < a[0] && status_.ok(); ++i) {
+          const auto [next, empty] = copy(cur);
+          cur = next;
+          if (empty) break;
+        }
         if (a[1] < 0) {
           int32_t loop = add();
           eps(cur, loop);
@@ -328,7 +339,9 @@ class RuleNfa {
         int32_t end = add();
         for (int32_t i = a[0]; i < a[1] && status_.ok(); ++i) {
           eps(cur, end);
-          cur = expr(a[2], cur, depth + 1);
+          const auto [next, empty] = copy(cur);
+          cur = next;
+          if (empty) break;
         }
         eps(cur, end);
         return end;

@@ -261,6 +261,57 @@ def repeat(item: Expr, lo: int, hi: int | None) -> Expr:
     return Repeat(item, lo, hi)
 
 
+def nullable(e: Expr) -> bool | None:
+    """Whether e matches the empty string; None where that is not known here (references, checks)."""
+    t = type(e)
+    if t is Bytes:
+        return not e.data
+    if t is ByteSet:
+        return False
+    if t is Repeat:
+        return True if e.min == 0 else nullable(e.item)
+    if t is Seq or t is Alt:
+        known = [nullable(x) for x in e.items]
+        if None in known:
+            return None
+        return all(known) if t is Seq else any(known)
+    return None
+
+
+MAX_NONEMPTY_SEQ = 8  # a nullable sequence's non-empty part is one choice per item
+
+
+def nonempty(e: Expr) -> Expr | None:
+    """e's language without the empty string (NOTHING if that leaves nothing), or None where it cannot
+    be written here."""
+    if nullable(e) is False:
+        return e
+    t = type(e)
+    if t is Bytes:
+        return NOTHING
+    if t is Repeat:
+        if e.max == 0:
+            return NOTHING
+        if nullable(e.item):  # (Y{lo,hi}) with Y nullable is (Y without ε){0,hi}
+            item = nonempty(e.item)
+            return None if item is None else NOTHING if item == NOTHING else repeat(item, 1, e.max)
+        return repeat(e.item, 1, e.max)
+    if t is Alt:
+        items = [nonempty(x) for x in e.items]
+        return None if None in items else alt(*[x for x in items if x != NOTHING]) if any(
+            x != NOTHING for x in items) else NOTHING
+    if t is Seq and len(e.items) <= MAX_NONEMPTY_SEQ:  # all items nullable: the first non-empty one starts it
+        options = []
+        for i, x in enumerate(e.items):
+            first = nonempty(x)
+            if first is None:
+                return None
+            if first != NOTHING:
+                options.append(seq(first, *e.items[i + 1:]))
+        return alt(*options) if options else NOTHING
+    return None
+
+
 def folded_repeat(atom: Expr, lo: int, hi: int | None) -> Expr:
     """(X{a,b}){lo,hi} as one repetition of X where the counts of X it allows form one range (nested
     repetitions cost the core a parse frame per split point): k copies write k*a..k*b Xs, and the

@@ -494,7 +494,9 @@ def parse_regex(pattern: str) -> ir.Grammar:
     """Compile a full-match regex to a grammar; GrammarError(msg, 1, column), GrammarLimitError
     for a quantifier bound beyond ir.MAX_COUNT."""
     items: dict[str, ir.Expr] = {}
-    root = _outline_repeated(regex_expr(pattern), items)
+    expr = regex_expr(pattern)
+    with ir.nesting_guard("the pattern", ir.NESTING_FRAMES):  # ir.nullable walks the nesting
+        root = _outline_repeated(expr, items)
     return ir.Grammar({"root": root, **items}, "root", {"root": (1, 1)})
 
 
@@ -535,11 +537,16 @@ def _outline_repeated(top: ir.Expr, rules: dict[str, ir.Expr]) -> ir.Expr:
         if type(e) is ir.Repeat:
             copies = max(e.min, 1) + 1 if e.max is None else e.max
             item = new_kids[0]
+            low = e.min
             if copies > 1 and sizes[id(e.item)] * copies > OUTLINE_NODES and type(item) is not ir.Ref:
+                # Called copies of a nullable item would chain empty calls, up to e.max of them at
+                # every position: the rule takes the item without its empty string, and no copy is needed.
+                plus = ir.nonempty(item) if ir.nullable(item) else item
+                item, low = (item, low) if plus is None else (plus, 0 if plus is not item else low)
                 name = f"item{len(rules)}"
                 rules[name] = item
                 item = ir.Ref(name)
-            out = ir.Repeat(item, e.min, e.max) if item is not e.item else e
+            out = ir.Repeat(item, low, e.max) if item is not e.item else e
             size = sizes[id(e.item)] * copies if type(item) is not ir.Ref else copies + 2
         elif kids and any(a is not b for a, b in zip(new_kids, kids)):
             out = type(e)(tuple(new_kids))

@@ -34,7 +34,8 @@ class Artifacts:
     def from_dir(cls, path=None, verify: bool = True) -> "Artifacts":
         folder = Path(path) if path else DEFAULT_MODEL_DIR
         if not (folder / "manifest.json").exists():
-            hint = " (run `python3 build.py model`)" if path is None else ""
+            command = "python3 build.py model" if paths.CHECKOUT is not None else "trellis build-model"
+            hint = f" (run `{command}`)" if path is None else ""
             raise ModelError(f"no built model in {folder}{hint}")
         return cls(lambda name: (folder / name).read_bytes(), verify, folder.resolve().name)
 
