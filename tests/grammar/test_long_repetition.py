@@ -77,3 +77,24 @@ def test_ten_thousand_position_repetitions_walk_without_slowing():
     # Before the cache classes this took minutes (each mask rebuilt thousands of caches).
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_repetitions_of_nothing_and_of_a_nullable_outlined_item_are_cheap():
+    """Fuzz findings, in a child bounded in time: the core built 2^31 - 1 copies of an empty item one
+    loop turn each; (\\p{L}|a*){16,100001} chained empty calls of its item rule at every position."""
+    code = textwrap.dedent("""
+        from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+        from trellis.grammar import ir
+        compiler = GrammarCompiler(Vocabulary.smollm2())
+        nothing = ir.Region(ir.Repeat(ir.EMPTY, ir.MAX_COUNT, None))
+        empty = GrammarMatcher(compiler.compile_ir(ir.Grammar({"root": nothing}, "root")))
+        assert empty.can_terminate() and not empty.accept_string("a")
+        m = GrammarMatcher(compiler.compile_regex("(?:\\\\p{L}|(?:a)*){16,100001}"))
+        mask = m.new_bitmask()
+        for _ in range(20):
+            m.fill_next_token_bitmask(mask)
+            assert m.accept_string("ab")
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
