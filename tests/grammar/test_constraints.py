@@ -12,11 +12,6 @@ from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
 from trellis.grammar.constraints import ConstraintService
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    return GrammarCompiler(Vocabulary.smollm2())
-
-
 def regex(pattern: str) -> dict:
     return {"type": "regex", "regex": pattern}
 

@@ -19,11 +19,6 @@ from trellis.errors import (GrammarError, GrammarLimitError, InvalidRequestError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    return GrammarCompiler(Vocabulary.smollm2())
-
-
 def accepts(compiled, text: str) -> bool:
     matcher = GrammarMatcher(compiled)
     return matcher.accept_string(text) and matcher.can_terminate()

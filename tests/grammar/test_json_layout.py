@@ -18,6 +18,7 @@ from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary, ir
 from trellis.grammar.json_schema import json_schema_to_grammar
 from trellis.grammar.json_schema.converter import MAX_INDENT_DEPTH
 from trellis.grammar.response_format import normalize_response_format
+from tests.grammar.conftest import accepts
 
 TREE = {"$defs": {"node": {"type": "object", "properties": {
     "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
@@ -45,16 +46,6 @@ CASES = [
 ]
 LAYOUTS = [dict(indent=2), dict(indent=4, separators=(" ,", " : ")), dict(indent=0),
            dict(separators=(",", ":")), dict(separators=(" , ", ":\t"))]
-
-
-@pytest.fixture(scope="module")
-def compiler():
-    return GrammarCompiler(Vocabulary.smollm2())
-
-
-def accepts(grammar, text: str) -> bool:
-    m = GrammarMatcher(grammar)
-    return m.accept_string(text) and m.can_terminate()
 
 
 def nested(value) -> bool:

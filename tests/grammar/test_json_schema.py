@@ -30,11 +30,6 @@ from trellis.grammar.json_schema import ANNOTATIONS, json_schema_to_grammar
 from trellis.grammar.json_schema import _dfa, _numbers, _refs, _text
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    return GrammarCompiler(Vocabulary.smollm2())
-
-
 def matches(compiler, schema, text: str, **options) -> bool:
     matcher = GrammarMatcher(compiler.compile_ir(json_schema_to_grammar(schema, **options)))
     return matcher.accept_string(text) and matcher.can_terminate()

@@ -18,11 +18,6 @@ from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
 LETTERS = set(b"abcdefghijklmnopqrstuvwxyz ")
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    return GrammarCompiler(Vocabulary.smollm2())
-
-
 def expected_mask(vocab: Vocabulary, written: int, low: int, high: int) -> set[int]:
     """Tokens allowed after `written` bytes of `[a-z ]{low,high}`: letters only, within the bound."""
     allowed = {t for t, data in enumerate(vocab.token_bytes)

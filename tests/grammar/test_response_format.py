@@ -27,11 +27,6 @@ def compile_response_format(compiler, rf):
     return compiler.compile_response_format(rf)
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    return GrammarCompiler(Vocabulary.smollm2())
-
-
 def accepts(compiled, text) -> bool:
     m = GrammarMatcher(compiled)
     return m.accept_string(text) and m.can_terminate()

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
 from trellis.grammar.bitmask import apply_token_bitmask_inplace
+from tests.grammar.conftest import accepts
 
 
 class Wand(BaseModel):
@@ -20,16 +21,6 @@ class Person(BaseModel):
     name: str
     age: int
     wand: Wand
-
-
-@pytest.fixture(scope="module")
-def compiler():
-    return GrammarCompiler(Vocabulary.smollm2())
-
-
-def accepts(grammar, text: str) -> bool:
-    m = GrammarMatcher(grammar)
-    return m.accept_string(text) and m.can_terminate()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
