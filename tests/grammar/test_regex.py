@@ -347,7 +347,9 @@ def test_property_classes_are_shared_and_others_unchanged():
                                      r"(?:(?:a|b){2,})+c", r"(?:a{2,}){0,3}", r"(?:a+)?", r"(?:b*){2}a{1,2}a*",
                                      # bounded inside: one range of counts (folded) or not (kept)
                                      r"(?:a{1,3}){2,}", r"(?:a{2,3}){0,}", r"(?:a{2,3}){1,3}", r"(?:a{3,4}){2,}",
-                                     r"(?:a{0,0}){3,}", r"(?:(?:ab?){0,2}){2}", r"(?:a{2,5}){0,2}b", r"(?:a{4,5})+"])
+                                     r"(?:a{0,0}){3,}", r"(?:(?:ab?){0,2}){2}", r"(?:a{2,5}){0,2}b", r"(?:a{4,5})+",
+                                     # a copy beside an unbounded repetition of it joins it
+                                     r"a(?:a){2,}b", r"(?:a(?:a){3,}){2}", r"a{3,}a", r"ab(?:ab)*c?"])
 def test_folded_repetitions_keep_the_language(pattern):
     """Nested or adjacent unbounded repetitions are folded into one (ir.folded_repeat): the
     language is Python's on every string over {a, b, c} up to 9 characters."""

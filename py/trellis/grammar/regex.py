@@ -476,18 +476,28 @@ def _code_point(cp: int) -> ir.Expr:
 # per way of splitting the text so far (fuzzing found masks of `(?:.{16,})+` taking seconds).
 def _merge_literals(items: list[ir.Expr]) -> list[ir.Expr]:
     """Join adjacent byte literals so `abc` becomes one Bytes node, and adjacent repetitions of
-    one item when one is unbounded (X{a,b} X{c,} = X{a+c,}: see ir.folded_repeat)."""
+    one item when one is unbounded (X{a,b} X{c,} = X{a+c,}, and X X{c,} = X{c+1,}: see
+    ir.folded_repeat)."""
     out: list[ir.Expr] = []
     for item in items:
         last = out[-1] if out else None
         if isinstance(item, ir.Bytes) and isinstance(last, ir.Bytes):
             out[-1] = ir.Bytes(last.data + item.data)
-        elif (type(item) is ir.Repeat and type(last) is ir.Repeat and item.item == last.item
-              and None in (item.max, last.max) and item.min + last.min <= ir.MAX_COUNT):
-            out[-1] = ir.repeat(item.item, item.min + last.min, None)
+            continue
+        one, two = _counted(last), _counted(item)
+        if (one and two and one[0] == two[0] and None in (one[2], two[2])
+                and (type(item) is ir.Repeat or type(last) is ir.Repeat) and one[1] + two[1] <= ir.MAX_COUNT):
+            out[-1] = ir.repeat(one[0], one[1] + two[1], None)
         else:
             out.append(item)
     return out
+
+
+def _counted(e: ir.Expr | None):
+    """(item, min, max) of a repetition, or of one copy of anything else."""
+    if e is None:
+        return None
+    return (e.item, e.min, e.max) if type(e) is ir.Repeat else (e, 1, 1)
 
 
 def parse_regex(pattern: str) -> ir.Grammar:
