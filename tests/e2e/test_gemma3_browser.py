@@ -3,17 +3,17 @@ Q6_K / Q8_0 weights, no chat template) built from its GGUF and run in Chromium o
 (SwiftShader: well under a token per second here), through the public JS API (slow)."""
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 
+from trellis import paths
 from web.site import build_site
 
 from .conftest import Server
 
 pytestmark = pytest.mark.slow
-OUT = Path(__file__).resolve().parents[2] / "build" / "models" / "gemma-3-270m"
+OUT = paths.models_dir() / "gemma-3-270m"  # where the engine test builds it too
 COLOR = {"type": "object", "properties": {"color": {"enum": ["red", "green", "blue"]}}, "required": ["color"]}
 
 

@@ -7,11 +7,12 @@ pytestmark = pytest.mark.slow
 
 
 def test_gemma3_continues_as_the_numpy_reference(wgpu_backend):
-    from trellis.kernels import build_model
     from tests.model.gemma3 import gemma3_gguf_path
+    from trellis import paths
     from trellis.engine import Engine
+    from trellis.kernels import build_model
 
-    out = build_model.REPO / "build" / "models" / "gemma-3-270m"
+    out = paths.models_dir() / "gemma-3-270m"  # where the browser test builds it too
     build_model.main(["--gguf", gemma3_gguf_path(), "--out", str(out)])  # builds, or finds the build up to date
     engine = Engine(out, backend=wgpu_backend, context=256)
     parts = [name for name in engine.executor.buffers if name.startswith("token_embd.weight[")]
