@@ -395,3 +395,16 @@ def test_an_outlined_nullable_item_does_not_chain_empty_calls():
     root = grammar.rules["root"]
     assert type(root) is ir.Repeat and (root.min, root.max) == (0, 100001) and type(root.item) is ir.Ref
     assert ir.nullable(grammar.rules[root.item.name]) is False
+
+
+def test_quantifier_bounds_with_thousands_of_leading_zeros():
+    """A fuzz finding: `int()` of more than 4,300 digits raises ValueError, zeros included."""
+    from trellis.errors import GrammarLimitError
+
+    zeros = "0" * 5000
+    root = parse_regex(f"a{{{zeros}3,{zeros}5}}").rules["root"]
+    assert type(root) is ir.Repeat and (root.min, root.max) == (3, 5)
+    with pytest.raises(GrammarLimitError, match="exceeds the limit"):
+        parse_regex(f"a{{{zeros}9{zeros}}}")
+    with pytest.raises(GrammarError):
+        parse_regex("a{0,0000:a{0,0000:a{0," + "0" * 4313 + "})")

@@ -287,10 +287,11 @@ class _Parser:
     def count(self, digits: str) -> int:
         """A quantifier's bound, at most ir.MAX_COUNT (checked before int(): Python refuses to
         convert more than 4300 digits)."""
-        if len(digits.lstrip("0")) > len(str(ir.MAX_COUNT)) or int(digits) > ir.MAX_COUNT:
+        significant = digits.lstrip("0") or "0"  # leading zeros count against Python's limit too
+        if len(significant) > len(str(ir.MAX_COUNT)) or int(significant) > ir.MAX_COUNT:
             shown = digits if len(digits) <= 20 else f"{digits[:10]}...({len(digits)} digits)"
             raise GrammarLimitError(f"quantifier bound {shown} exceeds the limit {ir.MAX_COUNT}", 1, self.i + 1)
-        return int(digits)
+        return int(significant)
 
     # ---- atoms ----------------------------------------------------------------------
 
