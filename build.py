@@ -291,7 +291,7 @@ def build_wheel(out_dir: Path) -> Path:
              if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".wgsl")]
     files += [(f"trellis/_native/{n}", built[n].read_bytes()) for n in NATIVE_FILES]
     extras = project["optional-dependencies"]
-    metadata = [f"Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {version}",
+    metadata = ["Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {version}",
                 f"Summary: {project['description']}", f"Requires-Python: {project['requires-python']}",
                 f"License: {project['license']['text']}", *(f"Requires-Dist: {r}" for r in project["dependencies"])]
     for extra in WHEEL_EXTRAS:
