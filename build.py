@@ -40,7 +40,6 @@ NODE_PACKAGES = {"pyodide": "314.0.7", "esbuild": "0.28.2", "typescript": "7.0.2
 # The optional-dependency groups a wheel declares (`build` is for building the native code here).
 WHEEL_EXTRAS = ("desktop", "models", "test")
 WHEEL_SMOKE_EXTRAS = ("desktop", "models")  # what the wheel's test installs it with
-NATIVE_FILES = ("libtrellis_grammar.so", "trellis_grammar.wasm", "libtrellis_encode.so")  # -> trellis/_native
 
 
 def log(message: str) -> None:
@@ -289,7 +288,10 @@ def build_wheel(out_dir: Path) -> Path:
     files = [(p.relative_to(ROOT / "py").as_posix(), p.read_bytes())
              for p in sorted((ROOT / "py" / "trellis").rglob("*"))
              if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".wgsl")]
-    files += [(f"trellis/_native/{n}", built[n].read_bytes()) for n in NATIVE_FILES]
+    sys.path.insert(0, str(ROOT / "py"))
+    from trellis.paths import BUILT_FILES  # the one list of built files, and where an install finds them
+
+    files += [(f"trellis/_native/{n}", built[n].read_bytes()) for n in BUILT_FILES]
     extras = project["optional-dependencies"]
     metadata = ["Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {version}",
                 f"Summary: {project['description']}", f"Requires-Python: {project['requires-python']}",
