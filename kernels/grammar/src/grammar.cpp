@@ -58,31 +58,45 @@ bool plain_skips_subtree(MaskWalk& walk, int32_t state, const Vocab& v, int32_t 
          walk.alive_within_state(state, v.byte_sets[bytes], bytes, v.trie[i].height);
 }
 
-// The id bitmask of the tokens at the marked trie positions (all in words [lo, hi)). A string
+// The cache's accepted tokens from the marked trie positions (all in words [lo, hi)). A string
 // body accepts nearly every token: then the unmarked positions are cleared from the mask of
-// all tokens instead, so the cost follows the smaller side.
-void accepted_by_id(const Vocab& v, const uint64_t* pos, int32_t lo, int32_t hi, int64_t marked,
-                    std::vector<uint32_t>* out) {
+// all tokens instead, so the cost follows the smaller side. Few tokens (most states of a
+// structure) become the words list straight from the marks, without a pass over the vocabulary.
+void set_accepted(const Vocab& v, const uint64_t* pos, int32_t lo, int32_t hi, int64_t marked, TokenCache* c) {
   const int64_t n = static_cast<int64_t>(v.order.size());
   const int32_t n_words = static_cast<int32_t>((n + 63) / 64);
-  const bool most = marked * 2 > n;
-  if (most) *out = v.order_mask;
-  else out->assign(v.words(), 0);
-  uint32_t* words = out->data();
-  const auto flip = [&](uint64_t w, int32_t k) {
-    for (; w; w &= w - 1) {
-      const int32_t id = v.order[k * 64 + __builtin_ctzll(w)];
-      words[id >> 5] ^= 1u << (id & 31);
-    }
+  const int32_t id_words = v.words();
+  const auto each_marked = [&](auto&& f) {
+    for (int32_t k = lo; k < hi; ++k)
+      for (uint64_t w = pos[k]; w; w &= w - 1) f(v.order[k * 64 + __builtin_ctzll(w)]);
   };
+  if (marked * 4 <= id_words) {
+    std::vector<int32_t> ids;
+    ids.reserve(marked);
+    each_marked([&](int32_t id) { ids.push_back(id); });
+    std::sort(ids.begin(), ids.end());
+    std::vector<TokenCache::Word>& out = c->accepted_words;
+    for (int32_t id : ids) {
+      const uint32_t index = static_cast<uint32_t>(id >> 5), bit = 1u << (id & 31);
+      if (out.empty() || out.back().index != index) out.push_back({index, bit});
+      else out.back().bits |= bit;
+    }
+    return;
+  }
+  const bool most = marked * 2 > n;
+  std::vector<uint32_t>& out = c->accepted;
+  if (most) out = v.order_mask;
+  else out.assign(id_words, 0);
+  uint32_t* words = out.data();
+  const auto flip = [&](int32_t id) { words[id >> 5] ^= 1u << (id & 31); };
   if (!most) {
-    for (int32_t k = lo; k < hi; ++k) flip(pos[k], k);
+    each_marked(flip);
     return;
   }
   for (int32_t k = 0; k < n_words; ++k) {
     uint64_t w = ~pos[k];
     if (k + 1 == n_words && n % 64) w &= (uint64_t(1) << (n % 64)) - 1;  // past the last token
-    flip(w, k);
+    for (; w; w &= w - 1) flip(v.order[k * 64 + __builtin_ctzll(w)]);
   }
 }
 
@@ -98,6 +112,30 @@ Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words
   compute_contexts(out->automaton, &out->contexts);
   out->prepare_lazy_tables();
   return {};
+}
+
+// The states that may follow, once a rule of `after`'s states completes, any rule above it:
+// the continuations of those rules, then of the rules those continuations are in, and so on.
+void Grammar::states_beyond(const std::vector<int32_t>& after, std::vector<int32_t>* out) {
+  const Automaton& a = automaton;
+  out->clear();
+  rule_marks_.assign(a.start.size(), 0);
+  std::vector<int32_t> todo;
+  const auto reach = [&](int32_t state) {
+    const int32_t r = a.rule_of[state];
+    if (!rule_marks_[r]) rule_marks_[r] = 1, todo.push_back(r);
+  };
+  for (int32_t s : after) reach(s);
+  while (!todo.empty()) {
+    const int32_t r = todo.back();
+    todo.pop_back();
+    for (int32_t s : context_reps_[r]) {
+      out->push_back(s);
+      reach(s);
+    }
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
 }
 
 void Grammar::prepare_lazy_tables() {
@@ -275,6 +313,7 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
   TokenCache& c = *out;
   const Vocab& v = *vocab;
   if (positions_.empty()) positions_.assign((v.order.size() + 63) / 64 + 1, 0);
+  states_beyond(*after, &beyond_);
   uint64_t* pos = positions_.data();
   int64_t marked = 0;  // may count a position twice: it only picks the cheaper translation
   int32_t lo = INT32_MAX, hi = 0;
@@ -294,12 +333,14 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
         c.uncertain.push_back(static_cast<int32_t>(k * 64 + __builtin_ctzll(w)));
   }
   if (marked > 0) {
-    accepted_by_id(v, pos, lo, hi, marked, &c.accepted);
+    set_accepted(v, pos, lo, hi, marked, &c);
     std::fill(pos + lo, pos + hi, 0);
   }
   scratch_reset.done = true;
   caches_built.fetch_add(1, std::memory_order_relaxed);
-  cache_bytes.fetch_add(int64_t(c.accepted.size()) * 4 + int64_t(c.uncertain.size()) * 4, std::memory_order_relaxed);
+  cache_bytes.fetch_add(int64_t(c.accepted.size()) * 4 + int64_t(c.accepted_words.size()) * 8 +
+                            int64_t(c.uncertain.size()) * 4,
+                        std::memory_order_relaxed);
 }
 
 bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool exact, CheckMode mode,
@@ -307,7 +348,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   const Vocab& v = *vocab;
   if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
   MaskWalk& walk = *walk_;
-  walk.begin(state, after, mode);
+  walk.begin(state, after, &beyond_, mode);
   // Per depth along the current trie path: the configuration after its first d bytes, or, while
   // the path stays in plain states, that lone frame (plain[d] >= 0; configs[d] interned on demand).
   constexpr int32_t kUnset = -2;
@@ -317,7 +358,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   if (a.plain[state]) plain[0] = state;  // the bottom frame of a state is the state's id
   const bool checked_end = ends_checked(a.rule_of[state]);
   // Accepted tokens are marked by trie position, where a subtree is a range (a few word writes),
-  // and translated to ids once at the end (accepted_by_id). The buffer is kept all clear between
+  // and translated to ids once at the end (set_accepted). The buffer is kept all clear between
   // walks: only the words touched, [lo, hi), are cleared again.
   uint64_t* pos = positions_.data();
   int64_t marked = *marked_out;  // locals: the marks below cannot alias them
@@ -335,66 +376,69 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   const auto uncertain = [&](int32_t begin, int32_t end) {
     for (int32_t p = begin; p < end; ++p) unsure->push_back(p);
   };
-  const int32_t n_nodes = static_cast<int32_t>(v.trie.size());
-  for (int32_t i = 1; i < n_nodes;) {
-    const TrieNode& node = v.trie[i];
-    if (node.depth == 1 && a.step(state, node.byte) < 0) {
-      // The walk starts from the lone frame (state, bottom): no way on without a transition.
-      i = node.end;
-      continue;
-    }
-    const int32_t from = plain[node.depth - 1];
-    if (from >= 0) {
-      if (v.json_text[i] && walk.text_loop(walk.state_of(from))) {  // inside a string, to its end
-        accept_subtree(i);
-        i = node.end;
-        continue;
-      }
-      const int32_t to = walk.step_plain(from, node.byte);
-      if (to == -1) {  // nothing else is alive from a lone plain frame
-        i = node.end;
-        continue;
-      }
-      if (to >= 0) {  // still consuming inside the rule: these tokens are accepted
-        plain[node.depth] = to;
-        configs[node.depth] = kUnset;
-        if (node.end > i + 1 && plain_skips_subtree(walk, walk.state_of(to), v, i)) {
+  // The walk starts from the lone frame (state, bottom): no way on without a transition.
+  for (int32_t first = 0; first < 256; ++first) {
+    const int32_t top = v.first[first];
+    if (top < 0 || a.step(state, static_cast<uint8_t>(first)) < 0) continue;
+    for (int32_t i = top, stop = v.trie[top].end; i < stop;) {
+      const TrieNode& node = v.trie[i];
+      const int32_t from = plain[node.depth - 1];
+      if (from >= 0) {
+        if (v.json_text[i] && walk.text_loop(walk.state_of(from))) {  // inside a string, to its end
           accept_subtree(i);
           i = node.end;
           continue;
         }
-        accept(node.tok_begin, node.tok_begin + node.n_here);
-        ++i;
+        const int32_t to = walk.step_plain(from, node.byte);
+        if (to == -1) {  // nothing else is alive from a lone plain frame
+          i = node.end;
+          continue;
+        }
+        if (to >= 0) {  // still consuming inside the rule: these tokens are accepted
+          plain[node.depth] = to;
+          configs[node.depth] = kUnset;
+          if (node.end > i + 1 && plain_skips_subtree(walk, walk.state_of(to), v, i)) {
+            accept_subtree(i);
+            i = node.end;
+            continue;
+          }
+          accept(node.tok_begin, node.tok_begin + node.n_here);
+          ++i;
+          continue;
+        }
+        if (configs[node.depth - 1] == kUnset) configs[node.depth - 1] = walk.config_of(from);
+      }
+      const int32_t at = walk.step(configs[node.depth - 1], node.byte);
+      if (at < 0) {  // every token below is rejected
+        i = node.end;
         continue;
       }
-      if (configs[node.depth - 1] == kUnset) configs[node.depth - 1] = walk.config_of(from);
+      configs[node.depth] = at;
+      plain[node.depth] = walk.lone_plain(at);
+      // With the one caller known (`exact`), a continuation alive in it makes the token valid too:
+      // the walk follows that caller as the real parser would, until the caller's rule completes.
+      const bool live = walk.own_alive(at) || (exact && walk.spec_alive(at));
+      const bool ends = walk.own_ends(at) || (exact && walk.spec_ends(at));
+      const bool maybe = walk.spec_alive(at) || walk.spec_ends(at) || walk.far_alive(at);  // on some stack
+      const int32_t own_end = node.tok_begin + node.n_here;
+      if (live || (ends && !checked_end)) accept(node.tok_begin, own_end);
+      else if (ends || maybe) uncertain(node.tok_begin, own_end);
+      if (!live && !maybe) {  // every deeper token is refused
+        i = node.end;
+        continue;
+      }
+      if (!live && !walk.spec_alive(at) && node.end > i + 1 && walk.loops_on(at, v.byte_sets[v.below[i]])) {
+        uncertain(own_end, node.tok_end);  // only the real stack can tell, whatever the bytes below
+        i = node.end;
+        continue;
+      }
+      if (live && node.end > i + 1 && skips_subtree(walk, at, v, i)) {
+        accept_subtree(i);
+        i = node.end;
+        continue;
+      }
+      ++i;
     }
-    const int32_t at = walk.step(configs[node.depth - 1], node.byte);
-    if (at < 0) {  // every token below is rejected
-      i = node.end;
-      continue;
-    }
-    configs[node.depth] = at;
-    plain[node.depth] = walk.lone_plain(at);
-    // With the one caller known (`exact`), a continuation alive in it makes the token valid too:
-    // the walk follows that caller as the real parser would, until the caller's rule completes.
-    const bool live = walk.own_alive(at) || (exact && walk.spec_alive(at));
-    const bool ends = walk.own_ends(at) || (exact && walk.spec_ends(at));
-    const int32_t own_end = node.tok_begin + node.n_here;
-    if (live || (ends && !checked_end)) accept(node.tok_begin, own_end);
-    else if (ends || walk.spec_alive(at) || walk.open(at)) uncertain(node.tok_begin, own_end);
-    if (!live && (walk.open(at) || !walk.spec_alive(at))) {
-      // Deeper tokens no longer depend on this walk: all uncertain, or all rejected.
-      if (walk.open(at)) uncertain(own_end, node.tok_end);
-      i = node.end;
-      continue;
-    }
-    if (live && node.end > i + 1 && skips_subtree(walk, at, v, i)) {
-      accept_subtree(i);
-      i = node.end;
-      continue;
-    }
-    ++i;
   }
   *marked_out = marked, *lo_out = lo, *hi_out = hi;
   return walk.met_check();

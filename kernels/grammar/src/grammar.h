@@ -95,8 +95,23 @@ class PublishedSlots {
 };
 
 struct TokenCache {
-  std::vector<uint32_t> accepted;   // bitmask words, or empty when nothing is accepted
+  struct Word {
+    uint32_t index, bits;
+  };
+  // The accepted tokens' bitmask: every word, or, when few tokens are accepted (most states of
+  // a structure accept a few dozen), only the words that hold them, increasing; both empty when
+  // nothing is accepted. Such a mask and its cache's build then cost those tokens, not the
+  // vocabulary's 32 KiB of words (262,144 tokens).
+  std::vector<uint32_t> accepted;
+  std::vector<Word> accepted_words;
   std::vector<int32_t> uncertain;   // positions in Vocab::order, increasing
+  void add_accepted(uint32_t* __restrict words, int32_t n_words) const {
+    if (!accepted.empty()) {
+      const uint32_t* __restrict acc = accepted.data();
+      for (int32_t w = 0; w < n_words; ++w) words[w] |= acc[w];
+    }
+    for (const Word& w : accepted_words) words[w.index] |= w.bits;
+  }
 };
 
 struct Grammar {
@@ -141,6 +156,8 @@ struct Grammar {
   // Whether what may follow the rule's completion, before any byte, includes a check: a token
   // that ends exactly where the rule does then needs the real stack (the check reads the text).
   bool ends_checked(int32_t rule);
+  // The states that may follow any rule above `after`'s, once theirs completes (see MaskWalk).
+  void states_beyond(const std::vector<int32_t>& after, std::vector<int32_t>* out);
 
   BuildMutex mutex_;  // held while anything below is built
   // Per state, built on first use: a pointer each, as most states never need one and
@@ -158,6 +175,8 @@ struct Grammar {
   std::vector<std::vector<int32_t>> context_reps_;
   // Scratch of the builds, under mutex_.
   std::unique_ptr<MaskWalk> walk_;  // reused by every build: its tables keep their memory
+  std::vector<int32_t> beyond_;  // the build's states_beyond
+  std::vector<uint8_t> rule_marks_;  // states_beyond's rules met
   std::vector<int8_t> ends_checked_;  // per rule: -1 not known yet
   std::vector<int32_t> seen_rule_, seen_state_;  // ends_checked's marks: the rule they were set for
   std::vector<int32_t> site_after_;

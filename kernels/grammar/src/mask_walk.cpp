@@ -39,8 +39,10 @@ uint64_t hash_set(const std::vector<int32_t>& keys, bool can_end) {
 
 }  // namespace
 
-void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, CheckMode mode) {
+void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, const std::vector<int32_t>* beyond,
+                     CheckMode mode) {
   after_ = after;
+  beyond_ = beyond;
   stepper_.set_mode(mode);
   pool_.init(a_.n_states());
   sets_.clear();
@@ -51,17 +53,21 @@ void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, CheckMode
   if (set_slots_.size() > 4096) set_slots_.assign(1024, -1);  // a big table is not kept forever
   else std::fill(set_slots_.begin(), set_slots_.end(), -1);
   with_after_.clear();
+  with_beyond_.clear();
   configs_.clear();
   set_steps_.clear();
+  pair_ids_.clear();
+  n_pairs_ = 0;
   config_ids_.clear();
   config_steps_.clear();
   sets_.emplace_back();  // set 0: nothing alive
   set_keys_.emplace_back();
   set_hashes_.push_back(0);
   with_after_.push_back(-1);
+  with_beyond_.push_back(-1);
   scratch_.frames.assign(1, state);  // no closure: the other frames of the real state are separate
   scratch_.can_end = false;
-  intern_config(intern_set(&scratch_), 0, false);
+  intern_config(intern_set(&scratch_), 0, 0);
 }
 
 int32_t MaskWalk::canonical(int32_t frame) {
@@ -142,22 +148,27 @@ int32_t MaskWalk::intern_set(StateSet* set) {
   set_keys_.push_back(keys);
   set_hashes_.push_back(h);
   with_after_.push_back(-1);
+  with_beyond_.push_back(-1);
   return id;
 }
 
-int32_t MaskWalk::intern_config(int32_t own, int32_t spec, bool open) {
-  const uint64_t key = (uint64_t(uint32_t(own) * 2u + open) << 32) | uint32_t(spec);
+int32_t MaskWalk::intern_config(int32_t own, int32_t spec, int32_t far) {
+  const uint64_t pair_key = (uint64_t(uint32_t(spec)) << 32) | uint32_t(far);
+  int32_t pair = pair_ids_.find(pair_key);
+  if (pair == FlatMap::kAbsent) pair_ids_.put(pair_key, pair = n_pairs_++);
+  const uint64_t key = (uint64_t(uint32_t(own)) << 32) | uint32_t(pair);
   const int32_t known = config_ids_.find(key);
   if (known != FlatMap::kAbsent) return known;
   Config c{};
   c.own = own;
   c.spec = spec;
-  c.open = open;
+  c.far = far;
   c.own_alive = !sets_[own].dead();
   c.own_ends = sets_[own].can_end;
   c.spec_alive = !sets_[spec].dead();
+  c.far_alive = !sets_[far].dead() || sets_[far].can_end;
   const StateSet& set = sets_[own];
-  const bool lone = spec == 0 && !open && !set.can_end && set.frames.size() == 1;
+  const bool lone = spec == 0 && far == 0 && !set.can_end && set.frames.size() == 1;
   c.lone_plain = lone && a_.plain[pool_.get(set.frames[0]).state] ? set.frames[0] : -1;
   const int32_t id = static_cast<int32_t>(configs_.size());
   configs_.push_back(c);
@@ -176,13 +187,13 @@ int32_t MaskWalk::step_set(int32_t set, uint8_t byte) {
   return next;
 }
 
-int32_t MaskWalk::with_after(int32_t set) {
-  if (with_after_[set] >= 0) return with_after_[set];
+int32_t MaskWalk::joined(int32_t set, const std::vector<int32_t>& states, std::vector<int32_t>* memo) {
+  if ((*memo)[set] >= 0) return (*memo)[set];
   scratch_ = sets_[set];
-  stepper_.extend(pool_, *after_, &scratch_);
-  const int32_t joined = intern_set(&scratch_);
-  with_after_[set] = joined;
-  return joined;
+  stepper_.extend(pool_, states, &scratch_);
+  const int32_t out = intern_set(&scratch_);
+  (*memo)[set] = out;  // intern_set may have grown the memo: index it again
+  return out;
 }
 
 int32_t MaskWalk::step(int32_t config, uint8_t byte) {
@@ -191,12 +202,14 @@ int32_t MaskWalk::step(int32_t config, uint8_t byte) {
   if (next != FlatMap::kAbsent) return next;
   const Config c = configs_[config];
   const int32_t own = step_set(c.own, byte);
-  int32_t spec = step_set(c.spec, byte);
-  // The rule completed: it may be followed by any of its continuations anywhere in the grammar.
-  if (sets_[own].can_end) spec = with_after(spec);
-  const bool open = c.open || sets_[spec].can_end;
-  const bool dead = sets_[own].dead() && !sets_[own].can_end && sets_[spec].dead() && !open;
-  next = dead ? -1 : intern_config(own, spec, open);
+  int32_t spec = step_set(c.spec, byte), far = step_set(c.far, byte);
+  // The rule completed: it may be followed by any of its continuations anywhere in the grammar,
+  // and when those complete theirs, by the continuations of any rule above.
+  if (sets_[own].can_end) spec = joined(spec, *after_, &with_after_);
+  if (sets_[spec].can_end || sets_[far].can_end) far = joined(far, *beyond_, &with_beyond_);
+  const auto gone = [&](int32_t set) { return sets_[set].dead() && !sets_[set].can_end; };
+  const bool dead = gone(own) && gone(spec) && gone(far);
+  next = dead ? -1 : intern_config(own, spec, far);
   config_steps_.put(key, next);
   return next;
 }
@@ -281,14 +294,14 @@ bool MaskWalk::alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_
   const Config& c = configs_[config];
   const StateSet& own = sets_[c.own];
   // Only a lone bottom frame with nothing speculative: its future is the automaton's alone.
-  if (c.spec != 0 || c.open || own.frames.size() != 1 || own.frames[0] >= a_.n_states()) return false;
+  if (c.spec != 0 || c.far != 0 || own.frames.size() != 1 || own.frames[0] >= a_.n_states()) return false;
   return alive_within_state(own.frames[0], bytes, bytes_id, height);
 }
 
 int32_t MaskWalk::config_of(int32_t plain_frame) {
   scratch_.frames.assign(1, plain_frame);  // its closure is itself: no calls, not final
   scratch_.can_end = false;
-  return intern_config(intern_set(&scratch_), 0, false);
+  return intern_config(intern_set(&scratch_), 0, 0);
 }
 
 bool MaskWalk::loops_on_state(int32_t state, const ByteSet& bytes) {

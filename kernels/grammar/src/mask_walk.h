@@ -51,9 +51,10 @@ class MaskWalk {
  public:
   explicit MaskWalk(const Automaton& a) : a_(a), stepper_(a) {}
   // Starts the walk from the bottom frame `state`; `after` are the states that may follow its
-  // rule. The tables of the previous walk are cleared, their memory kept.
-  // `mode` decides the checks met (the walk has no text).
-  void begin(int32_t state, const std::vector<int32_t>* after, CheckMode mode);
+  // rule, `beyond` those that may follow any rule above (closed: once one of them completes
+  // its rule, what follows is among them again). The tables of the previous walk are cleared,
+  // their memory kept. `mode` decides the checks met (the walk has no text).
+  void begin(int32_t state, const std::vector<int32_t>* after, const std::vector<int32_t>* beyond, CheckMode mode);
   bool met_check() const { return stepper_.met_check(); }
 
   int32_t start() const { return 0; }
@@ -68,8 +69,10 @@ class MaskWalk {
   bool spec_alive(int32_t c) const { return configs_[c].spec_alive; }
   // A speculative continuation completed exactly here.
   bool spec_ends(int32_t c) const { return sets_[configs_[c].spec].can_end; }
-  // A speculative continuation completed the bottom rule too: anything may follow.
-  bool open(int32_t c) const { return configs_[c].open; }
+  // A continuation beyond the speculative one (it completed its rule too) is alive or complete:
+  // only the real stack can tell (a token `},` after a string); when none is, a token that
+  // leaves the speculative rule is refused whatever the stack (`}$`).
+  bool far_alive(int32_t c) const { return configs_[c].far_alive; }
   // The frame in a plain state that is all of the configuration (see config_of), or -1.
   int32_t lone_plain(int32_t c) const { return configs_[c].lone_plain; }
   // Every byte of `bytes` leads from `config` back to `config`.
@@ -101,8 +104,8 @@ class MaskWalk {
 
  private:
   struct Config {
-    int32_t own, spec;  // set ids
-    bool open, own_alive, own_ends, spec_alive;
+    int32_t own, spec, far;  // set ids
+    bool own_alive, own_ends, spec_alive, far_alive;
     int32_t lone_plain;
     ByteSet loops, breaks;  // bytes known to lead back here, and known not to
   };
@@ -118,12 +121,14 @@ class MaskWalk {
   const ByteSet& safe_bytes(int32_t state);
   int32_t plain_reach(int32_t state, const ByteSet& bytes, int32_t height);
   bool text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met);
-  int32_t intern_config(int32_t own, int32_t spec, bool open);
+  int32_t intern_config(int32_t own, int32_t spec, int32_t far);
   int32_t step_set(int32_t set, uint8_t byte);
-  int32_t with_after(int32_t set);
+  // The set joined with the closure of `states`, memoized in `memo` (per set, -1 unknown).
+  int32_t joined(int32_t set, const std::vector<int32_t>& states, std::vector<int32_t>* memo);
 
   const Automaton& a_;
   const std::vector<int32_t>* after_ = nullptr;
+  const std::vector<int32_t>* beyond_ = nullptr;
   FramePool pool_;
   Stepper stepper_;
   StateSet scratch_;
@@ -136,8 +141,9 @@ class MaskWalk {
   std::vector<std::pair<int32_t, int32_t>> keyed_;  // intern_set's scratch: (canonical id, frame)
   std::vector<int32_t> keys_;
   std::vector<int32_t> set_slots_;  // open addressing over set ids, -1 empty
-  FlatMap set_steps_, config_ids_, config_steps_;
-  std::vector<int32_t> with_after_;  // set -> set joined with the closure of `after_`, -1 unknown
+  FlatMap set_steps_, pair_ids_, config_ids_, config_steps_;
+  int32_t n_pairs_ = 0;  // (spec, far) pairs named in pair_ids_
+  std::vector<int32_t> with_after_, with_beyond_;  // set -> the set joined with `after_`'s, `beyond_`'s
   std::vector<Config> configs_;
   // Per automaton state, kept across walks: the bytes that lead to a plain state; the state
   // most of them lead to (-1 when none does, -2 before it is computed) and the bytes that do.

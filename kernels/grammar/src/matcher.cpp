@@ -46,10 +46,7 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
       // Frames with the same cache share the accepted part; only the uncertain part differs.
       if (std::find(seen_caches_.begin(), seen_caches_.end(), &c) == seen_caches_.end()) {
         seen_caches_.push_back(&c);
-        if (!c.accepted.empty()) {
-          const uint32_t* __restrict acc = c.accepted.data();
-          for (int32_t w = 0; w < n_words; ++w) words[w] |= acc[w];
-        }
+        c.add_accepted(words, n_words);
       }
       if (!c.uncertain.empty()) walker_.check(id, c.uncertain, words);
     }

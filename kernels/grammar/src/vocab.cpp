@@ -137,6 +137,8 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
     path.pop_back();
   }
   compute_below(v);
+  v.first.assign(256, -1);
+  for (int32_t c = 1; c < static_cast<int32_t>(v.trie.size()); c = v.trie[c].end) v.first[v.trie[c].byte] = c;
   v.order_mask.assign(v.words(), 0);
   for (int32_t id : v.order) v.order_mask[id >> 5] |= 1u << (id & 31);
   return {};

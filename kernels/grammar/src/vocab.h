@@ -41,6 +41,10 @@ struct Vocab {
   std::vector<int32_t> order;         // ordinary token ids sorted by bytes (trie preorder)
   std::vector<uint32_t> order_mask;  // bitmask (by id) of the tokens in `order`
   std::vector<TrieNode> trie;         // preorder; node 0 is the root
+  // byte -> the root's child for it, or -1: a walk goes straight to the first bytes its state
+  // takes, instead of reading every child of the root (scattered over a 16 MB trie for 262,144
+  // tokens: a cache miss each).
+  std::vector<int32_t> first;
   // node -> the bytes on the edges below it, as an index into byte_sets (few distinct sets):
   // a walk that every one of them leaves unchanged accepts the whole subtree at once.
   std::vector<int32_t> below;
