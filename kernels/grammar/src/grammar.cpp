@@ -321,16 +321,21 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
     // Checks decide on text the cache cannot know. With all of them passing, the walk found
     // every token that may be valid; with all failing, those valid whatever the checks say,
     // the accepted ones. The others are left to the real stack, like the uncertain ones.
-    std::vector<uint64_t> maybe(pos, pos + positions_.size());
-    for (int32_t p : c.uncertain) maybe[p >> 6] |= uint64_t(1) << (p & 63);
-    std::fill(pos, pos + positions_.size(), 0);
+    // Only the words the first walk touched are read (not the vocabulary's): the second walk
+    // accepts a part of what the first did.
+    int32_t from = lo, to = hi;
+    for (int32_t p : c.uncertain) from = std::min(from, p >> 6), to = std::max(to, (p >> 6) + 1);
+    std::vector<uint64_t> maybe;
+    if (from < to) maybe.assign(pos + from, pos + to);
+    for (int32_t p : c.uncertain) maybe[(p >> 6) - from] |= uint64_t(1) << (p & 63);
+    if (from < to) std::fill(pos + from, pos + to, 0);
     c.uncertain.clear();
     std::vector<int32_t> ignored;
     marked = 0, lo = INT32_MAX, hi = 0;
     walk_trie(state, after, exact, CheckMode::fail, &marked, &lo, &hi, &ignored);
-    for (size_t k = 0; k < maybe.size(); ++k)
-      for (uint64_t w = maybe[k] & ~pos[k]; w; w &= w - 1)
-        c.uncertain.push_back(static_cast<int32_t>(k * 64 + __builtin_ctzll(w)));
+    for (int32_t k = from; k < to; ++k)
+      for (uint64_t w = maybe[k - from] & ~pos[k]; w; w &= w - 1)
+        c.uncertain.push_back(k * 64 + __builtin_ctzll(w));
   }
   if (marked > 0) {
     set_accepted(v, pos, lo, hi, marked, &c);
