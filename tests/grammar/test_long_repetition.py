@@ -84,6 +84,10 @@ def test_repetitions_of_nothing_and_of_a_nullable_outlined_item_are_cheap():
         nothing = ir.Region(ir.Repeat(ir.EMPTY, ir.MAX_COUNT, None))
         empty = GrammarMatcher(compiler.compile_ir(ir.Grammar({"root": nothing}, "root")))
         assert empty.can_terminate() and not empty.accept_string("a")
+        # Its size was estimated at 2^31 - 1 copies (refused as too large) while one is built.
+        bounded = ir.Seq([ir.Bytes(b"a"), ir.Repeat(ir.EMPTY, 5, ir.MAX_COUNT)])
+        m = GrammarMatcher(compiler.compile_ir(ir.Grammar({"root": bounded}, "root")))
+        assert not m.can_terminate() and m.accept_string("a") and m.can_terminate()
         m = GrammarMatcher(compiler.compile_regex("(?:\\\\p{L}|(?:a)*){16,100001}"))
         mask = m.new_bitmask()
         for _ in range(20):

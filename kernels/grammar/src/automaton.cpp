@@ -118,7 +118,8 @@ std::vector<std::vector<int32_t>> components(const std::vector<std::vector<int32
 
 class InlinePlanner {
  public:
-  InlinePlanner(const Ir& ir, const Limits& limits) : ir_(ir), limits_(limits), memo_(ir.words.size(), -1) {}
+  InlinePlanner(const Ir& ir, const Limits& limits)
+      : ir_(ir), limits_(limits), memo_(ir.words.size(), -1), nothing_(ir.words.size(), -1) {}
 
   // Marks the rules that are not recursive and whose expansion is small.
   Status plan(std::vector<uint8_t>* inline_rule) {
@@ -177,7 +178,8 @@ class InlinePlanner {
       case REPEAT: {
         Status s = expr_size(a[2], depth + 1, &child);
         if (!s.ok()) return s;
-        int64_t copies = a[1] < 0 ? std::max<int64_t>(a[0], 1) : a[1];
+        // As RuleNfa builds it: one copy of an item that builds nothing stands for all.
+        int64_t copies = builds_nothing(a[2]) ? 1 : a[1] < 0 ? std::max<int64_t>(a[0], 1) : a[1];
         size = sat_add(sat_mul(child, copies), copies + 2);
         break;
       }
@@ -189,9 +191,22 @@ class InlinePlanner {
     return {};
   }
 
+  // No byte, or a sequence of nothing but such: RuleNfa adds no node for it. Memoized (the IR
+  // is a DAG); expr_size has checked the depth on its way down.
+  bool builds_nothing(int32_t node) {
+    if (nothing_[node] >= 0) return nothing_[node];
+    const int32_t* a = ir_.args(node);
+    const int32_t kind = ir_.kind(node);
+    bool nothing = kind == SEQ || (kind == BYTES && a[0] == 0);
+    for (int32_t i = 0; nothing && kind == SEQ && i < a[0]; ++i) nothing = builds_nothing(a[1 + i]);
+    nothing_[node] = nothing;
+    return nothing;
+  }
+
   const Ir& ir_;
   const Limits& limits_;
   std::vector<int64_t> memo_;
+  std::vector<int8_t> nothing_;  // builds_nothing's answers, -1 unknown
   std::vector<int64_t> rule_size_;
   std::vector<uint8_t>* inline_ = nullptr;
 };
