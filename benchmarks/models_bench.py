@@ -215,7 +215,7 @@ def real_gguf(name: str) -> str:
 
 def mask_rows() -> tuple[list[str], list[str], str | None]:
     """vocab_bench.py's grammar-core rows (from benchmarks/results/grammar.md): JSON schema, lazy and warmed;
-    and its table of the issue's goal (Gemma 3's figures against SmolLM2's), with its heading line."""
+    and the lines of its table of the issue's goal (Gemma 3's figures against SmolLM2's), heading included."""
     path = REPO / "benchmarks" / "results" / "grammar.md"
     text = path.read_text() if path.exists() else ""
     section = text.split("## Vocabulary size", 1)[-1] if "## Vocabulary size" in text else ""
@@ -223,8 +223,8 @@ def mask_rows() -> tuple[list[str], list[str], str | None]:
     written = re.search(r"Written by `benchmarks/vocab_bench.py` on ([^,]+),", timings)
     rows = [line for line in timings.splitlines() if line.startswith("| JSON schema (nested) |")
             or line.startswith("| any JSON (built-in) |")]
-    goal = rest[rest.find("Issue 24's goal"):].split("\n\n", 2) if "Issue 24's goal" in rest else []
-    return rows, goal[:2], (written.group(1) if written else None)
+    goal = "\n\n".join(rest[rest.find("Issue 24's goal"):].split("\n\n")[:2]) if "Issue 24's goal" in rest else ""
+    return rows, goal.splitlines(), (written.group(1) if written else None)
 
 
 MIB = 2 ** 20
@@ -345,7 +345,7 @@ def write_results(out: Path, cases, by_adapter, names, notes) -> None:
                   "side of a constrained step, per vocabulary; the GPU side (applying the bitmask) is the last "
                   "column of the real models' table above.", "",
                   "| grammar | vocabulary | core | compile ms | first mask ms | mask median µs | p99 µs | max µs | tokens |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|", *rows, "", *"\n\n".join(goal).splitlines()]
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|", *rows, "", *goal]
     else:
         lines.append("Not found: run `python3 build.py bench vocab` (benchmarks/results/grammar.md).")
     lines += ["", "## Method", "", METHOD, ""]

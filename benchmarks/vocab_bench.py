@@ -203,18 +203,17 @@ def main(argv=None) -> int:
     for gname, kind, text, doc in _grammars():
         for warm in (False, True):
             engine = "warmed at compile" if warm else "lazy"
+            tokens = [tok.encode_bytes(doc.encode()) for _, tok, _ in loaded]
             runs = [([], [], []) for _ in loaded]
             for _ in range(args.reps):
-                for (name, tok, compiler), pooled in zip(loaded, runs):
-                    tokens = tok.encode_bytes(doc.encode())
-                    for into, got in zip(pooled, run_grammar(compiler, kind, text, tokens, tok.eos_token_id, 1, warm)):
+                for (name, tok, compiler), ids, pooled in zip(loaded, tokens, runs):
+                    for into, got in zip(pooled, run_grammar(compiler, kind, text, ids, tok.eos_token_id, 1, warm)):
                         into.extend(got)
-            for model_index, ((name, tok, _), (c, f, m)) in enumerate(zip(loaded, runs)):
+            for model_index, ((name, _, _), ids, (c, f, m)) in enumerate(zip(loaded, tokens, runs)):
                 medians[gname, engine, model_index] = (statistics.median(c), statistics.median(m))
-                n_tokens = len(tok.encode_bytes(doc.encode()))
                 grammar_rows.append(
                     f"| {gname} | {name} | {engine} | {_fmt(statistics.median(c))} | {_fmt(statistics.median(f))} "
-                    f"| {_fmt(statistics.median(m))} | {_fmt(percentile(m, 0.99))} | {_fmt(max(m))} | {n_tokens} |")
+                    f"| {_fmt(statistics.median(m))} | {_fmt(percentile(m, 0.99))} | {_fmt(max(m))} | {len(ids)} |")
                 print(grammar_rows[-1], file=sys.stderr)
 
     grammar_rows.sort(key=lambda row: [g for g, *_ in _grammars()].index(row.split(" | ")[0][2:]))

@@ -138,6 +138,17 @@ void Grammar::states_beyond(const std::vector<int32_t>& after, std::vector<int32
   out->erase(std::unique(out->begin(), out->end()), out->end());
 }
 
+// Under mutex_. States_beyond depends only on the rules of `after`: for a state's own cache,
+// the state's rule (`after` are its contexts); for a site cache, the return state's rule.
+const std::vector<int32_t>& Grammar::beyond_of(int32_t state, const std::vector<int32_t>& after, bool exact) {
+  const uint64_t key = uint64_t(automaton.rule_of[exact ? after[0] : state]) * 2 + exact;
+  const auto known = beyond_memo_.find(key);
+  if (known != beyond_memo_.end()) return known->second;
+  std::vector<int32_t> states;  // stored only once complete (an allocation failure leaves no half entry)
+  states_beyond(after, &states);
+  return beyond_memo_.emplace(key, std::move(states)).first->second;
+}
+
 void Grammar::prepare_lazy_tables() {
   const int32_t n = automaton.n_states();
   rep_ = cache_representatives(automaton, vocab->max_len);
@@ -313,7 +324,7 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
   TokenCache& c = *out;
   const Vocab& v = *vocab;
   if (positions_.empty()) positions_.assign((v.order.size() + 63) / 64 + 1, 0);
-  states_beyond(*after, &beyond_);
+  beyond_ = &beyond_of(state, *after, exact);
   uint64_t* pos = positions_.data();
   int64_t marked = 0;  // may count a position twice: it only picks the cheaper translation
   int32_t lo = INT32_MAX, hi = 0;
@@ -353,7 +364,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   const Vocab& v = *vocab;
   if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
   MaskWalk& walk = *walk_;
-  walk.begin(state, after, &beyond_, mode);
+  walk.begin(state, after, beyond_, mode);
   // Per depth along the current trie path: the configuration after its first d bytes, or, while
   // the path stays in plain states, that lone frame (plain[d] >= 0; configs[d] interned on demand).
   constexpr int32_t kUnset = -2;

@@ -158,6 +158,7 @@ struct Grammar {
   bool ends_checked(int32_t rule);
   // The states that may follow any rule above `after`'s, once theirs completes (see MaskWalk).
   void states_beyond(const std::vector<int32_t>& after, std::vector<int32_t>* out);
+  const std::vector<int32_t>& beyond_of(int32_t state, const std::vector<int32_t>& after, bool exact);
 
   BuildMutex mutex_;  // held while anything below is built
   // Per state, built on first use: a pointer each, as most states never need one and
@@ -175,7 +176,8 @@ struct Grammar {
   std::vector<std::vector<int32_t>> context_reps_;
   // Scratch of the builds, under mutex_.
   std::unique_ptr<MaskWalk> walk_;  // reused by every build: its tables keep their memory
-  std::vector<int32_t> beyond_;  // the build's states_beyond
+  std::unordered_map<uint64_t, std::vector<int32_t>> beyond_memo_;  // beyond_of's, per (rule, exact)
+  const std::vector<int32_t>* beyond_ = nullptr;  // the build's, from beyond_memo_
   std::vector<uint8_t> rule_marks_;  // states_beyond's rules met
   std::vector<int8_t> ends_checked_;  // per rule: -1 not known yet
   std::vector<int32_t> seen_rule_, seen_state_;  // ends_checked's marks: the rule they were set for
