@@ -364,6 +364,53 @@ def test_malformed_checks_are_ir_errors(compiler):
             compiler.compile_ir(grammar)
 
 
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(10**9, 2**63 - 1), prefix=st.from_regex(r"-?[1-9][0-9]{0,40}", fullmatch=True),
+       nested=st.booleans())
+def test_completions_of_large_integer_multiples(compiler, m, prefix, nested):
+    """A multiple of a 14-digit divisor may need 14 more digits: too many for the completion's
+    search to try, so the core computes them (check_digits) and the search verifies them. A
+    fuzz walk found no completion where one exists."""
+    schema = {"type": "integer", "multipleOf": m}
+    if nested:
+        schema = {"type": "object", "properties": {"a": schema}, "required": ["a"]}
+        prefix = '{"a": ' + prefix
+    matcher = GrammarMatcher(compiler.compile_json_schema(schema, any_whitespace=nested))
+    assert matcher.accept_string(prefix)
+    done = matcher.shortest_completion()
+    assert done is not None, prefix
+    assert matcher.accept_string(done) and matcher.can_terminate(), (prefix, done)
+    value = json.loads(prefix + done.decode())
+    assert (value["a"] if nested else value) % m == 0
+    assert len(done) <= 19 + 1  # at most 19 digits (m < 10^19), then the closing brace
+
+
+def test_a_region_no_check_reads_is_built_as_its_body(compiler):
+    """A region is a call of its own, which the mask caches do not see past: a repeated region
+    of one byte (a fuzz finding) sent every token to the slow path, 70 ms per mask. Regions that
+    no check reads are built in place; one around a check keeps its rule."""
+    from trellis.grammar import ir
+
+    byte = ir.byte_set([(0, 233)])
+    plain = compiler.compile_ir(ir.Grammar({"root": ir.repeat(byte, 0, None)}))
+    nested = compiler.compile_ir(ir.Grammar({"root": ir.repeat(ir.Region(ir.Region(byte)), 0, None),
+                                             "other": ir.Region(ir.Region(ir.Region(ir.EMPTY)))}))
+    assert nested.stats()["rules"] == plain.stats()["rules"] and nested.stats()["states"] == plain.stats()["states"]
+    a, b = GrammarMatcher(plain), GrammarMatcher(nested)
+    rng = random.Random(7)
+    for _ in range(20):
+        allowed = a.allowed_tokens()
+        assert b.allowed_tokens() == allowed
+        t = rng.choice(allowed)
+        assert a.accept_token(t) and b.accept_token(t)
+    # A check in a rule called from the region reads the region: it stays a rule.
+    checked = ir.Grammar({"root": ir.seq(ir.literal("x"), ir.Region(ir.seq(ir.literal("ab"), ir.Ref("c")))),
+                          "c": ir.Check(ir.MULTIPLE_OF, (0, 2, 0))})
+    unchecked = ir.Grammar({"root": ir.seq(ir.literal("x"), ir.Region(ir.seq(ir.literal("ab"), ir.Ref("c")))),
+                            "c": ir.EMPTY})
+    assert compiler.compile_ir(checked).stats()["rules"] > compiler.compile_ir(unchecked).stats()["rules"]
+
+
 @pytest.mark.parametrize("schema, prefix", [
     ({"type": "array", "items": {"type": ["boolean", "integer"]}, "uniqueItems": True}, "[true, 1, tru"),
     ({"type": "array", "items": {"type": ["string", "boolean"]}, "uniqueItems": True}, '[true,\n"a", tru'),

@@ -125,6 +125,7 @@ def exprs(depth: int):
         st.lists(sub, min_size=1, max_size=3).map(lambda xs: ir.Alt(tuple(xs))),
         st.tuples(sub, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2))).map(
             lambda t: ir.Repeat(t[0], t[1], None if t[2] is None else t[1] + t[2])),
+        sub.map(ir.Region),  # no check reads it: the core builds its body in place
     )
 
 

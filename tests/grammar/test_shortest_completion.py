@@ -218,3 +218,20 @@ def test_too_long_to_spell_out(tiny_compiler):
     compiled = tiny_compiler.compile_grammar(ebnf)
     with pytest.raises(GrammarLimitError, match="too long"):
         GrammarMatcher(compiled).shortest_completion()
+
+
+@pytest.mark.parametrize("count", [2**40, 2**63, 10**30])
+def test_a_completion_beyond_any_length_is_too_long_not_missing(core, smollm2, count):
+    """minItems 2**63 is satisfiable: its distances once saturated at "cannot complete", and the
+    fuzz walk found no completion for a text the mask led to. Now they saturate at a finite
+    length, which is too long to spell out."""
+    compiled = compiler_for(smollm2, core).compile_json_schema({"type": "array", "minItems": count})
+    m = GrammarMatcher(compiled)
+    assert m.accept_string("[1, 2")
+    with pytest.raises(GrammarLimitError, match="too long"):
+        m.shortest_completion()
+    # Rules doubling 70 times: 2**70 bytes, past any int64 sum.
+    rules = [f"r{i} ::= r{i + 1} r{i + 1}" for i in range(70)] + ['r70 ::= "a"']
+    huge = compiler_for(smollm2, core).compile_grammar("root ::= r0\n" + "\n".join(rules))
+    with pytest.raises(GrammarLimitError, match="too long"):
+        GrammarMatcher(huge).shortest_completion()

@@ -39,6 +39,59 @@ std::vector<std::vector<int32_t>> call_graph(const Ir& ir) {
   return refs;
 }
 
+// Per IR node: a REGION whose text a check reads (a check called within it, not inside a
+// nearer region). Any other region is built as its body: a region is a call of its own, which
+// the token-mask caches do not see past, so a needless one sent every token that crosses it
+// to the real stack (a repeated region of one byte: 70 ms per mask).
+std::vector<uint8_t> read_regions(const Ir& ir) {
+  const int32_t n = static_cast<int32_t>(ir.words.size());
+  // Per rule: whether a check within its body, outside regions, reads the caller's region;
+  // through calls outside regions too (callers_: the reverse edges).
+  std::vector<uint8_t> reads(ir.n_rules, 0);
+  std::vector<std::vector<int32_t>> callers(ir.n_rules);
+  std::vector<int32_t> stamp(n, -1), stack, todo;
+  for (int32_t r = 0; r < ir.n_rules; ++r) {
+    stack.assign(1, ir.body(r));
+    while (!stack.empty()) {
+      const int32_t node = stack.back();
+      stack.pop_back();
+      if (stamp[node] == r) continue;
+      stamp[node] = r;
+      const int32_t* a = ir.args(node);
+      switch (ir.kind(node)) {
+        case SEQ: case ALT: stack.insert(stack.end(), a + 1, a + 1 + a[0]); break;
+        case REPEAT: stack.push_back(a[2]); break;
+        case REF: callers[a[0]].push_back(r); break;
+        case CHECK: reads[r] = 1; break;
+        default: break;  // a REGION's checks read its own text
+      }
+    }
+    if (reads[r]) todo.push_back(r);
+  }
+  while (!todo.empty()) {
+    const int32_t r = todo.back();
+    todo.pop_back();
+    for (int32_t c : callers[r])
+      if (!reads[c]) reads[c] = 1, todo.push_back(c);
+  }
+  // Children precede their parents in the words: one forward pass.
+  std::vector<uint8_t> reach(n, 0), read(n, 0);
+  for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) {
+    const int32_t* a = ir.args(pos);
+    switch (ir.kind(pos)) {
+      case SEQ: case ALT:
+        for (int32_t i = 0; i < a[0] && !reach[pos]; ++i) reach[pos] = reach[a[1 + i]];
+        break;
+      case REPEAT: reach[pos] = reach[a[2]]; break;
+      case REF: reach[pos] = reads[a[0]]; break;
+      case CHECK: reach[pos] = 1; break;
+      case REGION: read[pos] = reach[a[0]]; break;
+      default: break;
+    }
+  }
+  return read;
+}
+
 // How many places in the expanded rule bodies name each rule: shared subtrees count once per
 // parent, and the item of a repetition once per copy the automaton makes of it (a rule repeated
 // 200 times is better called than inlined 200 times).
@@ -118,8 +171,8 @@ std::vector<std::vector<int32_t>> components(const std::vector<std::vector<int32
 
 class InlinePlanner {
  public:
-  InlinePlanner(const Ir& ir, const Limits& limits)
-      : ir_(ir), limits_(limits), memo_(ir.words.size(), -1), nothing_(ir.words.size(), -1) {}
+  InlinePlanner(const Ir& ir, const Limits& limits, const std::vector<uint8_t>& read_region)
+      : ir_(ir), limits_(limits), read_region_(read_region), memo_(ir.words.size(), -1), nothing_(ir.words.size(), -1) {}
 
   // Marks the rules that are not recursive and whose expansion is small.
   Status plan(std::vector<uint8_t>* inline_rule) {
@@ -184,7 +237,15 @@ class InlinePlanner {
         break;
       }
       case REF: size = (*inline_)[a[0]] ? rule_size_[a[0]] : 1; break;
-      case CHECK: case REGION: size = 1; break;  // a call to a rule of its own
+      case REGION:
+        if (!read_region_[node]) {  // built as its body
+          Status s = expr_size(a[0], depth + 1, &size);
+          if (!s.ok()) return s;
+          break;
+        }
+        size = 1;
+        break;
+      case CHECK: size = 1; break;  // a call to a rule of its own
     }
     memo_[node] = size;
     *out = size;
@@ -199,12 +260,14 @@ class InlinePlanner {
     const int32_t kind = ir_.kind(node);
     bool nothing = kind == SEQ || (kind == BYTES && a[0] == 0);
     for (int32_t i = 0; nothing && kind == SEQ && i < a[0]; ++i) nothing = builds_nothing(a[1 + i]);
+    if (kind == REGION && !read_region_[node]) nothing = builds_nothing(a[0]);
     nothing_[node] = nothing;
     return nothing;
   }
 
   const Ir& ir_;
   const Limits& limits_;
+  const std::vector<uint8_t>& read_region_;
   std::vector<int64_t> memo_;
   std::vector<int8_t> nothing_;  // builds_nothing's answers, -1 unknown
   std::vector<int64_t> rule_size_;
@@ -240,15 +303,16 @@ class EdgeLists {
   std::vector<T> items_;
 };
 
-// The rules made for REGION and CHECK nodes (see Automaton), numbered after the IR's.
+// The rules made for CHECK nodes and the REGION nodes a check reads (see Automaton), numbered
+// after the IR's.
 struct NodeRules {
   std::vector<int32_t> rule_of_node;  // IR word offset -> rule, -1 for other nodes
   std::vector<int32_t> node_of_rule;  // (rule - n_rules) -> IR word offset
 
-  explicit NodeRules(const Ir& ir) : rule_of_node(ir.words.size(), -1) {
+  NodeRules(const Ir& ir, const std::vector<uint8_t>& read_region) : rule_of_node(ir.words.size(), -1) {
     const int32_t n = static_cast<int32_t>(ir.words.size());
     for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) {
-      if (ir.kind(pos) == CHECK || ir.kind(pos) == REGION) {
+      if (ir.kind(pos) == CHECK || read_region[pos]) {
         rule_of_node[pos] = ir.n_rules + static_cast<int32_t>(node_of_rule.size());
         node_of_rule.push_back(pos);
       }
@@ -368,8 +432,10 @@ class RuleNfa {
         calls_.add(from, {callee, n});
         return n;
       }
-      case CHECK:
-      case REGION: {
+      case REGION:
+        if (node_rules_.rule_of_node[node] < 0) return expr(a[0], from, depth + 1);  // no check reads it
+        [[fallthrough]];
+      case CHECK: {
         int32_t n = add();
         calls_.add(from, {node_rules_.rule_of_node[node], n});
         return n;
@@ -746,14 +812,15 @@ Status check_left_recursion(const Automaton& a) {
 
 Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   std::vector<uint8_t> inline_rule;
-  InlinePlanner planner(ir, limits);
+  const std::vector<uint8_t> read_region = read_regions(ir);
+  InlinePlanner planner(ir, limits, read_region);
   Status s = planner.plan(&inline_rule);
   if (!s.ok()) return s;
   // Inlining the root would be pointless: it always gets an automaton of its own.
   Automaton& a = *out;
   a = Automaton{};
   a.root = ir.root;
-  const NodeRules node_rules(ir);
+  const NodeRules node_rules(ir, read_region);
   const int32_t n_rules = ir.n_rules + static_cast<int32_t>(node_rules.node_of_rule.size());
   inline_rule.resize(n_rules, 0);
   a.start.assign(n_rules, -1);

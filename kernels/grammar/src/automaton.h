@@ -38,8 +38,9 @@ struct CheckSpec {
   std::vector<int32_t> params;
 };
 
-// Rules are the IR's, then one per REGION node (its body: calling it marks where the region's
-// text starts) and one per CHECK node (matches the empty string when its predicate holds).
+// Rules are the IR's, then one per REGION node that a check reads (its body: calling it marks
+// where the region's text starts; other regions are built as their bodies) and one per CHECK
+// node (matches the empty string when its predicate holds).
 struct Automaton {
   int32_t root = -1;                 // root rule
   bool empty = false;                // the root matches no string: every parser state is dead

@@ -965,7 +965,47 @@ bool multiple_of(uint64_t divisor, int32_t q, const uint8_t* text, int64_t len) 
 
 uint64_t divisor_of(const int32_t* params) { return uint64_t(uint32_t(params[0])) << 32 | uint32_t(params[1]); }
 
+// The divisor P * 10^Q as one integer below 2^63, or 0 when it is not one.
+uint64_t integer_divisor(uint64_t p, int32_t q) {
+  if (q < 0) return 0;
+  for (int32_t i = 0; i < q; ++i) {
+    if (p > (uint64_t(1) << 63) / 10) return 0;
+    p *= 10;
+  }
+  return p < (uint64_t(1) << 63) ? p : 0;
+}
+
+// Appending k digits x makes N * 10^k + x: a multiple of D when x = -N * 10^k mod D fits in
+// k digits, which it does by k = 19 (D < 2^63 < 10^19).
+bool multiple_digits(uint64_t divisor, const uint8_t* text, int64_t len, std::vector<uint8_t>* out) {
+  int64_t i = len > 0 && text[0] == '-' ? 1 : 0;
+  uint64_t n = 0;
+  for (; i < len; ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    n = (mul_mod(n, 10, divisor) + uint64_t(text[i] - '0')) % divisor;
+  }
+  uint64_t power = 1;  // 10^k
+  for (int32_t k = 0; k <= 19; ++k, power *= 10) {
+    const uint64_t x = (divisor - mul_mod(n, pow_mod(10, k, divisor), divisor)) % divisor;
+    if (x >= power) continue;
+    out->assign(size_t(k), '0');
+    uint64_t rest = x;
+    for (int32_t j = k - 1; j >= 0; --j, rest /= 10) (*out)[size_t(j)] = uint8_t('0' + rest % 10);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len,
+                  std::vector<uint8_t>* out) {
+  out->clear();
+  if (kind != kMultipleOf || !check_valid(kind, params, n_params) || len < 0 || len > kMaxText || (len > 0 && !text))
+    return false;
+  const uint64_t divisor = integer_divisor(divisor_of(params), params[2]);
+  return divisor > 0 && multiple_digits(divisor, text, len, out);
+}
 
 bool check_valid(int32_t kind, const int32_t* params, int32_t n_params) {
   switch (kind) {

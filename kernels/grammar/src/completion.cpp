@@ -48,11 +48,10 @@ void compute_shortest(const Automaton& a, Shortest* out) {
     queue.pop();
     if (settled[t]) continue;
     settled[t] = 1;
-    for (auto [s, b] : byte_pred[t]) relax(s, d + 1, b);
+    for (auto [s, b] : byte_pred[t]) relax(s, Shortest::add(d, 1), b);
     for (int32_t i : call_users[t]) {
       if (--pending[i] > 0) continue;
-      const int64_t cost = out->dist[a.start[a.calls[i].rule]] + out->dist[a.calls[i].next];
-      relax(call_src[i], std::min(cost, inf), 256 + i);
+      relax(call_src[i], Shortest::add(out->dist[a.start[a.calls[i].rule]], out->dist[a.calls[i].next]), 256 + i);
     }
   }
   out->ready = true;

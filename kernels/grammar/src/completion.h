@@ -2,6 +2,7 @@
 // a called rule costing its own shortest string. A parser stack then finishes in the sum of
 // its frames' distances, so the matcher's shortest completion is the cheapest live stack.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -10,7 +11,11 @@
 namespace tg {
 
 struct Shortest {
-  static constexpr int64_t kInf = int64_t(1) << 62;  // cannot complete (saturated sums stay here)
+  static constexpr int64_t kInf = int64_t(1) << 62;  // cannot complete
+  // A completion exists and is at least this long: finite sums saturate here, not at kInf
+  // (minItems 2^63 is completable, only not in any practical length).
+  static constexpr int64_t kLong = kInf / 2;
+  static int64_t add(int64_t a, int64_t b) { return a >= kInf || b >= kInf ? kInf : std::min(a + b, kLong); }
   static constexpr int32_t kDone = -1;                // move: complete the rule here
   bool ready = false;
   std::vector<int64_t> dist;  // state -> bytes to complete its rule

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "checks.h"
+
 namespace tg {
 
 Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton), walker_(*g, scratch_, &text_) { reset(); }
@@ -176,8 +178,7 @@ int64_t Matcher::finish_cost(const FramePool& pool, int32_t id) {
     todo.pop_back();
     std::pair<int64_t, int32_t> best{Shortest::kInf, -1};
     if (!is_join(f)) {
-      const int64_t sum = std::min(sh.dist[f.state], Shortest::kInf) + cost_of(f.parent);  // < 2^63
-      best = {std::min(sum, Shortest::kInf), f.parent};
+      best = {Shortest::add(sh.dist[f.state], cost_of(f.parent)), f.parent};
     } else {
       pool.for_each_return(n, [&](int32_t ret) {
         if (cost_of(ret) < best.first) best = {cost_of(ret), ret};
@@ -219,6 +220,8 @@ int64_t Matcher::shortest_completion(std::vector<uint8_t>* out) {
   const bool checked = reaches_end(cur.set, *out);
   text_.resize(base);
   if (!checked) best = search_completion(cur.set, out);
+  text_.resize(base);
+  if (best < 0) best = digits_completion(cur.set, out);
   text_.resize(base);
   scratch_.clear();
   return best;
@@ -330,6 +333,49 @@ int64_t Matcher::search_completion(const StateSet& from, std::vector<uint8_t>* o
   }
   out->clear();
   return -1;  // none within the search's budget
+}
+
+int64_t Matcher::digits_completion(const StateSet& from, std::vector<uint8_t>* out) {
+  const Automaton& a = g_->automaton;
+  const size_t base = text_.size();
+  std::vector<int64_t> starts;
+  for (int32_t id : from.frames) {
+    const int64_t start = scratch_.region_from(id);
+    if (start >= 0 && size_t(start) <= base && std::find(starts.begin(), starts.end(), start) == starts.end())
+      starts.push_back(start);
+  }
+  std::vector<uint8_t> digits, rest;
+  StateSet cur, next;
+  for (int64_t start : starts) {
+    for (const CheckSpec& c : a.checks) {
+      text_.resize(base);
+      if (!check_digits(c.kind, c.params.data(), static_cast<int32_t>(c.params.size()), text_.data() + start,
+                        static_cast<int64_t>(base) - start, &digits))
+        continue;
+      cur = from;
+      bool alive = true;
+      for (uint8_t b : digits) {
+        step(scratch_, cur, b, &next);
+        if (next.dead()) {
+          alive = false;
+          break;
+        }
+        std::swap(cur, next);
+      }
+      if (!alive) continue;
+      const int64_t n = cheapest(scratch_, cur, &rest);
+      if (n < 0 || n > kMaxCompletion) continue;
+      digits.insert(digits.end(), rest.begin(), rest.end());
+      text_.resize(base);
+      if (!reaches_end(from, digits)) continue;
+      text_.resize(base);
+      *out = digits;
+      return static_cast<int64_t>(out->size());
+    }
+  }
+  text_.resize(base);
+  out->clear();
+  return -1;
 }
 
 }  // namespace tg

@@ -47,6 +47,9 @@ class Matcher {
   int64_t cheapest(const FramePool& pool, const StateSet& set, std::vector<uint8_t>* out);
   int64_t finish_cost(const FramePool& pool, int32_t id);
   int64_t search_completion(const StateSet& from, std::vector<uint8_t>* out);
+  // Digits computed by a check (check_digits) on a live frame's region text, then the
+  // distances' completion, if the checks let it end: where searching digits is hopeless.
+  int64_t digits_completion(const StateSet& from, std::vector<uint8_t>* out);
 
   Grammar* g_;
   FramePool pool_, scratch_;

@@ -69,6 +69,8 @@ void FramePool::clear() {
   frames_.clear();
   joins_.clear();
   edges_.clear();
+  join_keys_.clear();
+  first_with_key_.clear();
   // Huge tables are not kept forever.
   if (slots_.size() > 4096) slots_.assign(1024, -1);
   else std::fill(slots_.begin(), slots_.end(), -1);
@@ -145,6 +147,23 @@ void FramePool::add_return(int32_t join, int32_t ret) {
   edges_.push_back({ret, j.first_edge});
   j.first_edge = static_cast<int32_t>(edges_.size()) - 1;
   ++j.n_rets;
+}
+
+int32_t FramePool::same_join(int32_t join) {
+  if (join < offset_) return join;
+  const int32_t index = frames_[join - offset_].parent;
+  if (joins_[index].same >= 0) return joins_[index].same;
+  const Join& j = joins_[index];
+  std::vector<int32_t>& w = join_keys_.words_;
+  const size_t from = w.size();
+  w.insert(w.end(), {j.rule, int32_t(j.from), int32_t(j.from >> 32), j.region});
+  const size_t rets = w.size();
+  for_each_return(join, [&](int32_t ret) { w.push_back(ret); });
+  std::sort(w.begin() + rets, w.end());
+  w.erase(std::unique(w.begin() + rets, w.end()), w.end());
+  const int32_t key = join_keys_.intern(from);
+  if (key == static_cast<int32_t>(first_with_key_.size())) first_with_key_.push_back(join);
+  return joins_[index].same = first_with_key_[key];
 }
 
 bool FramePool::return_states(int32_t frame, size_t max, std::vector<int32_t>* out,
@@ -251,7 +270,8 @@ void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* 
       if (visited_.insert(next)) out->frames.push_back(next);
       continue;
     }
-    close(pool, pool.intern(next, f.parent), out);
+    // f's closure is over: its join is closed.
+    close(pool, pool.intern(next, f.parent < 0 ? f.parent : pool.same_join(f.parent)), out);
   }
 }
 

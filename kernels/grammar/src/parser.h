@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "automaton.h"
+#include "signature_table.h"
 
 namespace tg {
 
@@ -32,6 +33,7 @@ struct Join {
   int32_t first_edge;     // this layer's edges, a list; -1 when none
   int32_t n_rets;
   bool region;            // its rule is a region: calling it marks where the region's text starts
+  int32_t same = -1;      // same_join's answer, -1 not known yet
 };
 
 // How closures decide checks: on the text (the parser), or, where no text is known (mask-cache
@@ -64,6 +66,13 @@ class FramePool {
     if (id >= offset_) return joins_[frames_[id - offset_].parent];
     return base_->join_of(id);
   }
+  // The first join of this layer equal to `join` (same rule, region start and returns), made
+  // by an earlier closure or this one; `join` must be closed (its closure over). A loop that
+  // calls a rule anew at each position (an item repeated without bound, the callers in one
+  // state) makes equal joins: frames under them are one frame, so the live frames stay
+  // bounded (else each call's frames lived on beside the others: quadratic time). Joins of
+  // the base pool are left as they are.
+  int32_t same_join(int32_t join);
   // Adds a return (a frame, a join or -1) to a join of this layer's current closure.
   void add_return(int32_t join, int32_t ret);
   template <class F>
@@ -96,6 +105,8 @@ class FramePool {
   std::vector<Join> joins_;
   std::vector<int32_t> join_slots_;  // open addressing over joins_, -1 empty
   std::vector<Edge> edges_;
+  SignatureTable join_keys_;   // same_join's: (rule, from, region, sorted returns)
+  std::vector<int32_t> first_with_key_;  // per key: the first join that has it
 };
 
 // The parser's position: frames whose states can consume a byte, and whether the bottom
