@@ -14,25 +14,34 @@ int64_t sat_mul(int64_t a, int64_t b) { return (a != 0 && b > kHuge / a) ? kHuge
 
 // ---- call graph: which rules are recursive, which are small enough to inline ----------
 
+// Calls visit(node) once per node of rule r's body (a DAG: shared nodes once), below REGION
+// nodes too when `into_regions`. `stamp` (per IR word, no entry equal to r) and `stack` are scratch.
+template <class F>
+void each_body_node(const Ir& ir, int32_t r, bool into_regions, std::vector<int32_t>* stamp,
+                    std::vector<int32_t>* stack, F&& visit) {
+  stack->assign(1, ir.body(r));
+  while (!stack->empty()) {
+    const int32_t node = stack->back();
+    stack->pop_back();
+    if ((*stamp)[node] == r) continue;
+    (*stamp)[node] = r;
+    const int32_t* a = ir.args(node);
+    switch (ir.kind(node)) {
+      case SEQ: case ALT: stack->insert(stack->end(), a + 1, a + 1 + a[0]); break;
+      case REPEAT: stack->push_back(a[2]); break;
+      case REGION: if (into_regions) stack->push_back(a[0]); break;
+      default: visit(node); break;
+    }
+  }
+}
+
 std::vector<std::vector<int32_t>> call_graph(const Ir& ir) {
   std::vector<std::vector<int32_t>> refs(ir.n_rules);
   std::vector<int32_t> stamp(ir.words.size(), -1), stack;
   for (int32_t r = 0; r < ir.n_rules; ++r) {
-    stack.assign(1, ir.body(r));
-    while (!stack.empty()) {
-      int32_t node = stack.back();
-      stack.pop_back();
-      if (stamp[node] == r) continue;
-      stamp[node] = r;
-      const int32_t* a = ir.args(node);
-      switch (ir.kind(node)) {
-        case SEQ: case ALT: stack.insert(stack.end(), a + 1, a + 1 + a[0]); break;
-        case REPEAT: stack.push_back(a[2]); break;
-        case REGION: stack.push_back(a[0]); break;
-        case REF: refs[r].push_back(a[0]); break;
-        default: break;
-      }
-    }
+    each_body_node(ir, r, true, &stamp, &stack, [&](int32_t node) {
+      if (ir.kind(node) == REF) refs[r].push_back(ir.args(node)[0]);
+    });
     std::sort(refs[r].begin(), refs[r].end());
     refs[r].erase(std::unique(refs[r].begin(), refs[r].end()), refs[r].end());
   }
@@ -46,26 +55,16 @@ std::vector<std::vector<int32_t>> call_graph(const Ir& ir) {
 std::vector<uint8_t> read_regions(const Ir& ir) {
   const int32_t n = static_cast<int32_t>(ir.words.size());
   // Per rule: whether a check within its body, outside regions, reads the caller's region;
-  // through calls outside regions too (callers_: the reverse edges).
+  // through calls outside regions too (callers: the reverse edges).
   std::vector<uint8_t> reads(ir.n_rules, 0);
   std::vector<std::vector<int32_t>> callers(ir.n_rules);
   std::vector<int32_t> stamp(n, -1), stack, todo;
   for (int32_t r = 0; r < ir.n_rules; ++r) {
-    stack.assign(1, ir.body(r));
-    while (!stack.empty()) {
-      const int32_t node = stack.back();
-      stack.pop_back();
-      if (stamp[node] == r) continue;
-      stamp[node] = r;
-      const int32_t* a = ir.args(node);
-      switch (ir.kind(node)) {
-        case SEQ: case ALT: stack.insert(stack.end(), a + 1, a + 1 + a[0]); break;
-        case REPEAT: stack.push_back(a[2]); break;
-        case REF: callers[a[0]].push_back(r); break;
-        case CHECK: reads[r] = 1; break;
-        default: break;  // a REGION's checks read its own text
-      }
-    }
+    // Not into regions: a REGION's checks read its own text.
+    each_body_node(ir, r, false, &stamp, &stack, [&](int32_t node) {
+      if (ir.kind(node) == REF) callers[ir.args(node)[0]].push_back(r);
+      if (ir.kind(node) == CHECK) reads[r] = 1;
+    });
     if (reads[r]) todo.push_back(r);
   }
   while (!todo.empty()) {
