@@ -237,14 +237,10 @@ class InlinePlanner {
       }
       case REF: size = (*inline_)[a[0]] ? rule_size_[a[0]] : 1; break;
       case REGION:
-        if (!read_region_[node]) {  // built as its body
-          Status s = expr_size(a[0], depth + 1, &size);
-          if (!s.ok()) return s;
-          break;
-        }
-        size = 1;
+        if (!read_region_[node]) return expr_size(a[0], depth + 1, out);  // built as its body (memoized there)
+        size = 1;  // a call to a rule of its own
         break;
-      case CHECK: size = 1; break;  // a call to a rule of its own
+      case CHECK: size = 1; break;
     }
     memo_[node] = size;
     *out = size;

@@ -363,13 +363,11 @@ int64_t Matcher::digits_completion(const StateSet& from, std::vector<uint8_t>* o
         std::swap(cur, next);
       }
       if (!alive) continue;
+      // The text is at the digits' end: the checks of the rest read it.
       const int64_t n = cheapest(scratch_, cur, &rest);
-      if (n < 0 || n > kMaxCompletion) continue;
+      if (n < 0 || n > kMaxCompletion || !reaches_end(cur, rest)) continue;
       digits.insert(digits.end(), rest.begin(), rest.end());
-      text_.resize(base);
-      if (!reaches_end(from, digits)) continue;
-      text_.resize(base);
-      *out = digits;
+      *out = std::move(digits);
       return static_cast<int64_t>(out->size());
     }
   }

@@ -271,7 +271,7 @@ void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* 
       continue;
     }
     // f's closure is over: its join is closed.
-    close(pool, pool.intern(next, f.parent < 0 ? f.parent : pool.same_join(f.parent)), out);
+    close(pool, pool.intern(next, pool.same_join(f.parent)), out);
   }
 }
 

@@ -71,7 +71,7 @@ class FramePool {
   // calls a rule anew at each position (an item repeated without bound, the callers in one
   // state) makes equal joins: frames under them are one frame, so the live frames stay
   // bounded (else each call's frames lived on beside the others: quadratic time). Joins of
-  // the base pool are left as they are.
+  // the base pool, and -1 (the bottom), are left as they are.
   int32_t same_join(int32_t join);
   // Adds a return (a frame, a join or -1) to a join of this layer's current closure.
   void add_return(int32_t join, int32_t ret);
