@@ -15,7 +15,8 @@ import time
 from . import ir
 from .constraints import ConstraintService
 from .core import Core, load_core, release
-from .frontends import grammar_of
+from .frontends import serialized
+from .gc_pause import gc_paused
 from .matcher import CompiledGrammar
 from .vocabulary import Vocabulary
 
@@ -39,13 +40,20 @@ class GrammarCompiler:
 
     def compile_ir(self, grammar: ir.Grammar, *, source: str = "ir") -> CompiledGrammar:
         started = time.perf_counter()
-        words, names = ir.serialize(grammar)
-        handle = self.core.grammar_compile(self._handle, words, names, grammar.positions)
-        return CompiledGrammar(self, handle, source, time.perf_counter() - started)
+        with gc_paused():
+            words, names = ir.serialize(grammar)
+        return self._compile_words(words, names, grammar.positions, source, started)
 
-    def compile(self, kind: str, source=None, **options) -> CompiledGrammar:
-        """`source` read by the front-end `kind` (frontends.KINDS), compiled."""
-        return self.compile_ir(grammar_of(kind, source, **options), source=kind)
+    def compile(self, kind: str, source=None, *, label: str | None = None, **options) -> CompiledGrammar:
+        """`source` read by the front-end `kind` (frontends.KINDS, with its options and `field`),
+        compiled. `label`: the compiled grammar's source label (default `kind`)."""
+        started = time.perf_counter()
+        words, names, positions = serialized(kind, source, **options)
+        return self._compile_words(words, names, positions, label or kind, started)
+
+    def _compile_words(self, words, names, positions, source: str, started: float) -> CompiledGrammar:
+        handle = self.core.grammar_compile(self._handle, words, names, positions)
+        return CompiledGrammar(self, handle, source, time.perf_counter() - started)
 
     def compile_grammar(self, ebnf: str, root: str = "root") -> CompiledGrammar:
         return self.compile("ebnf", ebnf, root=root)

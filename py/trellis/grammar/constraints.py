@@ -69,9 +69,8 @@ class ConstraintService:
 
     def ir_of(self, constraint: Constraint) -> ir.Grammar:
         """The request's grammar IR (its front-end's; errors name the source's field)."""
-        n = constraint.normalized
-        options = {k: v for k, v in n.items() if k not in ("kind", "source")}
-        return grammar_of(n["kind"], n.get("source"), field=constraint.source_field, **options)
+        kind, source, options = _front_end_call(constraint)
+        return grammar_of(kind, source, **options)
 
     def grammar(self, constraint: Constraint, *, count: bool = True) -> tuple[CompiledGrammar, bool]:
         """(the compiled grammar, whether it was cached), compiling on a miss. A format whose
@@ -84,7 +83,8 @@ class ConstraintService:
                 self.hits += count
                 return grammar, True
             self.misses += count
-        grammar = self.compiler.compile_ir(self.ir_of(constraint), source=f"{constraint.kind}:{constraint.key[:12]}")
+        kind, source, options = _front_end_call(constraint)
+        grammar = self.compiler.compile(kind, source, label=f"{constraint.kind}:{constraint.key[:12]}", **options)
         if grammar.is_empty:  # the grammar itself is exact (its matchers refuse every token)
             raise InvalidRequestError(f"{_EMPTY[constraint.kind]}, so no output can satisfy it", constraint.field)
         with self._lock:
@@ -149,3 +149,11 @@ class ConstraintService:
 def _size(grammar: CompiledGrammar) -> int:
     stats = grammar.stats()
     return stats["mask_cache_bytes"] + 64 * stats["states"]
+
+
+def _front_end_call(constraint: Constraint) -> tuple:
+    """(kind, source, options) reading the request's format with its front-end, errors naming the
+    source's field."""
+    n = constraint.normalized
+    options = {k: v for k, v in n.items() if k not in ("kind", "source")}
+    return n["kind"], n.get("source"), {**options, "field": constraint.source_field}

@@ -21,6 +21,7 @@ from typing import Callable
 
 from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, UnsupportedSchemaError
 from . import ir
+from .gc_pause import gc_paused
 from .ir import Ref, byte_set, repeat, seq
 from .json_values import schema_of
 
@@ -112,7 +113,17 @@ def grammar_of(kind: str, source=None, *, field: str | None = None, **options) -
             raise
         raise InvalidRequestError(f"invalid {front.what}: {e}", field) from e
 
+
+def serialized(kind: str, source=None, **options) -> tuple:
+    """grammar_of's IR serialized: (words, rule names, rule positions). The IR is built and
+    dropped with the cyclic collector paused (gc_pause.py), so that none of it outlives the pause."""
+    with gc_paused():
+        grammar = grammar_of(kind, source, **options)
+        words, names = ir.serialize(grammar)
+        return words, names, grammar.positions
+
+
 def to_ir(kind: str, source: str = "") -> tuple[bytes, list[str]]:
     """IR words (int32, native byte order) and the rule names, for hosts outside Python."""
-    words, names = ir.serialize(grammar_of(kind, source))
+    words, names, _ = serialized(kind, source)
     return words.tobytes(), names

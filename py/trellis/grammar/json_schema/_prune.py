@@ -15,7 +15,6 @@ from __future__ import annotations
 from .. import ir
 
 NO_REFS: frozenset = frozenset()
-MERGE_ROUNDS = 2
 
 
 def facts(e: ir.Expr) -> frozenset:
@@ -61,42 +60,14 @@ def _reachable(rules: dict[str, ir.Expr], root: str) -> list[str]:
 
 
 def _merge_equal_rules(rules: dict[str, ir.Expr]) -> dict[str, ir.Expr]:
-    """Rules with equal bodies become one (many properties share one string or number rule).
-    The first rule (the root) keeps its name. Merging can make more bodies equal (they
-    referred to rules now merged): another round.
-
-    Bodies are compared by their cached structural hashes (and equality where those agree);
-    renaming rewrites only the parts that refer to a merged rule."""
-    for _ in range(MERGE_ROUNDS):
-        first: dict[ir.Expr, str] = {}
-        alias = {}
-        for name, body in rules.items():
-            keep = first.setdefault(body, name)
-            if keep != name:
-                alias[name] = keep
-        if not alias:
-            break
-        merged = frozenset(alias)
-        memo: dict = {}
-        rules = {name: _rename(body, alias, merged, memo) for name, body in rules.items() if name not in alias}
-    return rules
-
-
-def _rename(e: ir.Expr, alias: dict, merged: frozenset, memo: dict) -> ir.Expr:
-    """e with references renamed through `alias`; parts that refer to no merged rule are kept."""
-    if facts(e).isdisjoint(merged):
-        return e
-    known = memo.get(id(e))
-    if known is not None:
-        return known[0]
-    t = type(e)
-    if t is ir.Ref:
-        out = ir.Ref(alias[e.name])
-    elif t is ir.Repeat:
-        out = ir.Repeat(_rename(e.item, alias, merged, memo), e.min, e.max)
-    elif t is ir.Region:
-        out = ir.Region(_rename(e.item, alias, merged, memo))
-    else:
-        out = t(tuple(_rename(x, alias, merged, memo) for x in e.items))
-    memo[id(e)] = (out, e)
-    return out
+    """Rules with equal bodies become one (many properties share one string or number rule): the
+    first keeps its body, the others refer to it (the core inlines such a rule). Bodies are
+    compared by their cached structural hashes (and equality where those agree). Bodies that
+    would become equal once these references were renamed are left apart: renaming rewrites every
+    body that refers to a merged rule, which cost more than the core spends on them."""
+    first: dict[ir.Expr, str] = {}
+    merged = {}
+    for name, body in rules.items():
+        keep = first.setdefault(body, name)
+        merged[name] = body if keep == name else ir.Ref(keep)
+    return merged

@@ -47,13 +47,13 @@ says; `ANNOTATIONS` lists the known annotation keywords.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import json
 import re
 
 from ...errors import GrammarLimitError, InvalidRequestError, SchemaLimitError, UnsupportedSchemaError
 from .. import ir
+from ..gc_pause import gc_paused
 from ..layout_options import check_indent, check_separators
 from . import _dfa, _numbers, _text
 from ._array_schema import ArraySchema
@@ -526,14 +526,8 @@ def _to_grammar(schema, options: Options, draft, format_assertion: bool | None) 
     if not format_assertion:
         schema = without_formats(schema)
     conv = Converter(schema, options, draft7)
-    # The conversion allocates many small objects that live until it ends (expressions, memo
-    # tables, automata) and makes little cyclic garbage: the cyclic collector's passes over that
-    # growing heap cost as much as the conversion itself on large schemas. Paused meanwhile.
-    enabled = gc.isenabled()
-    gc.disable()
     try:
-        return conv.grammar()
+        with gc_paused():  # many small objects that live until the conversion ends (gc_pause.py)
+            return conv.grammar()
     finally:
         conv.negator = None  # Converter <-> Negator: freed now with its tables, not by the collector
-        if enabled:
-            gc.enable()
