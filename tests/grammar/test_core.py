@@ -12,6 +12,7 @@ import os
 import random
 import re
 from array import array
+from functools import lru_cache
 
 import numpy as np
 import pytest
@@ -370,6 +371,86 @@ def test_malformed_ir_never_crashes(tiny):
         except GrammarError:
             outcomes.add("refused")
     assert "refused" in outcomes
+
+
+def test_uncertain_tokens_kept_per_parent_agree_with_accept_token(core, smollm2):
+    """Inside a string, the tokens its cache leaves to the real stack (`"}`, `"]`, `",`, `":`)
+    are checked once per cache and parent, and the answer kept: the same string body under
+    another parent (a key, an object's value, an array's item, a nested one) must get its own,
+    and the answers stay right after a rollback and after a reset."""
+    compiler = compiler_for(smollm2, core)
+    quoted = [t for t, b in enumerate(smollm2.token_bytes) if b'"' in b and t not in smollm2.special_ids]
+    m = GrammarMatcher(compiler.compile_builtin_json())
+
+    def feed(text: str) -> None:
+        for i, ch in enumerate(text):
+            allowed = set(m.allowed_tokens())
+            for t in quoted:
+                ok = m.accept_token(t)
+                if ok:
+                    m.rollback(1)
+                assert ok == (t in allowed), (text[:i], smollm2.token_bytes[t])
+            assert m.accept_string(ch)
+
+    doc = '{"key one": "a long value", "k": ["item one", "item two", {"x y": "z w", "v": ["deep"]}], "e": ""}'
+    feed(doc)
+    assert m.can_terminate()
+    m.rollback(len(doc) - 3)  # back to `{"k`, then on through other frames
+    feed('ey": ["x", {"y": ["z"]}], "w": "v"}')
+    assert m.can_terminate()
+    m.reset()
+    feed(doc)
+    assert m.can_terminate()
+
+
+@lru_cache(maxsize=1)
+def multilingual_vocab() -> Vocabulary:
+    """Whole and cut UTF-8 characters of 1-4 bytes, alone and mixed with JSON's structure bytes
+    (a token may begin inside a character, end inside one, or hold a quote after text)."""
+    chars = ["a", "z", "i", "p", " ", "é", "日", "本", "€", "😀", "ß"]
+    pieces = {c.encode()[i:j] for c in chars for i in range(len(c.encode())) for j in range(i + 1, len(c.encode()) + 1)}
+    rng = random.Random(3)
+    for _ in range(400):
+        s = "".join(rng.choice(chars + ['"', ":", ",", "{", "}", "\\", "u", "0"]) for _ in range(rng.randint(2, 5)))
+        i, j = sorted(rng.sample(range(len(s.encode()) + 1), 2))
+        pieces.add(s.encode()[i:j] or s.encode())
+    tokens = [b"", b""] + sorted(p for p in pieces if p)
+    return Vocabulary.from_token_bytes(tokens, special_ids=SPECIAL, stop_ids=(STOP,), vocab_size=len(tokens))
+
+
+MULTILINGUAL_SCHEMAS = [
+    {"type": "object", "properties": {"zip": {"type": "string"}, "ab": {"type": "string"}}},
+    {"type": "object", "properties": {"日本": {"type": "string"}, "é": {"type": "integer"}}},
+    {"type": "object", "additionalProperties": {"type": "string"}},
+    {"type": "object", "properties": {"日本": {"type": "string"}, "日é": {"type": "string", "maxLength": 3}},
+     "additionalProperties": False},
+    {"type": "array", "items": {"type": "string", "maxLength": 4}},
+    {"type": "array", "items": {"type": "string", "pattern": "^[a-z日]*本?$"}},
+    {"type": "object", "propertyNames": {"maxLength": 2}, "additionalProperties": {"enum": ["日本", "é"]}},
+]
+
+
+@pytest.mark.parametrize("index", range(len(MULTILINGUAL_SCHEMAS)))
+def test_masks_over_multilingual_tokens_agree_with_accept_token(core, index):
+    """A cache walk accepts a subtree of string text without visiting it, from the node where the
+    rest is whole characters of a string body (a key's rest after its first character, a body
+    called after a non-ASCII one): random walks where every token is tried against the mask."""
+    compiler = compiler_for(multilingual_vocab(), core)
+    n = compiler.vocab.vocab_size
+    for seed in range(15):
+        m = GrammarMatcher(compiler.compile_json_schema(MULTILINGUAL_SCHEMAS[index]))
+        rng = random.Random(seed)
+        for step in range(30):
+            allowed = set(m.allowed_tokens())
+            for t in range(2, n):
+                ok = m.accept_token(t)
+                if ok:
+                    m.rollback(1)
+                assert ok == (t in allowed), (seed, step, compiler.vocab.token_bytes[t])
+            choices = sorted(allowed - {STOP})
+            if not choices:
+                break
+            assert m.accept_token(rng.choice(choices))
 
 
 def test_warm_caches_give_the_same_masks(core, smollm2):

@@ -359,6 +359,20 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
                         std::memory_order_relaxed);
 }
 
+namespace {
+
+// After node i's byte, the bytes left in the character it is in, when every token below the node
+// is JSON string text from that byte on (Vocab::text_tail); -1 otherwise.
+int32_t rest_of_char(const Vocab& v, int32_t i) {
+  const int32_t k = v.text_tail[i];
+  if (k == Vocab::kNoText) return -1;
+  if (k > 0) return k - 1;
+  const uint8_t b = v.trie[i].byte;  // begins a character
+  return b < 0x80 ? 0 : b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : 1;
+}
+
+}  // namespace
+
 bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool exact, CheckMode mode,
                         int64_t* marked_out, int32_t* lo_out, int32_t* hi_out, std::vector<int32_t>* unsure) {
   const Vocab& v = *vocab;
@@ -389,6 +403,12 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
     for (; begin < end; ++begin) pos[begin >> 6] |= uint64_t(1) << (begin & 63);
   };
   const auto accept_subtree = [&](int32_t i) { accept(v.trie[i].tok_begin, v.trie[i].tok_end); };
+  // Every token below node i is, after the node's byte, the rest of its character (`rest` more
+  // bytes) and then JSON string text; from the plain frame after the byte, they all stay in a
+  // string body: the subtree is accepted (a key's body past its first character, a body's rest
+  // called after a non-ASCII character) without visiting it.
+  int32_t rest = -1;
+  const auto text_below = [&](int32_t frame) { return rest >= 0 && walk.text_after(frame, rest); };
   const auto uncertain = [&](int32_t begin, int32_t end) {
     for (int32_t p = begin; p < end; ++p) unsure->push_back(p);
   };
@@ -399,8 +419,9 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
     for (int32_t i = top, stop = v.trie[top].end; i < stop;) {
       const TrieNode& node = v.trie[i];
       const int32_t from = plain[node.depth - 1];
+      rest = rest_of_char(v, i);
       if (from >= 0) {
-        if (v.json_text[i] && walk.text_loop(walk.state_of(from))) {  // inside a string, to its end
+        if (v.text_tail[i] == 0 && walk.text_loop(walk.state_of(from))) {  // inside a string, to its end
           accept_subtree(i);
           i = node.end;
           continue;
@@ -413,7 +434,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
         if (to >= 0) {  // still consuming inside the rule: these tokens are accepted
           plain[node.depth] = to;
           configs[node.depth] = kUnset;
-          if (node.end > i + 1 && plain_skips_subtree(walk, walk.state_of(to), v, i)) {
+          if (node.end > i + 1 && (text_below(to) || plain_skips_subtree(walk, walk.state_of(to), v, i))) {
             accept_subtree(i);
             i = node.end;
             continue;
@@ -448,7 +469,8 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
         i = node.end;
         continue;
       }
-      if (live && node.end > i + 1 && skips_subtree(walk, at, v, i)) {
+      if (live && node.end > i + 1 && ((plain[node.depth] >= 0 && text_below(plain[node.depth])) ||
+                                       skips_subtree(walk, at, v, i))) {
         accept_subtree(i);
         i = node.end;
         continue;
@@ -460,7 +482,8 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   return walk.met_check();
 }
 
-void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words) {
+bool TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words,
+                        std::vector<int32_t>* valid_ids) {
   const Vocab& v = *g_.vocab;
   if (levels_.size() < static_cast<size_t>(v.max_len + 1)) levels_.resize(v.max_len + 1);
   levels_[0].frames.assign(1, frame);
@@ -469,6 +492,7 @@ void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, ui
   int32_t valid = 0;  // levels_[0..valid] hold the states along `prev`
   const size_t base = text_->size();
   const bool checks = !g_.automaton.checks.empty();  // else no text is read
+  stepper_.set_mode(CheckMode::evaluate);  // only to learn whether a check was met
   for (int32_t pos : positions) {
     const int32_t id = v.order[pos], len = v.length(id);
     const uint8_t* b = v.bytes(id);
@@ -486,9 +510,13 @@ void TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, ui
     }
     valid = d;
     prev = b;
-    if (alive && (!levels_[len].dead() || levels_[len].can_end)) words[id >> 5] |= 1u << (id & 31);
+    if (alive && (!levels_[len].dead() || levels_[len].can_end)) {
+      words[id >> 5] |= 1u << (id & 31);
+      valid_ids->push_back(id);
+    }
   }
   text_->resize(base);
+  return stepper_.met_check();
 }
 
 }  // namespace tg

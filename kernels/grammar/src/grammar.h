@@ -194,8 +194,10 @@ class TokenWalker {
   // `text`: the bytes accepted so far, which checks read; tokens are appended while walked.
   TokenWalker(const Grammar& g, FramePool& pool, std::vector<uint8_t>* text)
       : g_(g), pool_(pool), text_(text), stepper_(g.automaton) {}
-  // Sets the bit of every token among `positions` (in Vocab::order) valid from `frame`.
-  void check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words);
+  // Sets the bit of every token among `positions` (in Vocab::order) valid from `frame`, and
+  // appends its id to `valid_ids`. Returns whether a check read the text (the answer is then the
+  // text's, not only the frame's).
+  bool check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words, std::vector<int32_t>* valid_ids);
 
  private:
   const Grammar& g_;

@@ -421,6 +421,31 @@ bool MaskWalk::text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met
   return true;
 }
 
+bool MaskWalk::text_after(int32_t frame, int32_t r) {
+  const int32_t state = pool_.get(frame).state;
+  if (r == 0) return text_loop(state);
+  const uint64_t key = (uint64_t(uint32_t(state)) << 2) | uint64_t(r);
+  const int32_t known = text_afters_.find(key);
+  if (known != FlatMap::kAbsent) return known == 1;
+  // Configurations, not automaton states: the character may end in a call. Each is a lone plain
+  // frame, so its rule cannot complete meanwhile and the answer holds whatever the parent.
+  std::vector<int32_t> at{config_of(frame)}, next;
+  bool ok = true;
+  for (int32_t j = 0; j < r && ok; ++j) {
+    next.clear();
+    for (size_t x = 0; x < at.size() && ok; ++x)
+      for (int32_t c = 0x80; c <= 0xBF && ok; ++c) {
+        const int32_t to = step(at[x], static_cast<uint8_t>(c));
+        ok = to >= 0 && lone_plain(to) >= 0;  // a token may end here: it must be accepted
+        if (ok && std::find(next.begin(), next.end(), to) == next.end()) next.push_back(to);
+      }
+    at.swap(next);
+  }
+  for (size_t x = 0; x < at.size() && ok; ++x) ok = text_loop(pool_.get(lone_plain(at[x])).state);
+  text_afters_.put(key, ok);
+  return ok;
+}
+
 bool MaskWalk::alive_within_state(int32_t state, const ByteSet& bytes, int32_t bytes_id, int32_t height) {
   const uint64_t key = (uint64_t(uint32_t(state)) << 32) | uint32_t(bytes_id);
   const int32_t known = reach_.find(key);

@@ -97,9 +97,13 @@ class MaskWalk {
   int32_t state_of(int32_t frame) const { return pool_.get(frame).state; }
   bool loops_on_state(int32_t state, const ByteSet& bytes);
   // Every string of characters that a JSON string holds unescaped, the last maybe cut short
-  // (see Vocab::json_text), keeps the rule consuming from `state`, through plain states: an
+  // (see Vocab::text_tail), keeps the rule consuming from `state`, through plain states: an
   // unbounded string body.
   bool text_loop(int32_t state);
+  // From the plain frame `frame`, any `r` continuation bytes (the rest of a character) keep the
+  // rule's own parse alive and then reach one plain frame of a text_loop state (through a call,
+  // say, to the rest of a string body). r = 0: the frame's state is text_loop's.
+  bool text_after(int32_t frame, int32_t r);
   bool alive_within_state(int32_t state, const ByteSet& bytes, int32_t bytes_id, int32_t height);
 
  private:
@@ -151,6 +155,7 @@ class MaskWalk {
   std::vector<int32_t> main_;
   std::vector<ByteSet> state_loops_, state_breaks_;  // loops_on_state's findings, kept across walks
   std::vector<int8_t> text_loops_;  // text_loop's answers, -1 not known yet
+  FlatMap text_afters_;  // text_after's answers (0, 1) by (state, r): the frame's parent plays no part
   FlatMap reach_;  // (state, byte set) -> heights proven alive (>= 0) or known to fail (< 0)
   std::vector<int32_t> frontier_, next_frontier_;
   SeenFrames reached_;

@@ -7,6 +7,7 @@
 
 #include "grammar.h"
 #include "parser.h"
+#include "signature_table.h"
 
 namespace tg {
 
@@ -50,6 +51,8 @@ class Matcher {
   // Digits computed by a check (check_digits) on a live frame's region text, then the
   // distances' completion, if the checks let it end: where searching digits is hopeless.
   int64_t digits_completion(const StateSet& from, std::vector<uint8_t>* out);
+  // Sets the bits of the tokens that cache `c` leaves to the real stack and that are valid from `frame`.
+  void check_uncertain(int32_t frame, const TokenCache& c, uint32_t* words);
 
   Grammar* g_;
   FramePool pool_, scratch_;
@@ -60,6 +63,26 @@ class Matcher {
   std::vector<const TokenCache*> seen_caches_, frame_caches_;
   std::vector<int32_t> returns_, return_todo_;
   std::unordered_map<int32_t, std::pair<int64_t, int32_t>> costs_;  // finish_cost's memo
+  // A name for the stack at and below `frame` that says what it does, not when it was made (as
+  // MaskWalk::canonical, without where regions start: the answers kept are those no check read).
+  int32_t canonical(int32_t frame);
+  std::vector<int32_t> canon_;  // per pool frame (id - n_states): its name, -1 not known yet
+  std::vector<int32_t> canon_todo_;
+  SignatureTable canon_table_;
+  // check_uncertain's answers, by (cache, the name of the frame's parent): the valid tokens' ids.
+  struct CheckedKey {
+    const TokenCache* cache;
+    int32_t parent;
+    bool operator==(const CheckedKey& o) const { return cache == o.cache && parent == o.parent; }
+  };
+  struct CheckedHash {
+    size_t operator()(const CheckedKey& k) const {
+      return std::hash<const void*>()(k.cache) ^ (static_cast<size_t>(k.parent) * 0x9E3779B97F4A7C15ull);
+    }
+  };
+  std::unordered_map<CheckedKey, std::vector<int32_t>, CheckedHash> checked_;
+  size_t kept_ids_ = 0;  // in checked_, plus one per answer
+  std::vector<int32_t> valid_;
   TokenWalker walker_;  // after scratch_: it walks speculative frames there
 };
 

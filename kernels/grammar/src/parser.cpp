@@ -231,10 +231,8 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
 }
 
 bool Stepper::passes(FramePool& pool, int32_t frame, int32_t check) {
-  if (mode_ != CheckMode::evaluate) {
-    met_check_ = true;
-    return mode_ == CheckMode::pass;
-  }
+  met_check_ = true;
+  if (mode_ != CheckMode::evaluate) return mode_ == CheckMode::pass;
   const int64_t from = pool.region_from(frame);  // no region around the check: the whole text
   if (from < 0 || from > len_) return false;
   const CheckSpec& c = a_.checks[check];

@@ -149,7 +149,7 @@ class Stepper {
   // The text consumed so far, up to and including the byte being stepped: checks read it.
   void set_text(const uint8_t* text, int64_t len) { text_ = text, len_ = len; }
   void set_mode(CheckMode mode) { mode_ = mode, met_check_ = false; }
-  // A closure met a check since set_mode (in the pass and fail modes).
+  // A closure met a check since set_mode.
   bool met_check() const { return met_check_; }
   // Everything reachable from `frame` without consuming a byte.
   void start(FramePool& pool, int32_t frame, StateSet* out);

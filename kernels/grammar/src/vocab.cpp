@@ -103,8 +103,9 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
     v.trie[node].end = static_cast<int32_t>(v.trie.size());
     v.trie[node].tok_end = tokens_so_far;
   };
-  v.json_text.assign(1, 0);
+  v.text_tail.assign(1, Vocab::kNoText);
   std::vector<uint8_t> text_from;  // per byte of the token: the rest is whole JSON text characters
+  std::vector<uint8_t> tail;       // per byte of the token: its node's text_tail
   for (int32_t k = 0; k < static_cast<int32_t>(v.order.size()); ++k) {
     int32_t id = v.order[k], len = v.length(id);
     const uint8_t* b = v.bytes(id);
@@ -114,12 +115,6 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
       close(path.back(), k);
       path.pop_back();
     }
-    for (int32_t d = lcp; d < len; ++d) {
-      path.push_back(static_cast<int32_t>(v.trie.size()));
-      v.trie.push_back(TrieNode{d + 1, 0, k, 0, 0, 0, b[d]});
-      v.json_text.push_back(1);
-    }
-    v.trie[path.back()].n_here++;
     text_from.assign(len + 1, 0);
     text_from[len] = 1;
     for (int32_t p = len - 1; p >= 0; --p) {
@@ -127,7 +122,21 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
       const int32_t n = json_text_char(b + p, len - p);
       text_from[p] = n > 0 && (p + n > len || text_from[p + n]);
     }
-    for (int32_t d = 1; d <= len; ++d) v.json_text[path[d]] &= text_from[d - 1];
+    tail.assign(len, Vocab::kNoText);
+    for (int32_t p = 0; p < len; ++p) {
+      int32_t q = p;  // where the character holding byte p begins
+      while (q > 0 && q > p - 3 && (b[q] & 0xC0) == 0x80) --q;
+      const int32_t n = (b[q] & 0xC0) == 0x80 ? 0 : json_text_char(b + q, len - q);
+      if (n > p - q && text_from[q]) tail[p] = static_cast<uint8_t>(q == p ? 0 : q + n - p);
+    }
+    for (int32_t d = 1; d <= lcp; ++d)  // the bytes before p decide k: a prefix's tokens agree, or one is not text
+      if (v.text_tail[path[d]] != tail[d - 1]) v.text_tail[path[d]] = Vocab::kNoText;
+    for (int32_t d = lcp; d < len; ++d) {
+      path.push_back(static_cast<int32_t>(v.trie.size()));
+      v.trie.push_back(TrieNode{d + 1, 0, k, 0, 0, 0, b[d]});
+      v.text_tail.push_back(tail[d]);
+    }
+    v.trie[path.back()].n_here++;
     v.max_len = std::max(v.max_len, len);
     prev = b;
     prev_len = len;

@@ -49,10 +49,14 @@ struct Vocab {
   // a walk that every one of them leaves unchanged accepts the whole subtree at once.
   std::vector<int32_t> below;
   std::vector<ByteSet> byte_sets;
-  // node -> every token below it is, from the node's own byte on, UTF-8 characters that a JSON
-  // string holds unescaped (U+0020 and up but `"` and `\`), the last maybe cut short: a string
-  // body's loop state (MaskWalk::text_loop) accepts the whole subtree.
-  std::vector<uint8_t> json_text;
+  // node -> k when every token below it is, from the node's own byte on, the last k bytes of a
+  // UTF-8 character (k = 0: none; the node's byte begins a character), then characters that a
+  // JSON string holds unescaped (U+0020 and up but `"` and `\`), the last maybe cut short;
+  // kNoText otherwise. A string body's loop state (MaskWalk::text_loop) accepts the whole
+  // subtree of a node with k = 0, and a state inside a character of the body one with k > 0
+  // (MaskWalk::text_rest): most of a multilingual vocabulary's tokens, without visiting them.
+  static constexpr uint8_t kNoText = 0xFF;
+  std::vector<uint8_t> text_tail;
   int32_t max_len = 0;
 
   int32_t words() const { return (vocab_size + 31) / 32; }
