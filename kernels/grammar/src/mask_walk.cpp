@@ -48,8 +48,7 @@ void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, const std
   sets_.clear();
   set_keys_.clear();
   set_hashes_.clear();
-  canon_table_.clear();
-  canon_.clear();
+  names_.clear();
   if (set_slots_.size() > 4096) set_slots_.assign(1024, -1);  // a big table is not kept forever
   else std::fill(set_slots_.begin(), set_slots_.end(), -1);
   with_after_.clear();
@@ -70,54 +69,10 @@ void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, const std
   intern_config(intern_set(&scratch_), 0, 0);
 }
 
-int32_t MaskWalk::canonical(int32_t frame) {
-  const int32_t n = a_.n_states();
-  if (frame < n) return frame;  // the bottom (-1) or a bottom frame
-  if (canon_.size() < size_t(pool_.size())) canon_.resize(pool_.size(), -1);
-  if (canon_[frame - n] >= 0) return canon_[frame - n];
-  // Depth first without recursion: a node is named once the nodes it points to are.
-  canon_todo_.assign(1, frame);
-  std::vector<int32_t>& w = canon_table_.words_;
-  while (!canon_todo_.empty()) {
-    const int32_t id = canon_todo_.back();
-    if (canon_[id - n] >= 0) {
-      canon_todo_.pop_back();
-      continue;
-    }
-    const Frame f = pool_.get(id);
-    const size_t from = w.size();
-    bool ready = true;
-    const auto name = [&](int32_t x) {
-      if (x >= n && canon_[x - n] < 0) {
-        canon_todo_.push_back(x);
-        ready = false;
-      }
-      return x < n ? x : canon_[x - n];
-    };
-    if (!is_join(f)) {
-      w.insert(w.end(), {0, f.state, name(f.parent)});
-    } else {
-      const Join& j = pool_.join_of(id);
-      w.insert(w.end(), {1, int32_t(j.from), int32_t(j.from >> 32), j.region});
-      const size_t rets = w.size();
-      pool_.for_each_return(id, [&](int32_t ret) { w.push_back(name(ret)); });
-      std::sort(w.begin() + rets, w.end());
-      w.erase(std::unique(w.begin() + rets, w.end()), w.end());
-    }
-    if (!ready) {
-      w.resize(from);
-      continue;
-    }
-    canon_[id - n] = n + canon_table_.intern(from);
-    canon_todo_.pop_back();
-  }
-  return canon_[frame - n];
-}
-
 int32_t MaskWalk::intern_set(StateSet* set) {
   if (set->dead() && !set->can_end) return 0;
   keyed_.clear();
-  for (int32_t f : set->frames) keyed_.push_back({canonical(f), f});
+  for (int32_t f : set->frames) keyed_.push_back({names_.name(pool_, a_.n_states(), f), f});
   std::sort(keyed_.begin(), keyed_.end());
   std::vector<int32_t>& keys = keys_;
   keys.clear();

@@ -113,15 +113,10 @@ class MaskWalk {
     int32_t lone_plain;
     ByteSet loops, breaks;  // bytes known to lead back here, and known not to
   };
-  // Sets are interned by their frames' canonical ids (see canonical), frames kept in that order.
+  // Sets are interned by their frames' names (FrameNames), frames kept in that order: without
+  // them a walk would never meet a configuration again (a string body calling a rule per
+  // character would visit every trie node).
   int32_t intern_set(StateSet* set);
-  // Each closure makes joins of its own, so equal stacks reached by two closures have distinct
-  // frame ids; without a common name a walk would never meet a configuration again (a string
-  // body calling a rule per character would visit every trie node). A frame's canonical id
-  // names what it does: (state, canonical parent); a join's, (region start, region, canonical
-  // returns). Bottom frames are their own. Joins are immutable once their closure is over, and
-  // the join graph is acyclic (no left recursion).
-  int32_t canonical(int32_t frame);
   const ByteSet& safe_bytes(int32_t state);
   int32_t plain_reach(int32_t state, const ByteSet& bytes, int32_t height);
   bool text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met);
@@ -136,13 +131,11 @@ class MaskWalk {
   FramePool pool_;
   Stepper stepper_;
   StateSet scratch_;
-  std::vector<StateSet> sets_;  // frames sorted by canonical id
-  std::vector<std::vector<int32_t>> set_keys_;  // their canonical ids
+  std::vector<StateSet> sets_;  // frames sorted by name
+  std::vector<std::vector<int32_t>> set_keys_;  // their names
   std::vector<uint64_t> set_hashes_;
-  SignatureTable canon_table_;
-  std::vector<int32_t> canon_;  // per pool frame (id - n_states): canonical id, -1 unknown
-  std::vector<int32_t> canon_todo_;
-  std::vector<std::pair<int32_t, int32_t>> keyed_;  // intern_set's scratch: (canonical id, frame)
+  FrameNames names_{true};
+  std::vector<std::pair<int32_t, int32_t>> keyed_;  // intern_set's scratch: (name, frame)
   std::vector<int32_t> keys_;
   std::vector<int32_t> set_slots_;  // open addressing over set ids, -1 empty
   FlatMap set_steps_, pair_ids_, config_ids_, config_steps_;

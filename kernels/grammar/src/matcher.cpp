@@ -13,8 +13,7 @@ void Matcher::reset() {
   const Automaton& a = g_->automaton;
   pool_.init(a.n_states());
   checked_.clear(), kept_ids_ = 0;  // its keys name frames of the pool
-  canon_.clear();
-  canon_table_.clear();
+  names_.clear();
   history_.assign(1, Entry{});
   text_.clear();
   stepper_.set_text(text_.data(), 0);
@@ -61,57 +60,13 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
   scratch_.clear();
 }
 
-int32_t Matcher::canonical(int32_t frame) {
-  const int32_t n = g_->automaton.n_states();
-  if (frame < n) return frame;  // the bottom (-1) or a bottom frame
-  if (canon_.size() < size_t(pool_.size())) canon_.resize(pool_.size(), -1);
-  if (canon_[frame - n] >= 0) return canon_[frame - n];
-  // Depth first without recursion: a node is named once the nodes it points to are.
-  canon_todo_.assign(1, frame);
-  std::vector<int32_t>& w = canon_table_.words_;
-  while (!canon_todo_.empty()) {
-    const int32_t id = canon_todo_.back();
-    if (canon_[id - n] >= 0) {
-      canon_todo_.pop_back();
-      continue;
-    }
-    const Frame f = pool_.get(id);
-    const size_t from = w.size();
-    bool ready = true;
-    const auto name = [&](int32_t x) {
-      if (x >= n && canon_[x - n] < 0) {
-        canon_todo_.push_back(x);
-        ready = false;
-      }
-      return x < n ? x : canon_[x - n];
-    };
-    if (!is_join(f)) {
-      w.insert(w.end(), {0, f.state, name(f.parent)});
-    } else {
-      const Join& j = pool_.join_of(id);
-      w.insert(w.end(), {1, j.rule, j.region});
-      const size_t rets = w.size();
-      pool_.for_each_return(id, [&](int32_t ret) { w.push_back(name(ret)); });
-      std::sort(w.begin() + rets, w.end());
-      w.erase(std::unique(w.begin() + rets, w.end()), w.end());
-    }
-    if (!ready) {
-      w.resize(from);
-      continue;
-    }
-    canon_[id - n] = n + canon_table_.intern(from);
-    canon_todo_.pop_back();
-  }
-  return canon_[frame - n];
-}
-
 // States that share a cache are those no token tells apart (cache_classes.h), so on equal stacks
 // they accept the same uncertain tokens, unless a check read the text: the answer is kept. Inside
 // a string, the body's frames have one parent, and every mask but the first finds it here; so do
 // the strings of the second record of an array.
 void Matcher::check_uncertain(int32_t frame, const TokenCache& c, uint32_t* words) {
   constexpr size_t kMaxKept = 1 << 16;  // token ids kept; past them the table starts again
-  const CheckedKey key{&c, canonical(pool_.get(frame).parent)};
+  const CheckedKey key{&c, names_.name(pool_, g_->automaton.n_states(), pool_.get(frame).parent)};
   const auto known = checked_.find(key);
   if (known != checked_.end()) {
     for (int32_t id : known->second) words[id >> 5] |= 1u << (id & 31);

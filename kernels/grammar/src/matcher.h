@@ -7,7 +7,6 @@
 
 #include "grammar.h"
 #include "parser.h"
-#include "signature_table.h"
 
 namespace tg {
 
@@ -63,12 +62,9 @@ class Matcher {
   std::vector<const TokenCache*> seen_caches_, frame_caches_;
   std::vector<int32_t> returns_, return_todo_;
   std::unordered_map<int32_t, std::pair<int64_t, int32_t>> costs_;  // finish_cost's memo
-  // A name for the stack at and below `frame` that says what it does, not when it was made (as
-  // MaskWalk::canonical, without where regions start: the answers kept are those no check read).
-  int32_t canonical(int32_t frame);
-  std::vector<int32_t> canon_;  // per pool frame (id - n_states): its name, -1 not known yet
-  std::vector<int32_t> canon_todo_;
-  SignatureTable canon_table_;
+  // Stacks by what they do, not where the regions in them start: the answers kept are those no
+  // check read.
+  FrameNames names_{false};
   // check_uncertain's answers, by (cache, the name of the frame's parent): the valid tokens' ids.
   struct CheckedKey {
     const TokenCache* cache;

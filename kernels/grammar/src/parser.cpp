@@ -273,4 +273,49 @@ void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* 
   }
 }
 
+int32_t FrameNames::name(const FramePool& pool, int32_t n_states, int32_t frame) {
+  const int32_t n = n_states;
+  if (frame < n) return frame;  // the bottom (-1) or a bottom frame
+  if (names_.size() < size_t(pool.size())) names_.resize(pool.size(), -1);
+  if (names_[frame - n] >= 0) return names_[frame - n];
+  // Depth first without recursion: a node is named once the nodes it points to are.
+  todo_.assign(1, frame);
+  std::vector<int32_t>& w = table_.words_;
+  while (!todo_.empty()) {
+    const int32_t id = todo_.back();
+    if (names_[id - n] >= 0) {
+      todo_.pop_back();
+      continue;
+    }
+    const Frame f = pool.get(id);
+    const size_t from = w.size();
+    bool ready = true;
+    const auto name_of = [&](int32_t x) {
+      if (x >= n && names_[x - n] < 0) {
+        todo_.push_back(x);
+        ready = false;
+      }
+      return x < n ? x : names_[x - n];
+    };
+    if (!is_join(f)) {
+      w.insert(w.end(), {0, f.state, name_of(f.parent)});
+    } else {
+      const Join& j = pool.join_of(id);
+      const int64_t start = region_starts_ ? j.from : 0;
+      w.insert(w.end(), {1, int32_t(start), int32_t(start >> 32), j.region});
+      const size_t rets = w.size();
+      pool.for_each_return(id, [&](int32_t ret) { w.push_back(name_of(ret)); });
+      std::sort(w.begin() + rets, w.end());
+      w.erase(std::unique(w.begin() + rets, w.end()), w.end());
+    }
+    if (!ready) {
+      w.resize(from);
+      continue;
+    }
+    names_[id - n] = n + table_.intern(from);
+    todo_.pop_back();
+  }
+  return names_[frame - n];
+}
+
 }  // namespace tg

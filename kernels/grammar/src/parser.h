@@ -109,6 +109,29 @@ class FramePool {
   std::vector<int32_t> first_with_key_;  // per key: the first join that has it
 };
 
+// Names for a pool's frames that say what they do, not when they were made. Each closure makes
+// joins of its own, so equal stacks reached by two closures have distinct frame ids but one name:
+// a frame's is (state, its parent's name); a join's, (where its region starts, region, its
+// returns' names). Bottom frames (and -1) are their own names. Joins are immutable once their
+// closure is over, and the join graph is acyclic (no left recursion).
+class FrameNames {
+ public:
+  // Without `region_starts`, joins that differ only in where their region starts share a name:
+  // for answers that no check read (checks read from there).
+  explicit FrameNames(bool region_starts) : region_starts_(region_starts) {}
+  void clear() {
+    names_.clear();
+    table_.clear();
+  }
+  int32_t name(const FramePool& pool, int32_t n_states, int32_t frame);
+
+ private:
+  bool region_starts_;
+  std::vector<int32_t> names_;  // per pool frame (id - n_states): its name, -1 not known yet
+  std::vector<int32_t> todo_;
+  SignatureTable table_;
+};
+
 // The parser's position: frames whose states can consume a byte, and whether the bottom
 // rule can complete here.
 struct StateSet {
