@@ -44,6 +44,7 @@ void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, const std
   after_ = after;
   beyond_ = beyond;
   stepper_.set_mode(mode);
+  mode_ = mode;
   pool_.init(a_.n_states());
   sets_.clear();
   set_keys_.clear();
@@ -379,7 +380,8 @@ bool MaskWalk::text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met
 bool MaskWalk::text_after(int32_t frame, int32_t r) {
   const int32_t state = pool_.get(frame).state;
   if (r == 0) return text_loop(state);
-  const uint64_t key = (uint64_t(uint32_t(state)) << 2) | uint64_t(r);
+  // Checks met through a call are decided by the walk's mode: part of the question.
+  const uint64_t key = (uint64_t(uint32_t(state)) << 4) | (uint64_t(mode_) << 2) | uint64_t(r);
   const int32_t known = text_afters_.find(key);
   if (known != FlatMap::kAbsent) return known == 1;
   // Configurations, not automaton states: the character may end in a call. Each is a lone plain

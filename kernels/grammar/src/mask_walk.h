@@ -148,7 +148,8 @@ class MaskWalk {
   std::vector<int32_t> main_;
   std::vector<ByteSet> state_loops_, state_breaks_;  // loops_on_state's findings, kept across walks
   std::vector<int8_t> text_loops_;  // text_loop's answers, -1 not known yet
-  FlatMap text_afters_;  // text_after's answers (0, 1) by (state, r): the frame's parent plays no part
+  CheckMode mode_ = CheckMode::pass;
+  FlatMap text_afters_;  // text_after's answers (0, 1) by (state, mode, r): the frame's parent plays no part
   FlatMap reach_;  // (state, byte set) -> heights proven alive (>= 0) or known to fail (< 0)
   std::vector<int32_t> frontier_, next_frontier_;
   SeenFrames reached_;
