@@ -403,12 +403,14 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
     for (; begin < end; ++begin) pos[begin >> 6] |= uint64_t(1) << (begin & 63);
   };
   const auto accept_subtree = [&](int32_t i) { accept(v.trie[i].tok_begin, v.trie[i].tok_end); };
-  // Every token below node i is, after the node's byte, the rest of its character (`rest` more
-  // bytes) and then JSON string text; from the plain frame after the byte, they all stay in a
-  // string body: the subtree is accepted (a key's body past its first character, a body's rest
-  // called after a non-ASCII character) without visiting it.
-  int32_t rest = -1;
-  const auto text_below = [&](int32_t frame) { return rest >= 0 && walk.text_after(frame, rest); };
+  // Every token below node i is, after the node's byte, the rest of its character and then JSON
+  // string text, and from `frame` (after the byte) they all stay in a string body: the subtree is
+  // accepted (a key's body past its first character, a body's rest called after a non-ASCII
+  // character) without visiting it.
+  const auto text_below = [&](int32_t i, int32_t frame) {
+    const int32_t rest = rest_of_char(v, i);
+    return rest >= 0 && walk.text_after(frame, rest);
+  };
   const auto uncertain = [&](int32_t begin, int32_t end) {
     for (int32_t p = begin; p < end; ++p) unsure->push_back(p);
   };
@@ -419,7 +421,6 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
     for (int32_t i = top, stop = v.trie[top].end; i < stop;) {
       const TrieNode& node = v.trie[i];
       const int32_t from = plain[node.depth - 1];
-      rest = rest_of_char(v, i);
       if (from >= 0) {
         if (v.text_tail[i] == 0 && walk.text_loop(walk.state_of(from))) {  // inside a string, to its end
           accept_subtree(i);
@@ -434,7 +435,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
         if (to >= 0) {  // still consuming inside the rule: these tokens are accepted
           plain[node.depth] = to;
           configs[node.depth] = kUnset;
-          if (node.end > i + 1 && (text_below(to) || plain_skips_subtree(walk, walk.state_of(to), v, i))) {
+          if (node.end > i + 1 && (text_below(i, to) || plain_skips_subtree(walk, walk.state_of(to), v, i))) {
             accept_subtree(i);
             i = node.end;
             continue;
@@ -469,7 +470,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
         i = node.end;
         continue;
       }
-      if (live && node.end > i + 1 && ((plain[node.depth] >= 0 && text_below(plain[node.depth])) ||
+      if (live && node.end > i + 1 && ((plain[node.depth] >= 0 && text_below(i, plain[node.depth])) ||
                                        skips_subtree(walk, at, v, i))) {
         accept_subtree(i);
         i = node.end;

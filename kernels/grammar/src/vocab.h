@@ -54,7 +54,7 @@ struct Vocab {
   // JSON string holds unescaped (U+0020 and up but `"` and `\`), the last maybe cut short;
   // kNoText otherwise. A string body's loop state (MaskWalk::text_loop) accepts the whole
   // subtree of a node with k = 0, and a state inside a character of the body one with k > 0
-  // (MaskWalk::text_rest): most of a multilingual vocabulary's tokens, without visiting them.
+  // (MaskWalk::text_after): most of a multilingual vocabulary's tokens, without visiting them.
   static constexpr uint8_t kNoText = 0xFF;
   std::vector<uint8_t> text_tail;
   int32_t max_len = 0;
