@@ -139,8 +139,18 @@ class StringSchema:
                 # One character class repeated (`^[a-z0-9-]+$`): the length bounds are count bounds,
                 # counted by the core, where a product automaton would need a state per count.
                 return ir.seq(quote, self.counted_class(expr, lo, hi, nodes[0].pointer), quote)
-        d = self.string_dfa(lo, hi, exprs, nodes[0].pointer)
-        return ir.seq(quote, self.dfa_rules(d, "str", _text.json_escape), quote)
+        # The same constraints on several properties (a `pattern` and a length spelled again and
+        # again) are one product automaton and one set of rules.
+        key = (lo, hi, tuple((kind, value) for kind, value, _ in exprs))
+        if not all(value is None or type(value) is str for _, value in key[2]):
+            key = None  # refused below, with the keyword and pointer
+        known = self.strings.get(key)
+        if known is None:
+            d = self.string_dfa(lo, hi, exprs, nodes[0].pointer)
+            known = ir.seq(quote, self.dfa_rules(d, "str", _text.json_escape), quote)
+            if key is not None:
+                self.strings[key] = known
+        return known
 
     def json_content(self, lo, hi, exprs) -> ir.Expr:
         """A string holding a JSON document (contentMediaType application/json), maybe in base64:

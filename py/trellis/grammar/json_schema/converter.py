@@ -139,6 +139,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self._in_place: dict = {}
         self.key_cache: dict = {}
         self.char_blocks: dict = {}  # one JSON string character's expression -> its 16-block rule
+        self.strings: dict = {}  # (lo, hi, ((kind, value), ...)) -> a constrained string's expression (strings)
         self.contexts = 0
         self.negator = Negator(self)
         self.bodies: list = []  # value rules named but not built yet (see value)
