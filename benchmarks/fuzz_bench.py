@@ -1,6 +1,7 @@
 """Fuzzing the grammar engine, the long run (the short one is tests/grammar/fuzz/test_short_run.py).
 
     .venv/bin/python benchmarks/fuzz_bench.py [--minutes N] [--seed S] [--workers W] [--timeout T]
+                                              [--only GENERATORS] [--vocab smollm2|gemma3]
     python3 build.py bench fuzz               (same thing, through the project's entry point)
 
 Every generator of tests/grammar/fuzz (EBNF, regex, JSON Schema, raw IR, structural tags,
@@ -30,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "py"), str(ROOT)]
 
+from tests.grammar.fuzz.cases import VOCABULARIES  # noqa: E402
 from tests.grammar.fuzz.generators import GENERATORS  # noqa: E402
 from tests.grammar.fuzz.harness import FuzzRun  # noqa: E402
 from tests.grammar.fuzz.pool import WorkerPool  # noqa: E402
@@ -55,7 +57,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per input")
     parser.add_argument("--only", help="comma-separated generators (default: all)")
+    parser.add_argument("--vocab", choices=list(VOCABULARIES), default="smollm2",
+                        help="the workers' vocabulary (results: fuzz.md for smollm2, fuzz-<vocab>.md otherwise)")
     args = parser.parse_args()
+    os.environ["TRELLIS_FUZZ_VOCAB"] = args.vocab  # the workers and the reproducers read it
     names = args.only.split(",") if args.only else list(GENERATORS)
     seconds = args.minutes * 60
     share = 0.9 * seconds / len(names)
@@ -85,7 +90,7 @@ def write_results(run: FuzzRun, args, elapsed: float, restarts: int) -> None:
         "",
         f"- Revision {git_revision()}; core: {core}; "
         f"Python {platform.python_version()}; {os.cpu_count()} logical cores; {restarts} worker restarts",
-        "- Vocabulary: SmolLM2-135M-Instruct (49152 ids)",
+        f"- Vocabulary: {VOCABULARIES[args.vocab][0]}",
         "- Typed errors are the expected refusals (a TrellisError); every other class is a finding.",
         "",
         *run.markdown_table(),
@@ -95,8 +100,9 @@ def write_results(run: FuzzRun, args, elapsed: float, restarts: int) -> None:
     ]
     for i, finding in enumerate(run.findings.values(), 1):
         lines += [f"### {i}. {finding.key}", "", "```", finding.describe(), "```", ""]
-    RESULTS.write_text("\n".join(lines), encoding="utf-8")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    out = RESULTS if args.vocab == "smollm2" else RESULTS.with_name(f"fuzz-{args.vocab}.md")
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print(f"wrote {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

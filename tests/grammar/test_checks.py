@@ -19,7 +19,7 @@ import subprocess
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
@@ -383,6 +383,33 @@ def test_completions_of_large_integer_multiples(compiler, m, prefix, nested):
     value = json.loads(prefix + done.decode())
     assert (value["a"] if nested else value) % m == 0
     assert len(done) <= 19 + 1  # at most 19 digits (m < 10^19), then the closing brace
+
+
+def _fewest_digits(prefix: str, divisor: int) -> str:
+    """The fewest digits (the smallest of them) after which the integer `prefix` is a multiple."""
+    n = abs(int(prefix))  # digits after a minus sign make the magnitude a multiple
+    for k in range(0, 200):
+        x = (-n * 10**k) % divisor
+        if x < 10**k:
+            return str(x).zfill(k) if k else ""
+    raise AssertionError("no digits")
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 2**63 - 1), zeros=st.integers(1, 45), prefix=st.from_regex(r"-?[1-9][0-9]{0,30}", fullmatch=True),
+       tail=st.integers(0, 30))
+def test_completions_of_integer_multiples_past_2_63(compiler, m, zeros, prefix, tail):
+    """A divisor P * 10^Q over 2^63 (multipleOf 1e20, a fuzz finding) has digits too: those for P,
+    then Q zeros, or only zeros when the text has enough already; the fewest, as for smaller ones."""
+    divisor = m * 10**zeros
+    assume(divisor >= 2**63)
+    prefix += "0" * tail  # trailing zeros: some already count towards 10^Q
+    matcher = GrammarMatcher(compiler.compile_json_schema({"type": "integer", "multipleOf": divisor}))
+    assert matcher.accept_string(prefix)
+    done = matcher.shortest_completion()
+    assert done is not None, prefix
+    assert done.decode() == _fewest_digits(prefix, divisor), (prefix, divisor)
+    assert matcher.accept_string(done) and matcher.can_terminate()
 
 
 def test_a_region_no_check_reads_is_built_as_its_body(compiler):

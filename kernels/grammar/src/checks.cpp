@@ -975,6 +975,9 @@ uint64_t integer_divisor(uint64_t p, int32_t q) {
   return p < (uint64_t(1) << 63) ? p : 0;
 }
 
+// The most zeros a completion writes after an integer divisor's digits (P * 10^Q past 2^63).
+constexpr int32_t kMaxScaleZeros = 1 << 20;
+
 // Appending k digits x makes N * 10^k + x: a multiple of D when x = -N * 10^k mod D fits in
 // k digits, which it does by k = 19 (D < 2^63 < 10^19).
 bool multiple_digits(uint64_t divisor, const uint8_t* text, int64_t len, std::vector<uint8_t>* out) {
@@ -996,6 +999,38 @@ bool multiple_digits(uint64_t divisor, const uint8_t* text, int64_t len, std::ve
   return false;
 }
 
+// The same for a divisor P * 10^Q past 2^63 (Q > 0). With k >= Q digits x appended, N * 10^k is
+// a multiple of 10^Q, so x must be too: x = y * 10^Q with N * 10^(k - Q) + y a multiple of P
+// (multiple_digits for P, then Q zeros). Fewer digits can only be zeros, and then N * 10^k is a
+// multiple already: N = M * 10^z (M free of trailing zeros) needs z + k >= Q and P dividing
+// M * 10^(z + k - Q), as in multiple_of.
+bool scaled_multiple_digits(uint64_t p, int32_t q, const uint8_t* text, int64_t len, std::vector<uint8_t>* out) {
+  uint64_t m = 0;  // M mod P
+  int64_t z = 0;   // trailing zeros so far
+  bool nonzero = false;
+  for (int64_t i = len > 0 && text[0] == '-' ? 1 : 0; i < len; ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    if (text[i] == '0') {
+      ++z;
+      continue;
+    }
+    m = (mul_mod(m, pow_mod(10, z + 1, p), p) + uint64_t(text[i] - '0')) % p;
+    z = 0;
+    nonzero = true;
+  }
+  if (!nonzero) return true;  // zero is a multiple of anything: no digit needed
+  // P < 2^63 has fewer than 63 factors 2 or 5: past 63 more tens, none helps that did not already.
+  const int64_t first = std::max<int64_t>(0, z - q), last = std::min<int64_t>(z - 1, first + 63);
+  for (int64_t j = first; j <= last; ++j)
+    if (mul_mod(m, pow_mod(10, j, p), p) == 0) {
+      out->assign(size_t(q - z + j), '0');
+      return true;
+    }
+  if (!multiple_digits(p, text, len, out)) return false;
+  out->insert(out->end(), size_t(q), '0');
+  return true;
+}
+
 }  // namespace
 
 bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len,
@@ -1004,7 +1039,9 @@ bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const u
   if (kind != kMultipleOf || !check_valid(kind, params, n_params) || len < 0 || len > kMaxText || (len > 0 && !text))
     return false;
   const uint64_t divisor = integer_divisor(divisor_of(params), params[2]);
-  return divisor > 0 && multiple_digits(divisor, text, len, out);
+  if (divisor > 0) return multiple_digits(divisor, text, len, out);
+  return params[2] > 0 && params[2] <= kMaxScaleZeros &&
+         scaled_multiple_digits(divisor_of(params), params[2], text, len, out);
 }
 
 bool check_valid(int32_t kind, const int32_t* params, int32_t n_params) {

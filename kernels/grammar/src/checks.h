@@ -39,7 +39,7 @@ bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint
 
 // The fewest digits (the smallest of them) that, written after the region text `text[0, len)`,
 // an integer in progress (`-`? digits), make it pass check `kind`; false where the check has
-// no such rule (kMultipleOf of an integer P * 10^Q below 2^63 has one) or the text is no such
+// no such rule (kMultipleOf of an integer P * 10^Q has one, up to 2^20 zeros) or the text is no such
 // integer. A completion search cannot find them byte by byte: a 14-digit divisor may need 14.
 bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len,
                   std::vector<uint8_t>* out);

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from dataclasses import asdict, dataclass, field
 
 KINDS = ("ebnf", "regex", "json_schema", "ir", "structural_tag", "response_format", "selftest")
@@ -129,6 +130,39 @@ _CALLS = {
 }
 
 
+# The vocabularies a fuzz run can use ($TRELLIS_FUZZ_VOCAB; the worker loads it): SmolLM2's 49,152
+# byte-level tokens, or Gemma 3's 262,144 SentencePiece ones (multilingual text, byte fallbacks).
+VOCABULARIES = {
+    "smollm2": ("SmolLM2-135M-Instruct (49152 ids, byte-level BPE)", [], "Vocabulary.smollm2()"),
+    "gemma3": ("Gemma 3 270M (262144 ids, SentencePiece)", ["from tests.model.gemma3 import gemma3_gguf_path"],
+               "Vocabulary.from_gguf(gemma3_gguf_path())"),
+}
+
+
+def vocabulary_name() -> str:
+    name = os.environ.get("TRELLIS_FUZZ_VOCAB", "smollm2")
+    if name not in VOCABULARIES:
+        raise ValueError(f"TRELLIS_FUZZ_VOCAB={name!r}: not one of {', '.join(VOCABULARIES)}")
+    return name
+
+
+def vocabulary_lines() -> list[str]:
+    """The reproducer's lines that make the run's compiler."""
+    _, imports, expr = VOCABULARIES[vocabulary_name()]
+    return [*imports, f"compiler = GrammarCompiler({expr})"]
+
+
+def load_vocabulary():
+    """The run's vocabulary, as the reproducer's lines make it."""
+    from trellis.grammar import Vocabulary
+
+    if vocabulary_name() == "gemma3":
+        from tests.model.gemma3 import gemma3_gguf_path
+
+        return Vocabulary.from_gguf(gemma3_gguf_path())
+    return Vocabulary.smollm2()
+
+
 def reproducer(case: Case, *, walk: bool = False) -> str:
     """A Python snippet that compiles the case; with `walk`, also the replay command that
     repeats the mask walk (its checks need the harness)."""
@@ -136,7 +170,7 @@ def reproducer(case: Case, *, walk: bool = False) -> str:
              "from trellis.grammar import GrammarCompiler, Vocabulary",
              "from tests.grammar.fuzz.cases import build_ir" if case.kind == "ir" else None,
              "from tests.grammar.fuzz.cases import run_selftest" if case.kind == "selftest" else None,
-             "compiler = GrammarCompiler(Vocabulary.smollm2())"]
+             *vocabulary_lines()]
     expr = payload_expr(case.payload)
     options = "".join(f", {k}={v!r}" for k, v in case.options.items())
     call = _CALLS[case.kind]

@@ -120,10 +120,11 @@ def main() -> None:
     faulthandler.enable(file=sys.stderr)
     import jsonschema  # noqa: F401 - imported once here, not inside the first case's time bound
 
+    from tests.grammar.fuzz.cases import load_vocabulary
     from tests.grammar.fuzz.walk import Walker
-    from trellis.grammar import GrammarCompiler, Vocabulary
+    from trellis.grammar import GrammarCompiler
 
-    vocab = Vocabulary.smollm2()
+    vocab = load_vocabulary()
     compiler, walker = GrammarCompiler(vocab), Walker(vocab)
     # The protocol gets its own copy of fd 1; anything else written to stdout (Python or C)
     # goes to stderr, where it cannot corrupt a message.
