@@ -100,3 +100,16 @@ def test_reproducer_compiles_the_same_case():
     case = Case("t", "json_schema", {"items": {"items": {"const": "\ud800"}}}, {"strict": True})
     snippet = reproducer(case)
     assert "compile_json_schema({'items': {'items': {'const': '\\ud800'}}}, strict=True)" in snippet
+
+
+def test_reproducers_name_the_run_vocabulary(monkeypatch):
+    """A finding of a run over Gemma 3's vocabulary (fuzz_bench.py --vocab gemma3) reproduces on it."""
+    case = Case("t", "regex", "a+", {})
+    assert "Vocabulary.smollm2()" in reproducer(case)
+    monkeypatch.setenv("TRELLIS_FUZZ_VOCAB", "gemma3")
+    snippet = reproducer(case)
+    assert "compiler = GrammarCompiler(Vocabulary.from_gguf(gemma3_gguf_path()))" in snippet
+    assert "from tests.model.gemma3 import gemma3_gguf_path" in snippet
+    monkeypatch.setenv("TRELLIS_FUZZ_VOCAB", "gemma")
+    with pytest.raises(ValueError, match="gemma3"):
+        reproducer(case)
