@@ -1038,10 +1038,11 @@ bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const u
   out->clear();
   if (kind != kMultipleOf || !check_valid(kind, params, n_params) || len < 0 || len > kMaxText || (len > 0 && !text))
     return false;
-  const uint64_t divisor = integer_divisor(divisor_of(params), params[2]);
+  const uint64_t p = divisor_of(params);
+  const int32_t q = params[2];
+  const uint64_t divisor = integer_divisor(p, q);
   if (divisor > 0) return multiple_digits(divisor, text, len, out);
-  return params[2] > 0 && params[2] <= kMaxScaleZeros &&
-         scaled_multiple_digits(divisor_of(params), params[2], text, len, out);
+  return q > 0 && q <= kMaxScaleZeros && scaled_multiple_digits(p, q, text, len, out);
 }
 
 bool check_valid(int32_t kind, const int32_t* params, int32_t n_params) {

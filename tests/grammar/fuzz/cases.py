@@ -130,12 +130,28 @@ _CALLS = {
 }
 
 
+def _smollm2():
+    from trellis.grammar import Vocabulary
+
+    return Vocabulary.smollm2()
+
+
+def _gemma3():
+    from tests.model.gemma3 import gemma3_gguf_path
+    from trellis.grammar import Vocabulary
+
+    return Vocabulary.from_gguf(gemma3_gguf_path())
+
+
 # The vocabularies a fuzz run can use ($TRELLIS_FUZZ_VOCAB; the worker loads it): SmolLM2's 49,152
 # byte-level tokens, or Gemma 3's 262,144 SentencePiece ones (multilingual text, byte fallbacks).
+# Per name: a description, the loader, and the reproducer's lines that do what the loader does.
 VOCABULARIES = {
-    "smollm2": ("SmolLM2-135M-Instruct (49152 ids, byte-level BPE)", [], "Vocabulary.smollm2()"),
-    "gemma3": ("Gemma 3 270M (262144 ids, SentencePiece)", ["from tests.model.gemma3 import gemma3_gguf_path"],
-               "Vocabulary.from_gguf(gemma3_gguf_path())"),
+    "smollm2": ("SmolLM2-135M-Instruct (49152 ids, byte-level BPE)", _smollm2,
+                ["compiler = GrammarCompiler(Vocabulary.smollm2())"]),
+    "gemma3": ("Gemma 3 270M (262144 ids, SentencePiece)", _gemma3,
+               ["from tests.model.gemma3 import gemma3_gguf_path",
+                "compiler = GrammarCompiler(Vocabulary.from_gguf(gemma3_gguf_path()))"]),
 }
 
 
@@ -146,21 +162,8 @@ def vocabulary_name() -> str:
     return name
 
 
-def vocabulary_lines() -> list[str]:
-    """The reproducer's lines that make the run's compiler."""
-    _, imports, expr = VOCABULARIES[vocabulary_name()]
-    return [*imports, f"compiler = GrammarCompiler({expr})"]
-
-
 def load_vocabulary():
-    """The run's vocabulary, as the reproducer's lines make it."""
-    from trellis.grammar import Vocabulary
-
-    if vocabulary_name() == "gemma3":
-        from tests.model.gemma3 import gemma3_gguf_path
-
-        return Vocabulary.from_gguf(gemma3_gguf_path())
-    return Vocabulary.smollm2()
+    return VOCABULARIES[vocabulary_name()][1]()
 
 
 def reproducer(case: Case, *, walk: bool = False) -> str:
@@ -170,7 +173,7 @@ def reproducer(case: Case, *, walk: bool = False) -> str:
              "from trellis.grammar import GrammarCompiler, Vocabulary",
              "from tests.grammar.fuzz.cases import build_ir" if case.kind == "ir" else None,
              "from tests.grammar.fuzz.cases import run_selftest" if case.kind == "selftest" else None,
-             *vocabulary_lines()]
+             *VOCABULARIES[vocabulary_name()][2]]
     expr = payload_expr(case.payload)
     options = "".join(f", {k}={v!r}" for k, v in case.options.items())
     call = _CALLS[case.kind]
