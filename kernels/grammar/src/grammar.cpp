@@ -39,6 +39,7 @@ void compute_contexts(const Automaton& a, std::vector<std::vector<int32_t>>* out
 }
 
 constexpr int32_t kWorthReaching = 16;  // smaller subtrees are walked faster than checked
+constexpr int32_t kWorthIndexing = 16;  // nor are they worth a run index's look-ups
 
 // Whether every token below trie node i is accepted from `config`, known without visiting them:
 // every byte below leads back to the configuration (the body of a string), or every string of
@@ -298,6 +299,45 @@ int32_t Grammar::warm(int32_t max_caches) {
   return built;
 }
 
+namespace {
+
+uint8_t first_byte(const ByteSet& s) {
+  for (int32_t w = 0; w < 4; ++w)
+    if (s.bits[w]) return static_cast<uint8_t>(w * 64 + __builtin_ctzll(s.bits[w]));
+  return 0;
+}
+
+}  // namespace
+
+const Grammar::RunChoice& Grammar::run_choice(int32_t state) {
+  if (run_choices_.empty()) run_choices_.resize(automaton.n_states());
+  RunChoice& c = run_choices_[state];
+  if (c.index != -2) return c;
+  c.index = -1;
+  const Automaton& a = automaton;
+  const auto step = [&](int32_t s, int32_t b) { return a.step(s, static_cast<uint8_t>(b)); };
+  // The runs go from narrow to wide, each holding the one before: the last that fits is taken.
+  for (size_t k = 0; k < vocab->runs.size(); ++k) {
+    const ByteSet& run = vocab->runs[k].bytes;
+    int32_t t = -1;
+    bool fits = true;
+    for (int32_t b = 0; b < 256 && fits; ++b) {
+      if (!run.has(static_cast<uint8_t>(b))) continue;
+      if (t < 0) t = step(state, b);
+      fits = t >= 0 && a.plain[t] && step(state, b) == t && step(t, b) == t;
+    }
+    if (fits && t >= 0) c.index = static_cast<int8_t>(k), c.target = t, c.enter = first_byte(run);
+  }
+  if (c.index < 0) return c;
+  const ByteSet& run = vocab->runs[c.index].bytes;
+  for (int32_t b = 0; b < 256; ++b) {
+    if (run.has(static_cast<uint8_t>(b))) continue;
+    if (step(state, b) >= 0) c.near.push_back(static_cast<uint8_t>(b));
+    if (step(c.target, b) >= 0) c.far.push_back(static_cast<uint8_t>(b));
+  }
+  return c;
+}
+
 const Shortest& Grammar::shortest() {
   if (!shortest_ready_.load(std::memory_order_acquire)) {
     BuildLock lock(mutex_);
@@ -414,11 +454,34 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   const auto uncertain = [&](int32_t begin, int32_t end) {
     for (int32_t p = begin; p < end; ++p) unsure->push_back(p);
   };
-  // The walk starts from the lone frame (state, bottom): no way on without a transition.
-  for (int32_t first = 0; first < 256; ++first) {
-    const int32_t top = v.first[first];
-    if (top < 0 || a.step(state, static_cast<uint8_t>(first)) < 0) continue;
-    for (int32_t i = top, stop = v.trie[top].end; i < stop;) {
+  // Accepts the tokens below node i (i's included) anchored where i is (RunIndex): those of the
+  // run's bytes only, from the index's bits, or per position when the anchor is a node.
+  const auto accept_run = [&](const RunIndex& r, int32_t i) {
+    const TrieNode& node = v.trie[i];
+    if (node.tok_begin >= node.tok_end) return;
+    const uint8_t k = r.node_anchor[i];
+    const int32_t first = node.tok_begin >> 6, last = (node.tok_end - 1) >> 6;
+    lo = std::min(lo, first);
+    hi = std::max(hi, last + 1);
+    const uint8_t* anchor = r.token_anchor.data();
+    const int32_t n = static_cast<int32_t>(r.token_anchor.size());
+    for (int32_t w = first; w <= last; ++w) {
+      uint64_t bits = 0;
+      if (k == 0) {
+        bits = r.pure[w];
+      } else {
+        for (int32_t p = w * 64, end = std::min(p + 64, n); p < end; ++p)
+          bits |= uint64_t(anchor[p] == k) << (p & 63);
+      }
+      if (w == first) bits &= ~uint64_t(0) << (node.tok_begin & 63);
+      if (w == last && (node.tok_end & 63)) bits &= ~(~uint64_t(0) << (node.tok_end & 63));
+      pos[w] |= bits;
+      marked += __builtin_popcountll(bits);
+    }
+  };
+  // Walks the nodes [i, stop) of one subtree (or the root's children from one first byte).
+  const auto walk_range = [&](auto& self, int32_t i, int32_t stop) -> void {
+    while (i < stop) {
       const TrieNode& node = v.trie[i];
       const int32_t from = plain[node.depth - 1];
       if (from >= 0) {
@@ -437,6 +500,34 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
           configs[node.depth] = kUnset;
           if (node.end > i + 1 && (text_below(i, to) || plain_skips_subtree(walk, walk.state_of(to), v, i))) {
             accept_subtree(i);
+            i = node.end;
+            continue;
+          }
+          // Into a loop over a run's bytes: accept what stays in the run, walk only the exits it takes.
+          const RunChoice* run = node.end - i > kWorthIndexing ? &run_choice(walk.state_of(to)) : nullptr;
+          if (run && run->index >= 0 && v.runs[run->index].node_anchor[i] != RunIndex::kDeep) {
+            const RunIndex& r = v.runs[run->index];
+            accept_run(r, i);
+            const size_t base = run_exits_.size();
+            const auto add_exits = [&](const std::vector<uint8_t>& bytes, bool near) {
+              for (uint8_t b : bytes) {
+                const auto [first, last] = r.exits_below(v, i, b);
+                for (const int32_t* e = first; e < last; ++e)
+                  if ((v.trie[*e].depth == node.depth + 1) == near) run_exits_.push_back(*e);
+              }
+            };
+            add_exits(run->near, true);
+            add_exits(run->far, false);
+            std::sort(run_exits_.begin() + base, run_exits_.end());  // preorder, as the uncertain list is
+            // Between i and a deeper exit every byte is the run's: the frame is the target's.
+            const int32_t inside = walk.step_plain(to, run->enter);
+            for (size_t k = base; k < run_exits_.size(); ++k) {
+              const int32_t e = run_exits_[k], d = v.trie[e].depth;
+              plain[d - 1] = d == node.depth + 1 ? to : inside;
+              configs[d - 1] = kUnset;
+              self(self, e, v.trie[e].end);
+            }
+            run_exits_.resize(base);
             i = node.end;
             continue;
           }
@@ -478,6 +569,12 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
       }
       ++i;
     }
+  };
+  // The walk starts from the lone frame (state, bottom): no way on without a transition.
+  for (int32_t first = 0; first < 256; ++first) {
+    const int32_t top = v.first[first];
+    if (top < 0 || a.step(state, static_cast<uint8_t>(first)) < 0) continue;
+    walk_range(walk_range, top, v.trie[top].end);
   }
   *marked_out = marked, *lo_out = lo, *hi_out = hi;
   return walk.met_check();

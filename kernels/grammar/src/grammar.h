@@ -183,6 +183,19 @@ struct Grammar {
   std::vector<int32_t> seen_rule_, seen_state_;  // ends_checked's marks: the rule they were set for
   std::vector<int32_t> site_after_;
   std::vector<uint64_t> positions_;  // accepted trie positions, all clear between builds
+  // Per plain state s, built on first use: the vocabulary's run index (the widest class C) that
+  // every byte of C takes from s to one plain state t, which every byte of C leads back to
+  // (t = s in the loop of `[a-z]+`; s before its first letter); -1 none, -2 not known yet. Then
+  // the other bytes that s takes (the exits just below s's node) and that t takes (deeper ones).
+  struct RunChoice {
+    int8_t index = -2;
+    int32_t target = -1;  // t
+    uint8_t enter = 0;    // a byte of C
+    std::vector<uint8_t> near, far;
+  };
+  const RunChoice& run_choice(int32_t state);
+  std::vector<RunChoice> run_choices_;
+  std::vector<int32_t> run_exits_;  // walk_trie's exits to walk, a stretch per nested run
 };
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out);

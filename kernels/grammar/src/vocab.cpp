@@ -39,7 +39,65 @@ void compute_below(Vocab& v) {
   }
 }
 
+ByteSet byte_ranges(const char* ranges) {  // "azAZ": a-z and A-Z
+  ByteSet s;
+  for (; ranges[0] && ranges[1]; ranges += 2)
+    for (int32_t b = static_cast<uint8_t>(ranges[0]); b <= static_cast<uint8_t>(ranges[1]); ++b) s.add(b);
+  return s;
+}
+
+RunIndex build_run_index(const Vocab& v, const ByteSet& bytes) {
+  RunIndex r;
+  r.bytes = bytes;
+  const int32_t n = static_cast<int32_t>(v.trie.size());
+  r.node_anchor.assign(n, 0);
+  r.token_anchor.assign(v.order.size(), 0);
+  r.pure.assign((v.order.size() + 63) / 64, 0);
+  // Preorder: a node's parent is the last node seen one level up.
+  std::vector<int32_t> path(v.max_len + 1, 0);
+  std::vector<int32_t> count;  // per group, then where it begins
+  int32_t deepest = 0;
+  for (int32_t i = 1; i < n; ++i) {
+    const TrieNode& node = v.trie[i];
+    path[node.depth] = i;
+    const uint8_t up = r.node_anchor[path[node.depth - 1]];
+    const bool exit = !bytes.has(node.byte);
+    r.node_anchor[i] = !exit ? up : node.depth < RunIndex::kDeep ? static_cast<uint8_t>(node.depth) : RunIndex::kDeep;
+    if (exit && up != RunIndex::kDeep) {
+      const size_t g = size_t(up) * 256 + node.byte;
+      if (count.size() <= g) count.resize((size_t(up) + 1) * 256, 0);
+      ++count[g];
+      deepest = std::max<int32_t>(deepest, up);
+    }
+    for (int32_t p = node.tok_begin; p < node.tok_begin + node.n_here; ++p) {
+      r.token_anchor[p] = r.node_anchor[i];
+      if (r.node_anchor[i] == 0) r.pure[p >> 6] |= uint64_t(1) << (p & 63);
+    }
+  }
+  count.resize((size_t(deepest) + 1) * 256, 0);
+  r.group_begin.assign(count.size() + 1, 0);
+  for (size_t g = 0; g < count.size(); ++g) r.group_begin[g + 1] = r.group_begin[g] + count[g];
+  r.exits.resize(r.group_begin.back());
+  std::vector<int32_t> fill(r.group_begin.begin(), r.group_begin.end() - 1);
+  for (int32_t i = 1; i < n; ++i) {
+    const TrieNode& node = v.trie[i];
+    path[node.depth] = i;
+    const uint8_t up = r.node_anchor[path[node.depth - 1]];
+    if (!bytes.has(node.byte) && up != RunIndex::kDeep) r.exits[fill[size_t(up) * 256 + node.byte]++] = i;
+  }
+  return r;
+}
+
 }  // namespace
+
+std::pair<const int32_t*, const int32_t*> RunIndex::exits_below(const Vocab& v, int32_t i, uint8_t b) const {
+  const size_t g = size_t(node_anchor[i]) * 256 + b;
+  if (g + 1 >= group_begin.size()) return {nullptr, nullptr};
+  const int32_t* first = exits.data() + group_begin[g];
+  const int32_t* last = exits.data() + group_begin[g + 1];
+  first = std::lower_bound(first, last, i + 1);
+  return {first, std::lower_bound(first, last, v.trie[i].end)};
+}
 
 int32_t json_text_char(const uint8_t* b, int32_t n) {
   const uint8_t c = b[0];
@@ -150,6 +208,9 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
   for (int32_t c = 1; c < static_cast<int32_t>(v.trie.size()); c = v.trie[c].end) v.first[v.trie[c].byte] = c;
   v.order_mask.assign(v.words(), 0);
   for (int32_t id : v.order) v.order_mask[id >> 5] |= 1u << (id & 31);
+  // Classes that loops of regexes and string patterns often keep to, narrowest first.
+  v.runs.clear();
+  for (const char* ranges : {"az", "azAZ", "azAZ09", "azAZ09__"}) v.runs.push_back(build_run_index(v, byte_ranges(ranges)));
   return {};
 }
 
