@@ -40,6 +40,7 @@ void compute_contexts(const Automaton& a, std::vector<std::vector<int32_t>>* out
 
 constexpr int32_t kWorthReaching = 16;  // smaller subtrees are walked faster than checked
 constexpr int32_t kWorthIndexing = 16;  // nor are they worth a run index's look-ups
+constexpr size_t kFewExitBytes = 16;  // a run index's exits are looked up byte by byte
 
 // Whether every token below trie node i is accepted from `config`, known without visiting them:
 // every byte below leads back to the configuration (the body of a string), or every string of
@@ -335,6 +336,9 @@ const Grammar::RunChoice& Grammar::run_choice(int32_t state) {
     if (step(state, b) >= 0) c.near.push_back(static_cast<uint8_t>(b));
     if (step(c.target, b) >= 0) c.far.push_back(static_cast<uint8_t>(b));
   }
+  // Where most other bytes go on too (a string body), the exits are most of the subtree and the
+  // walk's own shortcuts (text_below) do better.
+  if (c.near.size() > kFewExitBytes || c.far.size() > kFewExitBytes) c.index = -1, c.near.clear(), c.far.clear();
   return c;
 }
 
