@@ -37,7 +37,9 @@ def run_vocab() -> Vocabulary:
 
     for _ in range(3000):
         w, kind = word(), rng.random()
-        if kind < 0.25:  # a capital, then letters and maybe more
+        if kind < 0.05:  # a capital, then a comma or so and letters
+            w = rng.choice(upper) + rng.choice(other) + w
+        elif kind < 0.25:  # a capital, then letters and maybe more
             w = rng.choice(upper) + w + (rng.choice(other + upper) + word() if rng.random() < 0.4 else "")
         elif kind < 0.4:  # a space and a capitalised word
             w = " " + rng.choice(upper) + w + (rng.choice(" ,") if rng.random() < 0.3 else "")
@@ -56,6 +58,8 @@ GRAMMARS = [
     ("regex", r"[A-Z][a-z]+( [A-Z][a-z]+)*, \d{1,5}"),  # vocab_bench's regex: entered, exits that go on
     ("regex", r"[a-z ]+"),  # a loop over more than the run: exits that loop back
     ("regex", r"[A-Z][a-z]*,[A-Z]|[A-Z],[a-z]"),  # a comma goes on one way before the run, another in it
+    ("regex", r"[A-Z][a-z]*(,[A-Z])?|[A-Z],[a-z]"),  # the same where the run may end the grammar
+    ("ebnf", 'root ::= a [a-z]+ "." | b\nb ::= a "-"\na ::= [^.]'),  # a run that only one caller takes
     ("regex", r"\w+(,\w+)*"),  # the widest run
     ("regex", r"[a-zA-Z]*_?[0-9]+"),
     ("regex", r"(Ab|[a-z]+-)+[a-z]*"),  # runs entered again after each exit

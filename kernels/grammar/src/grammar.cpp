@@ -342,6 +342,42 @@ const Grammar::RunChoice& Grammar::run_choice(int32_t state) {
   return c;
 }
 
+const Grammar::RunChoice& Grammar::config_run_choice(int32_t config, bool exact) {
+  static const RunChoice kNone{-1, -1, 0, {}, {}};
+  if (config_runs_.size() <= static_cast<size_t>(config)) config_runs_.resize(config + 1, -2);
+  if (config_runs_[config] != -2) return config_runs_[config] >= 0 ? config_choices_[config_runs_[config]] : kNone;
+  config_runs_[config] = -1;
+  MaskWalk& walk = *walk_;
+  const auto subset = [](const ByteSet& a, const ByteSet& b) {
+    return ((a.bits[0] & ~b.bits[0]) | (a.bits[1] & ~b.bits[1]) | (a.bits[2] & ~b.bits[2]) | (a.bits[3] & ~b.bits[3])) == 0;
+  };
+  const ByteSet from = walk.next_bytes(config);
+  for (size_t k = vocab->runs.size(); k-- > 0;) {  // the widest that fits
+    const ByteSet& run = vocab->runs[k].bytes;
+    if (!subset(run, from)) continue;
+    const int32_t t = walk.step(config, first_byte(run));
+    if (t < 0 || !walk.loops_on(t, run) || !(walk.own_alive(t) || (exact && walk.spec_alive(t)))) continue;
+    bool into = true;
+    for (int32_t b = 0; b < 256 && into && t != config; ++b)
+      into = !run.has(static_cast<uint8_t>(b)) || walk.step(config, static_cast<uint8_t>(b)) == t;
+    if (!into) continue;
+    RunChoice c;
+    c.index = static_cast<int8_t>(k), c.target = t;
+    const ByteSet to = walk.next_bytes(t);
+    for (int32_t b = 0; b < 256; ++b) {
+      if (run.has(static_cast<uint8_t>(b))) continue;
+      if (from.has(static_cast<uint8_t>(b))) c.near.push_back(static_cast<uint8_t>(b));
+      if (to.has(static_cast<uint8_t>(b))) c.far.push_back(static_cast<uint8_t>(b));
+    }
+    if (c.near.size() > kFewExitBytes || c.far.size() > kFewExitBytes) break;
+    if (config_runs_.size() <= static_cast<size_t>(config)) config_runs_.resize(config + 1, -2);
+    config_runs_[config] = static_cast<int32_t>(config_choices_.size());
+    config_choices_.push_back(std::move(c));
+    return config_choices_.back();
+  }
+  return kNone;
+}
+
 const Shortest& Grammar::shortest() {
   if (!shortest_ready_.load(std::memory_order_acquire)) {
     BuildLock lock(mutex_);
@@ -423,6 +459,8 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
   MaskWalk& walk = *walk_;
   walk.begin(state, after, beyond_, mode);
+  config_runs_.clear();
+  config_choices_.clear();
   // Per depth along the current trie path: the configuration after its first d bytes, or, while
   // the path stays in plain states, that lone frame (plain[d] >= 0; configs[d] interned on demand).
   constexpr int32_t kUnset = -2;
@@ -458,13 +496,14 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   const auto uncertain = [&](int32_t begin, int32_t end) {
     for (int32_t p = begin; p < end; ++p) unsure->push_back(p);
   };
-  // Accepts the tokens below node i (i's included) anchored where i is (RunIndex): those of the
-  // run's bytes only, from the index's bits, or per position when the anchor is a node.
-  const auto accept_run = [&](const RunIndex& r, int32_t i) {
+  // Accepts the tokens of node i's subtree from position `begin` on that are anchored where i is
+  // (RunIndex): those of the run's bytes only, from the index's bits, or per position when the
+  // anchor is a node.
+  const auto accept_run = [&](const RunIndex& r, int32_t i, int32_t begin) {
     const TrieNode& node = v.trie[i];
-    if (node.tok_begin >= node.tok_end) return;
+    if (begin >= node.tok_end) return;
     const uint8_t k = r.node_anchor[i];
-    const int32_t first = node.tok_begin >> 6, last = (node.tok_end - 1) >> 6;
+    const int32_t first = begin >> 6, last = (node.tok_end - 1) >> 6;
     lo = std::min(lo, first);
     hi = std::max(hi, last + 1);
     const uint8_t* anchor = r.token_anchor.data();
@@ -477,11 +516,28 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
         for (int32_t p = w * 64, end = std::min(p + 64, n); p < end; ++p)
           bits |= uint64_t(anchor[p] == k) << (p & 63);
       }
-      if (w == first) bits &= ~uint64_t(0) << (node.tok_begin & 63);
+      if (w == first) bits &= ~uint64_t(0) << (begin & 63);
       if (w == last && (node.tok_end & 63)) bits &= ~(~uint64_t(0) << (node.tok_end & 63));
       pos[w] |= bits;
       marked += __builtin_popcountll(bits);
     }
+  };
+  // The exits below node i that `run` takes, into run_exits_ from the returned index on, in
+  // preorder (as the uncertain list is kept).
+  const auto collect_exits = [&](const RunIndex& r, int32_t i, const RunChoice& run) {
+    const size_t base = run_exits_.size();
+    const int32_t depth = v.trie[i].depth;
+    const auto add = [&](const std::vector<uint8_t>& bytes, bool near) {
+      for (uint8_t b : bytes) {
+        const auto [first, last] = r.exits_below(v, i, b);
+        for (const int32_t* e = first; e < last; ++e)
+          if ((v.trie[*e].depth == depth + 1) == near) run_exits_.push_back(*e);
+      }
+    };
+    add(run.near, true);
+    add(run.far, false);
+    std::sort(run_exits_.begin() + base, run_exits_.end());
+    return base;
   };
   // Walks the nodes [i, stop) of one subtree (or the root's children from one first byte).
   const auto walk_range = [&](auto& self, int32_t i, int32_t stop) -> void {
@@ -511,20 +567,10 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
           const RunChoice* run = node.end - i > kWorthIndexing ? &run_choice(walk.state_of(to)) : nullptr;
           if (run && run->index >= 0 && v.runs[run->index].node_anchor[i] != RunIndex::kDeep) {
             const RunIndex& r = v.runs[run->index];
-            accept_run(r, i);
-            const size_t base = run_exits_.size();
-            const auto add_exits = [&](const std::vector<uint8_t>& bytes, bool near) {
-              for (uint8_t b : bytes) {
-                const auto [first, last] = r.exits_below(v, i, b);
-                for (const int32_t* e = first; e < last; ++e)
-                  if ((v.trie[*e].depth == node.depth + 1) == near) run_exits_.push_back(*e);
-              }
-            };
-            add_exits(run->near, true);
-            add_exits(run->far, false);
-            std::sort(run_exits_.begin() + base, run_exits_.end());  // preorder, as the uncertain list is
+            accept_run(r, i, node.tok_begin);
             // Between i and a deeper exit every byte is the run's: the frame is the target's.
             const int32_t inside = walk.step_plain(to, run->enter);
+            const size_t base = collect_exits(r, i, *run);
             for (size_t k = base; k < run_exits_.size(); ++k) {
               const int32_t e = run_exits_[k], d = v.trie[e].depth;
               plain[d - 1] = d == node.depth + 1 ? to : inside;
@@ -570,6 +616,25 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
         accept_subtree(i);
         i = node.end;
         continue;
+      }
+      // Into a loop over a run's bytes that may end its rule (a lone plain frame goes on above).
+      if (plain[node.depth] < 0 && node.end - i > kWorthIndexing) {
+        const RunChoice& run = config_run_choice(at, exact);
+        if (run.index >= 0 && v.runs[run.index].node_anchor[i] != RunIndex::kDeep) {
+          const RunIndex& r = v.runs[run.index];
+          const int32_t inside = run.target;
+          accept_run(r, i, own_end);  // the node's own tokens were sorted above, by `at`
+          const size_t base = collect_exits(r, i, run);
+          for (size_t k = base; k < run_exits_.size(); ++k) {
+            const int32_t e = run_exits_[k], d = v.trie[e].depth;
+            configs[d - 1] = d == node.depth + 1 ? at : inside;
+            plain[d - 1] = walk.lone_plain(configs[d - 1]);
+            self(self, e, v.trie[e].end);
+          }
+          run_exits_.resize(base);
+          i = node.end;
+          continue;
+        }
       }
       ++i;
     }

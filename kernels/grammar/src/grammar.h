@@ -19,6 +19,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -194,6 +195,11 @@ struct Grammar {
     std::vector<uint8_t> near, far;
   };
   const RunChoice& run_choice(int32_t state);
+  // The same for a configuration of the current walk (target: a configuration), whose tokens
+  // past the node are accepted: a loop that may end its rule (`[a-z]+` at a grammar's end).
+  const RunChoice& config_run_choice(int32_t config, bool exact);
+  std::vector<int32_t> config_runs_;  // per configuration of the current walk: index in config_choices_, -1 none, -2 not known
+  std::deque<RunChoice> config_choices_;  // a deque: references stay while the walk adds more
   std::vector<RunChoice> run_choices_;
   std::vector<int32_t> run_exits_;  // walk_trie's exits to walk, a stretch per nested run
 };

@@ -185,6 +185,23 @@ bool MaskWalk::loops_on(int32_t config, const ByteSet& bytes) {
   return true;
 }
 
+ByteSet MaskWalk::next_bytes(int32_t config) {
+  if (out_known_.empty()) out_known_.assign(a_.n_states(), 0), out_bytes_.assign(a_.n_states(), ByteSet{});
+  ByteSet out;
+  const Config c = configs_[config];
+  for (int32_t set : {c.own, c.spec, c.far})
+    for (int32_t frame : sets_[set].frames) {
+      const int32_t s = pool_.get(frame).state;
+      if (!out_known_[s]) {
+        for (int32_t b = 0; b < 256; ++b)
+          if (a_.step(s, static_cast<uint8_t>(b)) >= 0) out_bytes_[s].add(static_cast<uint8_t>(b));
+        out_known_[s] = 1;
+      }
+      for (int w = 0; w < 4; ++w) out.bits[w] |= out_bytes_[s].bits[w];
+    }
+  return out;
+}
+
 const ByteSet& MaskWalk::safe_bytes(int32_t state) {
   if (main_.empty()) {
     safe_.assign(a_.n_states(), ByteSet{});

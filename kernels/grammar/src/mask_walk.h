@@ -77,6 +77,8 @@ class MaskWalk {
   int32_t lone_plain(int32_t c) const { return configs_[c].lone_plain; }
   // Every byte of `bytes` leads from `config` back to `config`.
   bool loops_on(int32_t config, const ByteSet& bytes);
+  // The bytes that some frame of `config` takes: no other byte leads anywhere from it.
+  ByteSet next_bytes(int32_t config);
   // Every string over `bytes` of at most `height` bytes keeps the rule's own parse alive from
   // `config`, through states that only consume bytes (a counted or searching string body).
   bool alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_id, int32_t height);
@@ -147,6 +149,8 @@ class MaskWalk {
   std::vector<ByteSet> safe_, main_bytes_;
   std::vector<int32_t> main_;
   std::vector<ByteSet> state_loops_, state_breaks_;  // loops_on_state's findings, kept across walks
+  std::vector<ByteSet> out_bytes_;  // per state, the bytes it takes, kept across walks
+  std::vector<uint8_t> out_known_;
   std::vector<int8_t> text_loops_;  // text_loop's answers, -1 not known yet
   CheckMode mode_ = CheckMode::pass;
   FlatMap text_afters_;  // text_after's answers (0, 1) by (state, mode, r): the frame's parent plays no part
