@@ -95,3 +95,34 @@ def test_an_item_repeated_without_bound_keeps_the_live_frames_bounded():
         assert m.can_terminate()
         assert not GrammarMatcher(g).accept_string("\\U0001F600" * 9_999 + "x")
     ''')
+
+
+def test_a_parser_past_its_budget_is_a_limit_error_until_reset():
+    """An ambiguous counted repetition (items of one or two characters) keeps every count of
+    items alive: fed its 100,001-item completion, the parser's state grows with the square of
+    the text. Before the budget (parser.h: FramePool::kMaxNodes) the process was killed for
+    memory; now the call raises GrammarLimitError naming the limit, the matcher refuses further
+    calls until reset, and the reset one works. A long valid text of an ordinary grammar stays
+    well within the budget."""
+    run_child('''
+        import json
+        from trellis.errors import GrammarLimitError
+        m = GrammarMatcher(compiler.compile_regex(r"^(?:\\w|\\P{Lu}\\w){100001,}$"))
+        text = m.shortest_completion()
+        assert len(text) == 100_001
+        try:
+            m.accept_string(text)
+            raise AssertionError("no limit")
+        except GrammarLimitError as e:
+            assert "16,777,216" in str(e), e
+        try:
+            m.accept_string("a")
+            raise AssertionError("a matcher past its budget went on")
+        except GrammarLimitError as e:
+            assert "reset" in str(e), e
+        m.reset()
+        assert m.accept_string("ab" * 500) and not m.can_terminate()
+        doc = json.dumps([{"id": i, "tags": ["a", {"x": [1, 2.5, None]}]} for i in range(20_000)])
+        m = GrammarMatcher(compiler.compile_builtin_json())
+        assert m.accept_string(doc) and m.can_terminate()
+    ''')

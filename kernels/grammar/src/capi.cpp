@@ -94,14 +94,20 @@ auto guarded(Body&& body) -> decltype(body()) {
 }
 #endif
 
+constexpr const char* kOverBudget =
+    "parser state too large: more than 16,777,216 frames and edges (an ambiguous grammar fed a long text): reset the matcher";
+static_assert(tg::FramePool::kMaxNodes == 16777216, "kOverBudget names the limit");
+
 // A call that changes the matcher: refused while the matcher is broken, and the matcher
 // stays broken when the call stops on an exception (the flag is cleared only on return).
 template <class Body>
 int32_t changing(tg_matcher* matcher, Body&& body) {
   if (matcher->broken)
-    return fail_fixed(tg::Code::limit, "the matcher was left unusable by an earlier call that failed half-way (out of memory): reset it");
+    return fail_fixed(tg::Code::limit, "the matcher was left unusable by an earlier call that failed half-way (out of memory, or parser state too large): reset it");
   matcher->broken = true;
   const int32_t result = body();
+  if (matcher->m.over_budget())  // stays broken: what it holds is too large to go on with
+    return fail_fixed(tg::Code::limit, kOverBudget);
   matcher->broken = false;
   return result;
 }

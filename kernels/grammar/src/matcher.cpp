@@ -7,10 +7,15 @@
 
 namespace tg {
 
-Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton), walker_(*g, scratch_, &text_) { reset(); }
+Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton), walker_(*g, scratch_, &text_) {
+  pool_.watch(&over_budget_);
+  scratch_.watch(&over_budget_);
+  reset();
+}
 
 void Matcher::reset() {
   const Automaton& a = g_->automaton;
+  over_budget_ = false;
   pool_.init(a.n_states());
   checked_.clear(), kept_ids_ = 0;  // its keys name frames of the pool
   names_.clear();
@@ -84,12 +89,12 @@ bool Matcher::advance(const uint8_t* data, int32_t n, StateSet* out) {
   const size_t base = text_.size();
   StateSet* bufs[2] = {&a_, &b_};
   int32_t i = 0;
-  for (; i < n && !in->dead(); ++i) {
+  for (; i < n && !in->dead() && !over_budget_; ++i) {
     StateSet* next = bufs[i & 1];
     step(pool_, *in, data[i], next);
     in = next;
   }
-  if (i < n || (in->dead() && !in->can_end)) {
+  if (i < n || (in->dead() && !in->can_end) || over_budget_) {
     text_.resize(base);
     return false;
   }

@@ -31,6 +31,9 @@ class Matcher {
   static constexpr int64_t kMaxCompletion = int64_t(1) << 24;
   int64_t shortest_completion(std::vector<uint8_t>* out);
   const Vocab& vocab() const { return *g_->vocab; }
+  // A parser pool passed FramePool::kMaxNodes: the call that did it stopped early (a byte
+  // refused, a mask left short) and the matcher holds until reset.
+  bool over_budget() const { return over_budget_; }
 
  private:
   struct Entry {
@@ -54,6 +57,7 @@ class Matcher {
   void check_uncertain(int32_t frame, const TokenCache& c, uint32_t* words);
 
   Grammar* g_;
+  bool over_budget_ = false;
   FramePool pool_, scratch_;
   Stepper stepper_;
   std::vector<Entry> history_;

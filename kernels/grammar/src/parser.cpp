@@ -99,6 +99,7 @@ int32_t FramePool::intern(int32_t state, int32_t parent) {
     if (f.state == state && f.parent == parent) return slots_[h] + offset_;
   }
   slots_[h] = size();
+  count_node();
   frames_.push_back({state, parent});
   return size() - 1 + offset_;
 }
@@ -137,6 +138,7 @@ int32_t FramePool::join(int32_t rule, int32_t serial, int64_t from, bool region,
   *made = true;
   const int32_t index = static_cast<int32_t>(joins_.size());
   join_slots_[h] = index;
+  count_node();
   frames_.push_back({kJoin, index});
   joins_.push_back(Join{size() - 1 + offset_, rule, serial, from, -1, 0, region});
   return joins_.back().node;
@@ -144,6 +146,7 @@ int32_t FramePool::join(int32_t rule, int32_t serial, int64_t from, bool region,
 
 void FramePool::add_return(int32_t join, int32_t ret) {
   Join& j = joins_[frames_[join - offset_].parent];
+  count_node();
   edges_.push_back({ret, j.first_edge});
   j.first_edge = static_cast<int32_t>(edges_.size()) - 1;
   ++j.n_rets;

@@ -45,6 +45,12 @@ enum class CheckMode : uint8_t { evaluate, pass, fail };
 // together; joins get returns only in the layer that made them.
 class FramePool {
  public:
+  // The most frames, joins and return edges a pool holds (a few hundred MB): an ambiguous
+  // grammar fed a long text (a counted repetition whose items have two lengths keeps every
+  // count alive) would otherwise grow until the machine kills the process. Past it the pool
+  // still works, and raises `*exceeded` (see watch) for its owner to stop and report.
+  static constexpr size_t kMaxNodes = size_t(1) << 24;
+  void watch(bool* exceeded) { exceeded_ = exceeded; }
   void init(int32_t n_states);
   void layer_on(const FramePool& base);
   void clear();
@@ -97,6 +103,10 @@ class FramePool {
   };
   void grow();
   void grow_joins();
+  void count_node() {
+    if (exceeded_ && frames_.size() + edges_.size() >= kMaxNodes) *exceeded_ = true;
+  }
+  bool* exceeded_ = nullptr;
   const FramePool* base_ = nullptr;
   int32_t offset_ = 0;
   int32_t serial_ = 0;

@@ -21,8 +21,10 @@ Integer arguments are never truncated: a token id outside [0, vocab_size), a rol
 outside [0, history_length], a bool or a non-int raises CoreArgumentError (an
 InvalidRequestError and a CoreError, naming the field). Python refuses what a C int32 cannot
 hold; the core refuses the rest, the same way on every transport. When the core runs
-out of memory it raises GrammarLimitError ("out of memory ..."); a matcher whose call was cut
-short that way refuses further calls until reset().
+out of memory it raises GrammarLimitError ("out of memory ..."), and so it does when the
+parser's state passes 16,777,216 frames and edges (an ambiguous grammar fed a long text; "parser
+state too large ..."); a matcher whose call was cut short either way refuses further calls until
+reset().
 """
 
 from __future__ import annotations
