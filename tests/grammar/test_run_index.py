@@ -3,8 +3,8 @@
 In a plain state that every byte of a common class (letters, word characters) leads back to, a
 cache walk accepts the tokens that keep to the class from the index and walks only the exits
 (nodes whose byte leaves the class) that the state takes. These tests walk grammars whose loops
-use each class, entered from the loop itself and from the state before its first letter, with
-exits that go on, that loop back, that end the rule, and anchors past the index's depth, on a
+use each class, entered from the loop itself and from the state before its first letter, and
+counts over a class (a chain of states that ends), with exits that go on, that loop back, that end the rule, and anchors past the index's depth, on a
 vocabulary built so that those subtrees are large; every token is tried against every mask.
 """
 
@@ -64,6 +64,14 @@ GRAMMARS = [
     ("regex", r"[a-zA-Z]*_?[0-9]+"),
     ("regex", r"(Ab|[a-z]+-)+[a-z]*"),  # runs entered again after each exit
     ("regex", r"[a-z]{2,}[A-Z][a-z]+"),  # counted, then a loop
+    ("regex", r"[a-z]{2,5}"),  # a count: the run's tokens up to its length, no exit past it
+    ("regex", r"[a-z]{1,3},[a-z]"),  # a count that must go on: no comma past it
+    ("regex", r"[a-z]{1,3}(,[a-z])?"),  # the same where it may end the grammar
+    ("regex", r"([a-z]{2}|[a-z]{4}),"),  # the comma after 2 or 4 letters, not 3
+    ("regex", r"([a-z]{2}|[a-z]{4})(,[a-z])?"),
+    ("regex", r"[a-zA-Z0-9 ]{1,12}"),  # a count whose other byte goes on in it
+    ("regex", r"[a-z0-9_]{3,8}(,[A-Z][a-z]{1,3})*"),  # counts with exits that go on
+    ("regex", r"[a-z]{250,260}"),  # longer than the token lengths the index compares: walked
     ("ebnf", 'root ::= word ("," word)* "."\nword ::= [a-z]+ | [A-Z] [a-zA-Z0-9]*'),  # loops inside called rules
     ("json_schema", {"type": "object", "properties": {
         "name": {"type": "string", "pattern": "^[a-z]+( [a-z]+)*$"},

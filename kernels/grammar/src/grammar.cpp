@@ -310,70 +310,104 @@ uint8_t first_byte(const ByteSet& s) {
 
 }  // namespace
 
-const Grammar::RunChoice& Grammar::run_choice(int32_t state) {
-  if (run_choices_.empty()) run_choices_.resize(automaton.n_states());
-  RunChoice& c = run_choices_[state];
+const Grammar::RunChain& Grammar::run_chain(int32_t state) {
+  if (run_chains_.empty()) run_chains_.resize(automaton.n_states());
+  RunChain& c = run_chains_[state];
   if (c.index != -2) return c;
   c.index = -1;
   const Automaton& a = automaton;
   const auto step = [&](int32_t s, int32_t b) { return a.step(s, static_cast<uint8_t>(b)); };
+  // Past the vocabulary's longest token no walk goes: a longer chain is as good as a loop.
+  const size_t longest = static_cast<size_t>(vocab->max_len) + 1;
+  std::vector<int32_t> states;
   // The runs go from narrow to wide, each holding the one before: the last that fits is taken.
   for (size_t k = 0; k < vocab->runs.size(); ++k) {
     const ByteSet& run = vocab->runs[k].bytes;
-    int32_t t = -1;
-    bool fits = true;
-    for (int32_t b = 0; b < 256 && fits; ++b) {
-      if (!run.has(static_cast<uint8_t>(b))) continue;
-      if (t < 0) t = step(state, b);
-      fits = t >= 0 && a.plain[t] && step(state, b) == t && step(t, b) == t;
+    const uint8_t enter = first_byte(run);
+    states.assign(1, state);
+    bool fits = true, bounded = false;
+    while (fits && states.size() <= longest) {
+      const int32_t from = states.back(), t = step(from, enter);
+      for (int32_t b = 0; b < 256 && fits; ++b)
+        fits = !run.has(static_cast<uint8_t>(b)) || step(from, b) == t;
+      if (!fits || t == from) break;  // a loop: the chain is complete
+      if (t < 0) {
+        bounded = true;
+        break;
+      }
+      fits = a.plain[t] && std::find(states.begin(), states.end(), t) == states.end();
+      states.push_back(t);
     }
-    if (fits && t >= 0) c.index = static_cast<int8_t>(k), c.target = t, c.enter = first_byte(run);
+    if (!fits || (bounded && states.size() == 1)) continue;  // (no byte of the run goes on)
+    c.index = static_cast<int8_t>(k), c.enter = enter, c.bounded = bounded, c.states = states;
   }
   if (c.index < 0) return c;
   const ByteSet& run = vocab->runs[c.index].bytes;
   for (int32_t b = 0; b < 256; ++b) {
     if (run.has(static_cast<uint8_t>(b))) continue;
-    if (step(state, b) >= 0) c.near.push_back(static_cast<uint8_t>(b));
-    if (step(c.target, b) >= 0) c.far.push_back(static_cast<uint8_t>(b));
+    for (int32_t s : c.states)
+      if (step(s, b) >= 0) {
+        c.exit_bytes.push_back(static_cast<uint8_t>(b));
+        break;
+      }
   }
   // Where most other bytes go on too (a string body), the exits are most of the subtree and the
   // walk's own shortcuts (text_below) do better.
-  if (c.near.size() > kFewExitBytes || c.far.size() > kFewExitBytes) c.index = -1, c.near.clear(), c.far.clear();
+  if (c.exit_bytes.size() > kFewExitBytes) c.index = -1, c.states.clear(), c.exit_bytes.clear();
   return c;
 }
 
-const Grammar::RunChoice& Grammar::config_run_choice(int32_t config, bool exact) {
-  static const RunChoice kNone{-1, -1, 0, {}, {}};
+const Grammar::RunChain& Grammar::config_run_chain(int32_t config, bool exact, bool checked_end) {
+  static const RunChain kNone{-1, 0, false, {}, {}};
   if (config_runs_.size() <= static_cast<size_t>(config)) config_runs_.resize(config + 1, -2);
-  if (config_runs_[config] != -2) return config_runs_[config] >= 0 ? config_choices_[config_runs_[config]] : kNone;
+  if (config_runs_[config] != -2) return config_runs_[config] >= 0 ? config_chains_[config_runs_[config]] : kNone;
   config_runs_[config] = -1;
   MaskWalk& walk = *walk_;
-  const auto subset = [](const ByteSet& a, const ByteSet& b) {
-    return ((a.bits[0] & ~b.bits[0]) | (a.bits[1] & ~b.bits[1]) | (a.bits[2] & ~b.bits[2]) | (a.bits[3] & ~b.bits[3])) == 0;
-  };
-  const ByteSet from = walk.next_bytes(config);
+  const size_t longest = static_cast<size_t>(vocab->max_len) + 1;
+  RunChain c;
   for (size_t k = vocab->runs.size(); k-- > 0;) {  // the widest that fits
     const ByteSet& run = vocab->runs[k].bytes;
-    if (!subset(run, from)) continue;
-    const int32_t t = walk.step(config, first_byte(run));
-    if (t < 0 || !walk.loops_on(t, run) || !(walk.own_alive(t) || (exact && walk.spec_alive(t)))) continue;
-    bool into = true;
-    for (int32_t b = 0; b < 256 && into && t != config; ++b)
-      into = !run.has(static_cast<uint8_t>(b)) || walk.step(config, static_cast<uint8_t>(b)) == t;
-    if (!into) continue;
-    RunChoice c;
-    c.index = static_cast<int8_t>(k), c.target = t;
-    const ByteSet to = walk.next_bytes(t);
-    for (int32_t b = 0; b < 256; ++b) {
-      if (run.has(static_cast<uint8_t>(b))) continue;
-      if (from.has(static_cast<uint8_t>(b))) c.near.push_back(static_cast<uint8_t>(b));
-      if (to.has(static_cast<uint8_t>(b))) c.far.push_back(static_cast<uint8_t>(b));
+    c.enter = first_byte(run);
+    c.states.assign(1, config);
+    c.bounded = false;
+    bool fits = true;
+    while (c.states.size() <= longest) {
+      const int32_t from = c.states.back();
+      if (!walk.uniform(from, static_cast<int32_t>(k), run)) {
+        fits = false;
+        break;
+      }
+      const int32_t t = walk.step(from, c.enter);  // may grow the walk's tables: nothing held across
+      if (t < 0) {
+        c.bounded = true;
+        break;
+      }
+      // Tokens that end at t are accepted, as the walk would (its rule, or with the one caller
+      // known the caller's, is alive or ends there). The chain is complete at a loop; a longer
+      // cycle is not taken.
+      fits = walk.own_alive(t) || (exact && walk.spec_alive(t)) ||
+             (!checked_end && (walk.own_ends(t) || (exact && walk.spec_ends(t))));
+      if (!fits || t == from) break;
+      if (std::find(c.states.begin(), c.states.end(), t) != c.states.end()) {
+        fits = false;
+        break;
+      }
+      c.states.push_back(t);
     }
-    if (c.near.size() > kFewExitBytes || c.far.size() > kFewExitBytes) break;
-    if (config_runs_.size() <= static_cast<size_t>(config)) config_runs_.resize(config + 1, -2);
-    config_runs_[config] = static_cast<int32_t>(config_choices_.size());
-    config_choices_.push_back(std::move(c));
-    return config_choices_.back();
+    if (!fits || (c.bounded && c.states.size() == 1)) continue;  // (no byte of the run goes on)
+    ByteSet exits;
+    for (int32_t s : c.states) {
+      const ByteSet out = walk.next_bytes(s);
+      for (int w = 0; w < 4; ++w) exits.bits[w] |= out.bits[w] & ~run.bits[w];
+    }
+    c.exit_bytes.clear();
+    for (int32_t b = 0; b < 256; ++b)
+      if (exits.has(static_cast<uint8_t>(b))) c.exit_bytes.push_back(static_cast<uint8_t>(b));
+    if (c.exit_bytes.size() > kFewExitBytes) break;
+    c.index = static_cast<int8_t>(k);
+    config_runs_[config] = static_cast<int32_t>(config_chains_.size());
+    config_chains_.push_back(std::move(c));
+    return config_chains_.back();
   }
   return kNone;
 }
@@ -460,7 +494,7 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   MaskWalk& walk = *walk_;
   walk.begin(state, after, beyond_, mode);
   config_runs_.clear();
-  config_choices_.clear();
+  config_chains_.clear();
   // Per depth along the current trie path: the configuration after its first d bytes, or, while
   // the path stays in plain states, that lone frame (plain[d] >= 0; configs[d] interned on demand).
   constexpr int32_t kUnset = -2;
@@ -496,10 +530,10 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   const auto uncertain = [&](int32_t begin, int32_t end) {
     for (int32_t p = begin; p < end; ++p) unsure->push_back(p);
   };
-  // Accepts the tokens of node i's subtree from position `begin` on that are anchored where i is
-  // (RunIndex): those of the run's bytes only, from the index's bits, or per position when the
-  // anchor is a node.
-  const auto accept_run = [&](const RunIndex& r, int32_t i, int32_t begin) {
+  // Accepts the tokens of node i's subtree from position `begin` on, at most `longest` bytes long,
+  // that are anchored where i is (RunIndex): from the index's bits when the anchor is the root
+  // or a first byte, else (or when the length is bounded) position by position.
+  const auto accept_run = [&](const RunIndex& r, int32_t i, int32_t begin, int64_t longest) {
     const TrieNode& node = v.trie[i];
     if (begin >= node.tok_end) return;
     const uint8_t k = r.node_anchor[i];
@@ -507,14 +541,16 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
     lo = std::min(lo, first);
     hi = std::max(hi, last + 1);
     const uint8_t* anchor = r.token_anchor.data();
+    const uint8_t* len = v.order_len.data();
     const int32_t n = static_cast<int32_t>(r.token_anchor.size());
+    if (longest >= v.max_len) longest = INT32_MAX;  // no token is longer
     for (int32_t w = first; w <= last; ++w) {
       uint64_t bits = 0;
-      if (k == 0) {
-        bits = r.pure[w];
+      if (longest == INT32_MAX && k <= 1) {  // tokens of the run's bytes after the root or a first byte
+        bits = r.anchored[k][w];
       } else {
         for (int32_t p = w * 64, end = std::min(p + 64, n); p < end; ++p)
-          bits |= uint64_t(anchor[p] == k) << (p & 63);
+          bits |= uint64_t(anchor[p] == k && len[p] <= longest) << (p & 63);
       }
       if (w == first) bits &= ~uint64_t(0) << (begin & 63);
       if (w == last && (node.tok_end & 63)) bits &= ~(~uint64_t(0) << (node.tok_end & 63));
@@ -522,20 +558,14 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
       marked += __builtin_popcountll(bits);
     }
   };
-  // The exits below node i that `run` takes, into run_exits_ from the returned index on, in
+  // The exits below node i with these bytes, into run_exits_ from the returned index on, in
   // preorder (as the uncertain list is kept).
-  const auto collect_exits = [&](const RunIndex& r, int32_t i, const RunChoice& run) {
+  const auto collect_exits = [&](const RunIndex& r, int32_t i, const std::vector<uint8_t>& bytes) {
     const size_t base = run_exits_.size();
-    const int32_t depth = v.trie[i].depth;
-    const auto add = [&](const std::vector<uint8_t>& bytes, bool near) {
-      for (uint8_t b : bytes) {
-        const auto [first, last] = r.exits_below(v, i, b);
-        for (const int32_t* e = first; e < last; ++e)
-          if ((v.trie[*e].depth == depth + 1) == near) run_exits_.push_back(*e);
-      }
-    };
-    add(run.near, true);
-    add(run.far, false);
+    for (uint8_t b : bytes) {
+      const auto [first, last] = r.exits_below(v, i, b);
+      run_exits_.insert(run_exits_.end(), first, last);
+    }
     std::sort(run_exits_.begin() + base, run_exits_.end());
     return base;
   };
@@ -563,17 +593,24 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
             i = node.end;
             continue;
           }
-          // Into a loop over a run's bytes: accept what stays in the run, walk only the exits it takes.
-          const RunChoice* run = node.end - i > kWorthIndexing ? &run_choice(walk.state_of(to)) : nullptr;
-          if (run && run->index >= 0 && v.runs[run->index].node_anchor[i] != RunIndex::kDeep) {
+          // Along a chain over a run's bytes (a loop, a count): accept what stays in the run, walk
+          // only the exits the chain's states take.
+          const RunChain* run = node.end - i > kWorthIndexing ? &run_chain(walk.state_of(to)) : nullptr;
+          if (run && run->index >= 0 && v.runs[run->index].node_anchor[i] != RunIndex::kDeep &&
+              (!run->bounded || node.depth + run->states.size() <= Vocab::kLongToken)) {
             const RunIndex& r = v.runs[run->index];
-            accept_run(r, i, node.tok_begin);
-            // Between i and a deeper exit every byte is the run's: the frame is the target's.
-            const int32_t inside = walk.step_plain(to, run->enter);
-            const size_t base = collect_exits(r, i, *run);
+            const int32_t last = static_cast<int32_t>(run->states.size()) - 1;
+            accept_run(r, i, node.tok_begin, run->bounded ? node.depth + last : INT32_MAX);
+            const size_t base = collect_exits(r, i, run->exit_bytes);
+            std::vector<int32_t> frames{to};  // per state of the chain (all under to's parent)
             for (size_t k = base; k < run_exits_.size(); ++k) {
               const int32_t e = run_exits_[k], d = v.trie[e].depth;
-              plain[d - 1] = d == node.depth + 1 ? to : inside;
+              const int32_t o = d - 1 - node.depth;  // the run's bytes between i and e
+              if (run->bounded && o > last) continue;  // the count is over: refused
+              const int32_t at_o = std::min(o, last);  // a loop stays on its last state
+              if (a.step(run->states[at_o], v.trie[e].byte) < 0) continue;
+              while (static_cast<int32_t>(frames.size()) <= at_o) frames.push_back(walk.step_plain(frames.back(), run->enter));
+              plain[d - 1] = frames[at_o];
               configs[d - 1] = kUnset;
               self(self, e, v.trie[e].end);
             }
@@ -617,17 +654,21 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
         i = node.end;
         continue;
       }
-      // Into a loop over a run's bytes that may end its rule (a lone plain frame goes on above).
+      // Along a chain over a run's bytes that may end its rule (a lone plain frame goes on above).
       if (plain[node.depth] < 0 && node.end - i > kWorthIndexing) {
-        const RunChoice& run = config_run_choice(at, exact);
-        if (run.index >= 0 && v.runs[run.index].node_anchor[i] != RunIndex::kDeep) {
+        const RunChain& run = config_run_chain(at, exact, checked_end);
+        if (run.index >= 0 && v.runs[run.index].node_anchor[i] != RunIndex::kDeep &&
+            (!run.bounded || node.depth + run.states.size() <= Vocab::kLongToken)) {
           const RunIndex& r = v.runs[run.index];
-          const int32_t inside = run.target;
-          accept_run(r, i, own_end);  // the node's own tokens were sorted above, by `at`
-          const size_t base = collect_exits(r, i, run);
+          const int32_t last = static_cast<int32_t>(run.states.size()) - 1;
+          // The node's own tokens were sorted above, by `at`.
+          accept_run(r, i, own_end, run.bounded ? node.depth + last : INT32_MAX);
+          const size_t base = collect_exits(r, i, run.exit_bytes);
           for (size_t k = base; k < run_exits_.size(); ++k) {
             const int32_t e = run_exits_[k], d = v.trie[e].depth;
-            configs[d - 1] = d == node.depth + 1 ? at : inside;
+            const int32_t o = d - 1 - node.depth;  // the run's bytes between i and e
+            if (run.bounded && o > last) continue;  // the count is over: refused
+            configs[d - 1] = run.states[std::min(o, last)];  // a loop stays on its last configuration
             plain[d - 1] = walk.lone_plain(configs[d - 1]);
             self(self, e, v.trie[e].end);
           }

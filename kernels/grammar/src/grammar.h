@@ -184,23 +184,26 @@ struct Grammar {
   std::vector<int32_t> seen_rule_, seen_state_;  // ends_checked's marks: the rule they were set for
   std::vector<int32_t> site_after_;
   std::vector<uint64_t> positions_;  // accepted trie positions, all clear between builds
-  // Per plain state s, built on first use: the vocabulary's run index (the widest class C) that
-  // every byte of C takes from s to one plain state t, which every byte of C leads back to
-  // (t = s in the loop of `[a-z]+`; s before its first letter); -1 none, -2 not known yet. Then
-  // the other bytes that s takes (the exits just below s's node) and that t takes (deeper ones).
-  struct RunChoice {
+  // Per plain state s, built on first use: the vocabulary's run index (the widest class C)
+  // whose bytes all take s along one chain of plain states, states[o + 1] from states[o], that
+  // either loops on its last state (`[a-z]+`; s may come before it) or ends where they all fail
+  // (a count: `[a-z]{2,8}`); index -1 none, -2 not known yet. Then the other bytes that some
+  // state of the chain takes, whose exits are walked.
+  struct RunChain {
     int8_t index = -2;
-    int32_t target = -1;  // t
-    uint8_t enter = 0;    // a byte of C
-    std::vector<uint8_t> near, far;
+    uint8_t enter = 0;        // a byte of C
+    bool bounded = false;     // no more than states.size() - 1 of C's bytes go on
+    std::vector<int32_t> states;
+    std::vector<uint8_t> exit_bytes;
   };
-  const RunChoice& run_choice(int32_t state);
-  // The same for a configuration of the current walk (target: a configuration), whose tokens
-  // past the node are accepted: a loop that may end its rule (`[a-z]+` at a grammar's end).
-  const RunChoice& config_run_choice(int32_t config, bool exact);
-  std::vector<int32_t> config_runs_;  // per configuration of the current walk: index in config_choices_, -1 none, -2 not known
-  std::deque<RunChoice> config_choices_;  // a deque: references stay while the walk adds more
-  std::vector<RunChoice> run_choices_;
+  const RunChain& run_chain(int32_t state);
+  std::vector<RunChain> run_chains_;
+  // The same for a configuration of the current walk (states: configurations, whose tokens past
+  // the first are accepted): a loop or a count that may end its rule (`[a-z]+`, `[a-z]{1,40}` at
+  // a grammar's end) is not plain.
+  const RunChain& config_run_chain(int32_t config, bool exact, bool checked_end);
+  std::vector<int32_t> config_runs_;  // per configuration of the current walk: index in config_chains_, -1 none, -2 not known
+  std::deque<RunChain> config_chains_;  // a deque: references stay while the walk adds more
   std::vector<int32_t> run_exits_;  // walk_trie's exits to walk, a stretch per nested run
 };
 

@@ -202,6 +202,29 @@ ByteSet MaskWalk::next_bytes(int32_t config) {
   return out;
 }
 
+bool MaskWalk::uniform(int32_t config, int32_t run, const ByteSet& bytes) {
+  if (run >= kRuns) return false;
+  if (uniform_.empty()) uniform_.assign(size_t(a_.n_states()) * kRuns, 0);
+  const Config c = configs_[config];
+  for (int32_t set : {c.own, c.spec, c.far})
+    for (int32_t frame : sets_[set].frames) {
+      const int32_t s = pool_.get(frame).state;
+      uint8_t& known = uniform_[size_t(s) * kRuns + run];
+      if (!known) {
+        int32_t first = -2;
+        known = 1;
+        for (int32_t b = 0; b < 256 && known == 1; ++b) {
+          if (!bytes.has(static_cast<uint8_t>(b))) continue;
+          const int32_t t = a_.step(s, static_cast<uint8_t>(b));
+          if (first == -2) first = t;
+          if (t != first) known = 2;
+        }
+      }
+      if (known == 2) return false;
+    }
+  return true;
+}
+
 const ByteSet& MaskWalk::safe_bytes(int32_t state) {
   if (main_.empty()) {
     safe_.assign(a_.n_states(), ByteSet{});

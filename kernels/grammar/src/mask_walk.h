@@ -79,6 +79,9 @@ class MaskWalk {
   bool loops_on(int32_t config, const ByteSet& bytes);
   // The bytes that some frame of `config` takes: no other byte leads anywhere from it.
   ByteSet next_bytes(int32_t config);
+  // Every byte of `bytes` (the vocabulary's run `run`) takes each frame of `config` to one
+  // state: stepping `config` on any of them gives one configuration.
+  bool uniform(int32_t config, int32_t run, const ByteSet& bytes);
   // Every string over `bytes` of at most `height` bytes keeps the rule's own parse alive from
   // `config`, through states that only consume bytes (a counted or searching string body).
   bool alive_within(int32_t config, const ByteSet& bytes, int32_t bytes_id, int32_t height);
@@ -151,6 +154,8 @@ class MaskWalk {
   std::vector<ByteSet> state_loops_, state_breaks_;  // loops_on_state's findings, kept across walks
   std::vector<ByteSet> out_bytes_;  // per state, the bytes it takes, kept across walks
   std::vector<uint8_t> out_known_;
+  std::vector<uint8_t> uniform_;  // per (state, run): 0 not known, 1 uniform, 2 not; kept across walks
+  static constexpr int32_t kRuns = 8;
   std::vector<int8_t> text_loops_;  // text_loop's answers, -1 not known yet
   CheckMode mode_ = CheckMode::pass;
   FlatMap text_afters_;  // text_after's answers (0, 1) by (state, mode, r): the frame's parent plays no part

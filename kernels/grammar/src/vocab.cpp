@@ -52,7 +52,7 @@ RunIndex build_run_index(const Vocab& v, const ByteSet& bytes) {
   const int32_t n = static_cast<int32_t>(v.trie.size());
   r.node_anchor.assign(n, 0);
   r.token_anchor.assign(v.order.size(), 0);
-  r.pure.assign((v.order.size() + 63) / 64, 0);
+  for (std::vector<uint64_t>& bits : r.anchored) bits.assign((v.order.size() + 63) / 64, 0);
   // Preorder: a node's parent is the last node seen one level up.
   std::vector<int32_t> path(v.max_len + 1, 0);
   std::vector<int32_t> count;  // per group, then where it begins
@@ -71,7 +71,7 @@ RunIndex build_run_index(const Vocab& v, const ByteSet& bytes) {
     }
     for (int32_t p = node.tok_begin; p < node.tok_begin + node.n_here; ++p) {
       r.token_anchor[p] = r.node_anchor[i];
-      if (r.node_anchor[i] == 0) r.pure[p >> 6] |= uint64_t(1) << (p & 63);
+      if (r.node_anchor[i] <= 1) r.anchored[r.node_anchor[i]][p >> 6] |= uint64_t(1) << (p & 63);
     }
   }
   count.resize((size_t(deepest) + 1) * 256, 0);
@@ -208,6 +208,9 @@ Status build_vocab(int32_t vocab_size, const uint8_t* data, const int32_t* offse
   for (int32_t c = 1; c < static_cast<int32_t>(v.trie.size()); c = v.trie[c].end) v.first[v.trie[c].byte] = c;
   v.order_mask.assign(v.words(), 0);
   for (int32_t id : v.order) v.order_mask[id >> 5] |= 1u << (id & 31);
+  v.order_len.resize(v.order.size());
+  for (size_t p = 0; p < v.order.size(); ++p)
+    v.order_len[p] = static_cast<uint8_t>(std::min<int32_t>(v.length(v.order[p]), Vocab::kLongToken));
   // Classes that loops of regexes and string patterns often keep to, narrowest first.
   v.runs.clear();
   for (const char* ranges : {"az", "azAZ", "azAZ09", "azAZ09__"}) v.runs.push_back(build_run_index(v, byte_ranges(ranges)));

@@ -44,7 +44,7 @@ struct RunIndex {
   // The anchor of a node: the depth of the deepest node on its path, itself included, whose
   // byte is not in C (0: none, the root); per node, and per trie position (its token's last node).
   std::vector<uint8_t> node_anchor, token_anchor;
-  std::vector<uint64_t> pure;  // the positions anchored at the root, as bits
+  std::vector<uint64_t> anchored[2];  // the positions anchored at depth 0 (the root) and 1, as bits
   // Exit nodes grouped by (their parent's anchor k, their byte b), each group increasing:
   // exits[group_begin[k * 256 + b], group_begin[k * 256 + b + 1]).
   std::vector<int32_t> exits, group_begin;
@@ -81,6 +81,8 @@ struct Vocab {
   std::vector<uint8_t> text_tail;
   int32_t max_len = 0;
   std::vector<RunIndex> runs;  // a few common classes (letters, word characters), narrowest first
+  std::vector<uint8_t> order_len;  // per trie position: its token's length (kLongToken when longer)
+  static constexpr uint8_t kLongToken = 0xFF;
 
   int32_t words() const { return (vocab_size + 31) / 32; }
   const uint8_t* bytes(int32_t id) const { return data.data() + offsets[id]; }
