@@ -351,8 +351,8 @@ def cmd_test(args) -> None:
            "ASAN_OPTIONS": "detect_leaks=0", "TRELLIS_CORE_BACKENDS": "native",
            # the fuzz run's hang bound is wall time, and the sanitized core runs about 5x slower
            "TRELLIS_FUZZ_SECONDS": "40", "TRELLIS_FUZZ_TIMEOUT": "40"}
-    run([*pytest, "tests/grammar/test_core.py", "tests/grammar/test_checks.py", "tests/grammar/fuzz/test_short_run.py"],
-        cwd=ROOT, env=env)
+    run([*pytest, "tests/grammar/test_core.py", "tests/grammar/test_checks.py", "tests/grammar/test_run_index.py",
+         "tests/grammar/fuzz/test_short_run.py"], cwd=ROOT, env=env)
     log(f"tests finished in {time.time() - started:.0f} s")
 
 
