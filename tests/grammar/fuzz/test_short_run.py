@@ -21,6 +21,7 @@ from tests.grammar.fuzz.generators import GENERATORS
 from tests.grammar.fuzz.harness import FuzzRun, finding_key
 from tests.grammar.fuzz.minimize import _Budget, shrink_text, shrink_tree
 from tests.grammar.fuzz.pool import WorkerPool
+from tests.grammar.fuzz.walk import Disagreement, check_schema_oracle
 
 SECONDS = float(os.environ.get("TRELLIS_FUZZ_SECONDS", "60"))
 SEED = int(os.environ.get("TRELLIS_FUZZ_SEED", "0"))
@@ -113,3 +114,16 @@ def test_reproducers_name_the_run_vocabulary(monkeypatch):
     monkeypatch.setenv("TRELLIS_FUZZ_VOCAB", "gemma")
     with pytest.raises(ValueError, match="gemma3"):
         reproducer(case)
+
+
+def test_the_schema_oracle_judges_no_float_arithmetic_on_long_numbers():
+    """jsonschema does multipleOf in floats: 4444...4.1 (55 digits) is a multiple of 0.5 as a
+    float, so it found the grammar's exact answer invalid under `oneOf` (a fuzz finding against the
+    oracle, not the grammar). Past 15 digits the oracle does not judge such arithmetic, while
+    short numbers and exact comparisons are judged as before."""
+    one_of = {"oneOf": [{}, {"multipleOf": 0.5}]}
+    check_schema_oracle(one_of, {}, b"4" * 55 + b".1", "here")
+    with pytest.raises(Disagreement):
+        check_schema_oracle(one_of, {}, b"4.5", "here")
+    with pytest.raises(Disagreement):
+        check_schema_oracle({"maximum": 1}, {}, b"1.0000000000000000000001", "here")

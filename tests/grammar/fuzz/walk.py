@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from decimal import Decimal
 
 import numpy as np
 
@@ -223,13 +224,16 @@ class _Walk:
 def check_schema_oracle(schema, options: dict, text: bytes, where: str) -> None:
     """A text the grammar completes must be a JSON instance of the schema (independent oracle:
     the `jsonschema` package). Skipped where the oracle cannot judge: a schema it rejects,
-    remote references, duplicate keys (json.loads keeps the last) or a forced draft."""
+    remote references, duplicate keys (json.loads keeps the last), a forced draft, or a number
+    with more digits than a float holds where the oracle would do float arithmetic on it (the
+    grammar's checks are exact: 4444...4.1, 55 digits, is no multiple of 0.5, but as a float it
+    is)."""
     import jsonschema
 
     if options.get("draft") or isinstance(schema, str):
         return
     try:
-        value = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        value = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_float=_exact_float)
     except _Duplicate:
         return
     except (UnicodeDecodeError, ValueError) as e:
@@ -247,6 +251,14 @@ def check_schema_oracle(schema, options: dict, text: bytes, where: str) -> None:
 
 class _Duplicate(Exception):
     pass
+
+
+def _exact_float(literal: str):
+    """A float, or a Decimal past 15 significant digits: comparisons with it stay exact, and
+    float arithmetic on it (jsonschema's multipleOf) raises TypeError, which the oracle takes
+    for "cannot judge"."""
+    digits = literal.lower().split("e")[0].replace("-", "").replace(".", "").lstrip("0")
+    return Decimal(literal) if len(digits) > 15 else float(literal)
 
 
 def _no_duplicates(pairs):
