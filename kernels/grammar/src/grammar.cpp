@@ -558,16 +558,34 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
       marked += __builtin_popcountll(bits);
     }
   };
-  // The exits below node i with these bytes, into run_exits_ from the returned index on, in
-  // preorder (as the uncertain list is kept).
-  const auto collect_exits = [&](const RunIndex& r, int32_t i, const std::vector<uint8_t>& bytes) {
+  // Whether `run` applies at node i: an index of the class, an anchor it holds, and a count's
+  // lengths within those it compares.
+  const auto indexed = [&](const RunChain& run, int32_t i) {
+    return run.index >= 0 && v.runs[run.index].node_anchor[i] != RunIndex::kDeep &&
+           (!run.bounded || v.trie[i].depth + run.states.size() <= Vocab::kLongToken);
+  };
+  // Node i's subtree along `run`: accepts from position `begin` the tokens that keep to the run
+  // (no longer than a count allows), then walks each exit the chain's states take, in preorder (as
+  // the uncertain list is kept), from the chain's element at its offset: `parent(d, o)` sets the
+  // depth tables at d for element o.
+  const auto along_run = [&](auto& self, const RunChain& run, int32_t i, int32_t begin, auto&& parent) {
+    const RunIndex& r = v.runs[run.index];
+    const int32_t depth = v.trie[i].depth, last = static_cast<int32_t>(run.states.size()) - 1;
+    accept_run(r, i, begin, run.bounded ? depth + last : INT32_MAX);
     const size_t base = run_exits_.size();
-    for (uint8_t b : bytes) {
-      const auto [first, last] = r.exits_below(v, i, b);
-      run_exits_.insert(run_exits_.end(), first, last);
+    for (uint8_t b : run.exit_bytes) {
+      const auto [first, end] = r.exits_below(v, i, b);
+      run_exits_.insert(run_exits_.end(), first, end);
     }
     std::sort(run_exits_.begin() + base, run_exits_.end());
-    return base;
+    for (size_t k = base; k < run_exits_.size(); ++k) {
+      const int32_t e = run_exits_[k], d = v.trie[e].depth;
+      const int32_t o = d - 1 - depth;  // the run's bytes between i and e
+      if (run.bounded && o > last) continue;  // the count is over: refused
+      parent(d - 1, std::min(o, last));  // a loop stays on its last element
+      self(self, e, v.trie[e].end);
+    }
+    run_exits_.resize(base);
   };
   // Walks the nodes [i, stop) of one subtree (or the root's children from one first byte).
   const auto walk_range = [&](auto& self, int32_t i, int32_t stop) -> void {
@@ -596,25 +614,13 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
           // Along a chain over a run's bytes (a loop, a count): accept what stays in the run, walk
           // only the exits the chain's states take.
           const RunChain* run = node.end - i > kWorthIndexing ? &run_chain(walk.state_of(to)) : nullptr;
-          if (run && run->index >= 0 && v.runs[run->index].node_anchor[i] != RunIndex::kDeep &&
-              (!run->bounded || node.depth + run->states.size() <= Vocab::kLongToken)) {
-            const RunIndex& r = v.runs[run->index];
-            const int32_t last = static_cast<int32_t>(run->states.size()) - 1;
-            accept_run(r, i, node.tok_begin, run->bounded ? node.depth + last : INT32_MAX);
-            const size_t base = collect_exits(r, i, run->exit_bytes);
+          if (run && indexed(*run, i)) {
             std::vector<int32_t> frames{to};  // per state of the chain (all under to's parent)
-            for (size_t k = base; k < run_exits_.size(); ++k) {
-              const int32_t e = run_exits_[k], d = v.trie[e].depth;
-              const int32_t o = d - 1 - node.depth;  // the run's bytes between i and e
-              if (run->bounded && o > last) continue;  // the count is over: refused
-              const int32_t at_o = std::min(o, last);  // a loop stays on its last state
-              if (a.step(run->states[at_o], v.trie[e].byte) < 0) continue;
-              while (static_cast<int32_t>(frames.size()) <= at_o) frames.push_back(walk.step_plain(frames.back(), run->enter));
-              plain[d - 1] = frames[at_o];
-              configs[d - 1] = kUnset;
-              self(self, e, v.trie[e].end);
-            }
-            run_exits_.resize(base);
+            along_run(self, *run, i, node.tok_begin, [&](int32_t d, int32_t o) {
+              while (static_cast<int32_t>(frames.size()) <= o) frames.push_back(walk.step_plain(frames.back(), run->enter));
+              plain[d] = frames[o];
+              configs[d] = kUnset;
+            });
             i = node.end;
             continue;
           }
@@ -657,22 +663,12 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
       // Along a chain over a run's bytes that may end its rule (a lone plain frame goes on above).
       if (plain[node.depth] < 0 && node.end - i > kWorthIndexing) {
         const RunChain& run = config_run_chain(at, exact, checked_end);
-        if (run.index >= 0 && v.runs[run.index].node_anchor[i] != RunIndex::kDeep &&
-            (!run.bounded || node.depth + run.states.size() <= Vocab::kLongToken)) {
-          const RunIndex& r = v.runs[run.index];
-          const int32_t last = static_cast<int32_t>(run.states.size()) - 1;
+        if (indexed(run, i)) {
           // The node's own tokens were sorted above, by `at`.
-          accept_run(r, i, own_end, run.bounded ? node.depth + last : INT32_MAX);
-          const size_t base = collect_exits(r, i, run.exit_bytes);
-          for (size_t k = base; k < run_exits_.size(); ++k) {
-            const int32_t e = run_exits_[k], d = v.trie[e].depth;
-            const int32_t o = d - 1 - node.depth;  // the run's bytes between i and e
-            if (run.bounded && o > last) continue;  // the count is over: refused
-            configs[d - 1] = run.states[std::min(o, last)];  // a loop stays on its last configuration
-            plain[d - 1] = walk.lone_plain(configs[d - 1]);
-            self(self, e, v.trie[e].end);
-          }
-          run_exits_.resize(base);
+          along_run(self, run, i, own_end, [&](int32_t d, int32_t o) {
+            configs[d] = run.states[o];
+            plain[d] = walk.lone_plain(configs[d]);
+          });
           i = node.end;
           continue;
         }

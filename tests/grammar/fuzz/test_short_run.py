@@ -127,3 +127,8 @@ def test_the_schema_oracle_judges_no_float_arithmetic_on_long_numbers():
         check_schema_oracle(one_of, {}, b"4.5", "here")
     with pytest.raises(Disagreement):
         check_schema_oracle({"maximum": 1}, {}, b"1.0000000000000000000001", "here")
+    check_schema_oracle({"type": "integer"}, {}, b"8656900138898862140." + b"0" * 20, "here")  # an integer
+    with pytest.raises(Disagreement):
+        check_schema_oracle({"type": "integer"}, {}, b"8656900138898862140." + b"0" * 20 + b"1", "here")
+    # An exponent past what a Decimal holds is not judged (as a float it would be 0, a multiple).
+    check_schema_oracle(one_of, {}, b"1." + b"0" * 20 + b"1e-99999999999999999999", "here")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
@@ -234,14 +234,16 @@ def check_schema_oracle(schema, options: dict, text: bytes, where: str) -> None:
         return
     try:
         value = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_float=_exact_float)
-    except _Duplicate:
+    except _CannotJudge:
         return
     except (UnicodeDecodeError, ValueError) as e:
         raise Disagreement("schema-oracle", f"the completed text is not JSON ({e}): {text[:200]!r} ({where})")
     try:
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         validator_class.check_schema(schema)
-        error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
+        exact = jsonschema.validators.extend(  # a Decimal with no fraction is an integer too
+            validator_class, type_checker=validator_class.TYPE_CHECKER.redefine("integer", _is_integer))
+        error = jsonschema.exceptions.best_match(exact(schema).iter_errors(value))
     except Exception:  # the oracle itself cannot handle this schema
         return
     if error is not None:
@@ -249,20 +251,36 @@ def check_schema_oracle(schema, options: dict, text: bytes, where: str) -> None:
                                             f"{error.message[:200]} ({where})")
 
 
-class _Duplicate(Exception):
-    pass
+class _CannotJudge(Exception):
+    """A text the oracle cannot judge: duplicate keys, or a number no Decimal holds."""
+
+
+def _is_integer(checker, instance) -> bool:
+    """JSON Schema's integer: no fraction, in whatever type holds it (a bool is none)."""
+    if isinstance(instance, bool):
+        return False
+    if isinstance(instance, float):
+        return instance.is_integer()
+    if isinstance(instance, Decimal):
+        return instance == instance.to_integral_value()
+    return isinstance(instance, int)
 
 
 def _exact_float(literal: str):
     """A float, or a Decimal past 15 significant digits: comparisons with it stay exact, and
     float arithmetic on it (jsonschema's multipleOf) raises TypeError, which the oracle takes
-    for "cannot judge"."""
+    for "cannot judge"; an exponent no Decimal holds is not judged at all."""
     digits = literal.lower().split("e")[0].replace("-", "").replace(".", "").lstrip("0")
-    return Decimal(literal) if len(digits) > 15 else float(literal)
+    if len(digits) <= 15:
+        return float(literal)
+    try:
+        return Decimal(literal)
+    except InvalidOperation:  # an exponent past what a Decimal holds: the oracle cannot judge
+        raise _CannotJudge from None
 
 
 def _no_duplicates(pairs):
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
-        raise _Duplicate
+        raise _CannotJudge
     return dict(pairs)
