@@ -87,6 +87,8 @@ class _Cfg:
             return body * expr.min + ((tail,) if tail is not None else ())
         if isinstance(expr, ir.Region):  # marks where checks read the text: the oracle has no checks
             return self._symbols(expr.item)
+        if isinstance(expr, ir.KeysExcept):
+            return self._symbols(expr.expanded())
         if isinstance(expr, ir.Ref):
             if expr.name not in self.rule_nt:
                 raise GrammarError(f"undefined rule {expr.name!r}")

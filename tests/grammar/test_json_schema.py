@@ -878,7 +878,7 @@ def test_cross_resource_negations_match_jsonschema(compiler, index, value):
 
 # ---- the last pass: dead parts, unused and equal rules ----------------------------------------
 
-_PRUNE_RULES = ["r0", "r1", "r2", "r3"]
+_RANDOM_RULES = ["r0", "r1", "r2", "r3"]
 
 
 def _random_expr(rnd: random.Random, depth: int) -> ir.Expr:
@@ -887,7 +887,7 @@ def _random_expr(rnd: random.Random, depth: int) -> ir.Expr:
     if kind == "bytes":
         return ir.Bytes(rnd.choice([b"a", b"b", b"ab"]))
     if kind == "ref":
-        return ir.Ref(rnd.choice(_PRUNE_RULES))
+        return ir.Ref(rnd.choice(_RANDOM_RULES))
     if kind == "nothing":
         return rnd.choice([ir.NOTHING, ir.ByteSet(())])
     if kind == "empty":
@@ -959,43 +959,33 @@ def _live_oracle(rules: dict):
 
 
 @pytest.mark.parametrize("seed", range(300))
-def test_prune_keeps_the_language_and_the_core_knows_an_empty_one(compiler, seed):
+def test_serialize_keeps_the_language_and_the_core_knows_an_empty_one(compiler, seed):
+    """The rules as the core gets them (reached ones, equal bodies once: ir.serialize) keep the
+    root's language."""
     from trellis.errors import GrammarError
-    from trellis.grammar.json_schema._prune import prune
+
+    from .test_ir import deserialize
 
     rnd = random.Random(seed)
-    rules = {name: _random_expr(rnd, 0) for name in _PRUNE_RULES}
+    rules = {name: _random_expr(rnd, 0) for name in _RANDOM_RULES}
     if seed % 3 == 0:  # two equal bodies, built apart
         rules["r2"], rules["r3"] = (_random_expr(random.Random(-seed), 0) for _ in range(2))
     if seed % 4 == 1:  # r1 and r2 call each other last: unproductive, unless r3 is a way out
         rules["r1"] = ir.Seq((rules["r1"], ir.Ref("r2")))
         rules["r2"] = ir.Seq((rules["r2"], ir.Alt((ir.Ref("r1"), ir.Ref("r3")) if seed % 8 == 1 else (ir.Ref("r1"),))))
     expected = _bounded_language(rules, "r0")
-    out = prune(rules, "r0")
-    assert next(iter(out)) == "r0"
+    out = deserialize(*ir.Grammar(rules, "r0").serialize()).rules
     assert _bounded_language(out, "r0") == expected
-    bodies = list(out.values())
+    bodies = [b for b in out.values() if b != ir.Alt(())]
     assert all(type(b) is ir.Ref for b in bodies if bodies.count(b) > 1), out  # merged: only aliases repeat
     # Dead parts are the core's to cut (the brute-force mask tests check that no mask offers one);
     # when nothing is left, it says so.
     try:
-        compiled = compiler.compile_ir(ir.Grammar(out, "r0"))
+        compiled = compiler.compile_ir(ir.Grammar(rules, "r0"))
     except GrammarError as e:
         assert "left recursion" in str(e)
         return
     assert compiled.is_empty == (not _live_oracle(rules)(rules["r0"]))
-
-
-def test_prune_makes_equal_rules_aliases_in_one_pass():
-    from trellis.grammar.json_schema._prune import prune
-
-    rules = {"root": ir.Seq((ir.Ref("x1"), ir.Ref("y1"), ir.Ref("y2"))), "dead": ir.Bytes(b"x"),
-             "x1": ir.Bytes(b"x"), "x2": ir.Bytes(b"x"),
-             "y1": ir.Seq((ir.Bytes(b"y"), ir.Ref("x1"))), "y2": ir.Seq((ir.Bytes(b"y"), ir.Ref("x2")))}
-    out = prune(rules, "root")
-    # x2 equals x1: an alias (the core inlines it); y2 equals y1 only once x2 is renamed: kept
-    assert out == {"root": rules["root"], "x1": ir.Bytes(b"x"), "x2": ir.Ref("x1"),
-                   "y1": rules["y1"], "y2": rules["y2"]}
 
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"

@@ -78,7 +78,8 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
     ++size[cls[s]];
   }
   std::vector<int32_t> dirty, changed, group, group_id, stamp(n, -1);
-  std::vector<int32_t> seen(size.size(), -1), dirty_in(size.size(), 0);
+  std::vector<int32_t> seen(size.size(), -1), dirty_in(size.size(), 0), group_size;
+  std::vector<int32_t> largest(size.size(), -1), largest_size(size.size(), 0);  // per class looked at whole
   for (int32_t s = 0; s < n; ++s)
     if (large[s]) dirty.push_back(s);
   std::vector<std::pair<int32_t, int32_t>> calls;
@@ -106,18 +107,27 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
     }
     // A class with states not looked at keeps its id for them (their signature is the old one,
     // which no state looked at has: each of those has a successor with a new id). A class
-    // looked at whole keeps it for its first group.
+    // looked at whole keeps it for its largest group, so that the fewest states move: a chain
+    // walked from its far end would otherwise move all but one state every round (Hopcroft's
+    // rule, which keeps the refinement near-linear).
     group_id.assign(table.size(), -1);
+    group_size.assign(table.size(), 0);
+    for (size_t i = 0; i < dirty.size(); ++i) {
+      const int32_t c = cls[dirty[i]], g = group[i];
+      if (dirty_in[c] != size[c]) continue;
+      if (++group_size[g] > largest_size[c] || seen[c] != round) largest[c] = g, largest_size[c] = group_size[g];
+      seen[c] = round;
+    }
     changed.clear();
     for (size_t i = 0; i < dirty.size(); ++i) {
       const int32_t c = cls[dirty[i]], g = group[i];
       if (group_id[g] < 0) {
-        if (dirty_in[c] == size[c] && seen[c] != round) {
+        if (dirty_in[c] == size[c] && largest[c] == g) {
           group_id[g] = c;
-          seen[c] = round;
         } else {
           group_id[g] = static_cast<int32_t>(size.size());
-          size.push_back(0), dirty_in.push_back(0), seen.push_back(-1);
+          size.push_back(0), dirty_in.push_back(0), seen.push_back(-1), largest.push_back(-1),
+              largest_size.push_back(0);
         }
       }
       if (group_id[g] != c) changed.push_back(static_cast<int32_t>(i));

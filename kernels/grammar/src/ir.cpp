@@ -1,5 +1,6 @@
 #include "ir.h"
 
+#include <algorithm>
 #include <string>
 
 #include "checks.h"
@@ -10,6 +11,136 @@ namespace {
 
 Status bad(int64_t at, const std::string& what) {
   return Status::error(Code::ir, "invalid IR at word " + std::to_string(at) + ": " + what);
+}
+
+// The bytes a KEYS key may hold: JSON's plain string bytes (no control byte, quote or
+// backslash, ASCII), each one character as JSON writes it.
+bool plain_key_byte(int32_t b) { return b >= 0x20 && b <= 0x7F && b != '"' && b != '\\'; }
+
+// Appends a node, returning its offset.
+int32_t put(std::vector<int32_t>* out, std::initializer_list<int32_t> node) {
+  const int32_t at = static_cast<int32_t>(out->size());
+  out->insert(out->end(), node);
+  return at;
+}
+
+// KEYS n, rest, heavy, (len, bytes)*n: a trie of the keys, each of its nodes
+//   ALT( SEQ(byte, child) per child byte,
+//        SEQ(BYTESET(plain bytes but the children's), rest), heavy,
+//        '"' unless a key ends here )
+// written children first (a trie node's children come after it in `trie`, so in reverse).
+// Leaving the trie anywhere, by a plain byte no key continues with or by any other character
+// (`heavy`, which must lead to `rest`), makes an unknown key, whose rest and closing quote
+// `rest` matches. Returns the root's offset.
+int32_t expand_keys(const int32_t* a, int32_t rest, int32_t heavy, std::vector<int32_t>* out) {
+  struct Node {
+    std::vector<std::pair<uint8_t, int32_t>> children;  // byte -> trie node
+    bool ends = false;
+  };
+  std::vector<Node> trie(1);
+  const int32_t* k = a + 3;
+  for (int32_t i = 0; i < a[0]; ++i, k += 1 + k[0]) {
+    int32_t t = 0;
+    for (int32_t j = 0; j < k[0]; ++j) {
+      const uint8_t b = static_cast<uint8_t>(k[1 + j]);
+      auto& ch = trie[t].children;
+      auto it = std::find_if(ch.begin(), ch.end(), [b](const auto& e) { return e.first == b; });
+      if (it == ch.end()) {
+        ch.push_back({b, static_cast<int32_t>(trie.size())});
+        t = static_cast<int32_t>(trie.size());
+        trie.emplace_back();
+      } else {
+        t = it->second;
+      }
+    }
+    trie[t].ends = true;
+  }
+  int32_t byte_node[256], way_out_but[256];  // shared: one literal per byte, one way out per single child
+  std::fill(byte_node, byte_node + 256, -1);
+  std::fill(way_out_but, way_out_but + 256, -1);
+  const auto literal = [&](uint8_t b) {
+    if (byte_node[b] < 0) byte_node[b] = put(out, {BYTES, 1, b});
+    return byte_node[b];
+  };
+  const auto way_out = [&](const std::vector<std::pair<uint8_t, int32_t>>& children) {
+    if (children.size() == 1 && way_out_but[children[0].first] >= 0) return way_out_but[children[0].first];
+    bool taken[256] = {};
+    for (const auto& [b, _] : children) taken[b] = true;
+    std::vector<int32_t> set{BYTESET, 0};
+    for (int32_t b = 0; b < 256; ++b) {
+      if (!plain_key_byte(b) || taken[b]) continue;
+      if (set[1] > 0 && set.back() == b - 1) {
+        set.back() = b;
+      } else {
+        set.insert(set.end(), {b, b});
+        ++set[1];
+      }
+    }
+    int32_t at = -1;
+    if (set[1] > 0) {
+      const int32_t bs = static_cast<int32_t>(out->size());
+      out->insert(out->end(), set.begin(), set.end());
+      at = put(out, {SEQ, 2, bs, rest});
+    }
+    if (children.size() == 1) way_out_but[children[0].first] = at;
+    return at;
+  };
+  std::vector<int32_t> at(trie.size());
+  std::vector<int32_t> items;
+  for (int32_t t = static_cast<int32_t>(trie.size()) - 1; t >= 0; --t) {
+    auto& ch = trie[t].children;
+    std::sort(ch.begin(), ch.end());
+    items.clear();
+    for (const auto& [b, child] : ch) items.push_back(put(out, {SEQ, 2, literal(b), at[child]}));
+    const int32_t leave = way_out(ch);
+    if (leave >= 0) items.push_back(leave);
+    items.push_back(heavy);
+    if (!trie[t].ends) items.push_back(literal('"'));
+    at[t] = static_cast<int32_t>(out->size());
+    out->insert(out->end(), {ALT, static_cast<int32_t>(items.size())});
+    out->insert(out->end(), items.begin(), items.end());
+  }
+  return at[0];
+}
+
+// The words again with every KEYS node written out where it stood (offsets renumbered).
+Status expand(const int32_t* words, int64_t n, int64_t first, const std::vector<uint8_t>& is_node,
+              std::vector<int32_t>* out) {
+  out->assign(words, words + first);
+  std::vector<int32_t> moved(n, -1);
+  for (int64_t pos = first; pos < n; ++pos) {
+    if (!is_node[pos]) continue;
+    const int32_t* a = words + pos + 1;
+    const int32_t at = static_cast<int32_t>(out->size());
+    switch (words[pos]) {
+      case KEYS:
+        moved[pos] = expand_keys(a, moved[a[1]], moved[a[2]], out);
+        break;
+      case SEQ:
+      case ALT:
+        out->insert(out->end(), {words[pos], a[0]});
+        for (int32_t i = 0; i < a[0]; ++i) out->push_back(moved[a[1 + i]]);
+        moved[pos] = at;
+        break;
+      case REPEAT:
+        out->insert(out->end(), {REPEAT, a[0], a[1], moved[a[2]]});
+        moved[pos] = at;
+        break;
+      case REGION:
+        out->insert(out->end(), {REGION, moved[a[0]]});
+        moved[pos] = at;
+        break;
+      default: {  // leaves: copied as they are
+        const int32_t size = words[pos] == BYTES ? 2 + a[0] : words[pos] == BYTESET ? 2 + 2 * a[0]
+                             : words[pos] == CHECK ? 3 + a[1] : 2;
+        out->insert(out->end(), words + pos, words + pos + size);
+        moved[pos] = at;
+      }
+    }
+    if (out->size() > static_cast<size_t>(kMaxIrWords)) return Status::error(Code::limit, "grammar IR too large");
+  }
+  for (int64_t r = 4; r < first; ++r) (*out)[r] = moved[words[r]];
+  return {};
 }
 
 }  // namespace
@@ -25,6 +156,7 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
   if (words[3] < 0 || words[3] >= words[2]) return bad(3, "root rule out of range");
   const int64_t n = n_words, first = 4 + int64_t(words[2]);
   std::vector<uint8_t> is_node(n_words, 0);
+  bool any_keys = false;
   const auto child_ok = [&](int64_t child, int64_t parent) {
     return child >= first && child < parent && is_node[child];
   };
@@ -73,6 +205,19 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
         if (avail < 1 || !child_ok(a[0], pos)) return bad(pos, "child offset is not an earlier node");
         size = 2;
         break;
+      case KEYS: {
+        if (avail < 3 || a[0] < 0) return bad(pos, "truncated key set");
+        if (!child_ok(a[1], pos) || !child_ok(a[2], pos)) return bad(pos, "child offset is not an earlier node");
+        size = 4;
+        for (int32_t i = 0; i < a[0]; ++i) {
+          if (avail < size || a[size - 1] < 0 || avail < size + a[size - 1]) return bad(pos, "truncated key set");
+          for (int32_t j = 0; j < a[size - 1]; ++j)
+            if (!plain_key_byte(a[size + j])) return bad(pos, "a key byte that JSON does not write plain");
+          size += 1 + a[size - 1];
+        }
+        any_keys = true;
+        break;
+      }
       default:
         return bad(pos, "unknown node kind " + std::to_string(words[pos]));
     }
@@ -83,7 +228,12 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
     int32_t body = words[4 + r];
     if (body < first || body >= n || !is_node[body]) return bad(4 + r, "rule body is not a node");
   }
-  ir->words.assign(words, words + n_words);
+  if (any_keys) {
+    Status s = expand(words, n, first, is_node, &ir->words);
+    if (!s.ok()) return s;
+  } else {
+    ir->words.assign(words, words + n_words);
+  }
   ir->n_rules = words[2];
   ir->root = words[3];
   return {};

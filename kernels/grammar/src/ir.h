@@ -8,8 +8,10 @@
 namespace tg {
 
 // CHECK is a zero-width assertion decided by a predicate (checks.h) on the text of the nearest
-// enclosing REGION, from the region's first byte to the check.
-enum Kind : int32_t { BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6, CHECK = 7, REGION = 8 };
+// enclosing REGION, from the region's first byte to the check. KEYS (a JSON string's body and
+// closing quote, that is none of the given keys) exists only in the words read: read_ir
+// writes it out as the other kinds (see expand_keys in ir.cpp), so nothing after sees it.
+enum Kind : int32_t { BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6, CHECK = 7, REGION = 8, KEYS = 9 };
 
 struct Ir {
   std::vector<int32_t> words;
@@ -33,10 +35,10 @@ struct Ir {
 };
 
 constexpr int32_t kIrMagic = 0x54524C31;
-constexpr int32_t kIrVersion = 1;
+constexpr int32_t kIrVersion = 2;
 constexpr int32_t kMaxIrWords = 1 << 24;
 
-// Fills `ir` from the words, checking every offset, count and range.
+// Fills `ir` from the words, checking every offset, count and range; KEYS nodes are expanded.
 Status read_ir(const int32_t* words, int32_t n_words, Ir* ir);
 
 }  // namespace tg

@@ -17,10 +17,14 @@ kernels/grammar/src/ir.cpp):
     node REF:     6, rule_index
     node CHECK:   7, kind, n, param_0 .. param_{n-1}         (zero-width: a predicate holds)
     node REGION:  8, child_offset                          (where checks start reading)
+    node KEYS:    9, n, rest_offset, heavy_offset, (len, b_0 .. b_{len-1}) * n
 
 A CHECK matches the empty string when its predicate (kernels/grammar/src/checks.h) holds on
 the text of the nearest enclosing REGION so far: the values that no grammar can describe
 (unique array items, regular expressions with backreferences) are decided on their text.
+
+KEYS is a JSON string's body and closing quote that is none of the n keys (KeysExcept: the
+front-end's additional property names, written out by the core, which builds it fastest).
 
 Offsets index the word array; a child always precedes its parent, so the tree is acyclic
 by construction and the core can validate it in one pass.
@@ -37,8 +41,8 @@ from functools import lru_cache
 from ..errors import GrammarError, GrammarLimitError
 
 MAGIC = 0x54524C31  # "TRL1"
-VERSION = 1
-BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION = 1, 2, 3, 4, 5, 6, 7, 8
+VERSION = 2
+BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION, KEYS = 1, 2, 3, 4, 5, 6, 7, 8, 9
 # Check kinds (kernels/grammar/src/checks.h).
 UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON, REGEX_PREFIX = 1, 2, 3, 4, 5, 6, 7
 MAX_CODE_POINT = 0x10FFFF
@@ -55,11 +59,8 @@ class Expr:
 
     Nodes are built by the thousand for each grammar, so they are plain slotted dataclasses
     with hand-written constructors (a frozen dataclass costs several times as much to build);
-    nothing assigns to a node's fields after construction. Besides its fields, a node has
-    two caches: `_hash` (hashing walks the whole subtree, and a DAG shares subtrees) and
-    `_facts`, for analyses of the subtree that depend on nothing else (json_schema/_prune.py):
-    shared subtrees, such as a front-end's constant character classes, are analysed once per
-    process instead of once per grammar.
+    nothing assigns to a node's fields after construction. Inner nodes cache their `_hash`
+    (hashing walks the whole subtree, and a DAG shares subtrees).
     """
 
     __slots__ = ()
@@ -72,11 +73,9 @@ def _cache():
 @dataclass(slots=True)
 class Bytes(Expr):
     data: bytes
-    _facts: object = _cache()
 
     def __init__(self, data: bytes):
         self.data = data
-        self._facts = None
 
     def __hash__(self):
         return hash((Bytes, self.data))
@@ -85,11 +84,9 @@ class Bytes(Expr):
 @dataclass(slots=True)
 class ByteSet(Expr):
     ranges: tuple[tuple[int, int], ...]  # sorted, disjoint, inclusive
-    _facts: object = _cache()
 
     def __init__(self, ranges: tuple[tuple[int, int], ...]):
         self.ranges = ranges
-        self._facts = None
 
     def __hash__(self):
         return hash((ByteSet, self.ranges))
@@ -102,7 +99,7 @@ class _Items(Expr):
 
     def __init__(self, items: tuple[Expr, ...]):
         self.items = items
-        self._hash = self._facts = None
+        self._hash = None
 
     def _items_hash(self):
         h = self._hash
@@ -115,7 +112,6 @@ class _Items(Expr):
 class Seq(_Items):
     items: tuple[Expr, ...]
     _hash: int | None = _cache()
-    _facts: object = _cache()
     __hash__ = _Items._items_hash
 
 
@@ -123,7 +119,6 @@ class Seq(_Items):
 class Alt(_Items):
     items: tuple[Expr, ...]
     _hash: int | None = _cache()
-    _facts: object = _cache()
     __hash__ = _Items._items_hash
 
 
@@ -133,11 +128,10 @@ class Repeat(Expr):
     min: int
     max: int | None  # None: unbounded
     _hash: int | None = _cache()
-    _facts: object = _cache()
 
     def __init__(self, item: Expr, min: int, max: int | None):
         self.item, self.min, self.max = item, min, max
-        self._hash = self._facts = None
+        self._hash = None
 
     def __hash__(self):
         h = self._hash
@@ -149,11 +143,9 @@ class Repeat(Expr):
 @dataclass(slots=True)
 class Ref(Expr):
     name: str
-    _facts: object = _cache()
 
     def __init__(self, name: str):
         self.name = name
-        self._facts = None
 
     def __hash__(self):
         return hash((Ref, self.name))
@@ -163,11 +155,9 @@ class Ref(Expr):
 class Check(Expr):
     kind: int
     params: tuple[int, ...] = ()
-    _facts: object = _cache()
 
     def __init__(self, kind: int, params: tuple[int, ...] = ()):
         self.kind, self.params = kind, tuple(params)
-        self._facts = None
 
     def __hash__(self):
         return hash((Check, self.kind, self.params))
@@ -177,11 +167,10 @@ class Check(Expr):
 class Region(Expr):
     item: Expr
     _hash: int | None = _cache()
-    _facts: object = _cache()
 
     def __init__(self, item: Expr):
         self.item = item
-        self._hash = self._facts = None
+        self._hash = None
 
     def __hash__(self):
         h = self._hash
@@ -192,6 +181,59 @@ class Region(Expr):
 
 EMPTY = Seq(())
 NOTHING = Alt(())
+
+
+# The bytes of a KeysExcept key: JSON's plain string bytes (no control byte, quote or backslash).
+PLAIN_KEY_BYTES = frozenset(b for b in range(0x20, 0x80) if b not in (0x22, 0x5C))
+
+
+@dataclass(slots=True)
+class KeysExcept(Expr):
+    """A JSON string's body and closing quote (after the opening quote) whose text is none of
+    `keys` (plain bytes only, see PLAIN_KEY_BYTES): `rest` matches any rest of a body and the
+    quote, `heavy` any character that is not plain and then `rest`. Its meaning is
+    `expanded()`'s trie, which the core builds from the keys alone."""
+
+    keys: tuple[bytes, ...]
+    rest: Expr
+    heavy: Expr
+    _hash: int | None = _cache()
+
+    def __init__(self, keys: tuple[bytes, ...], rest: Expr, heavy: Expr):
+        self.keys, self.rest, self.heavy = keys, rest, heavy
+        self._hash = None
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((KeysExcept, self.keys, self.rest, self.heavy))
+        return h
+
+    def expanded(self) -> Expr:
+        """The same language as plain nodes: per trie node, each next byte of a key, or a plain
+        byte no key continues with then `rest`, or `heavy`, or the closing quote where no key ends."""
+        trie: dict = {}
+        for key in self.keys:
+            node = trie
+            for b in key:
+                node = node.setdefault(b, {})
+            node[None] = True
+        plain = sorted(PLAIN_KEY_BYTES)
+
+        def node_expr(node: dict) -> Expr:  # keys are short: recursion is bounded by their length
+            nexts = sorted(b for b in node if b is not None)
+            items = [Seq((Bytes(bytes((b,))), node_expr(node[b]))) for b in nexts]
+            others = [(b, b) for b in plain if b not in node]
+            if others:
+                items.append(Seq((ByteSet(tuple(normalize_ranges(others))), self.rest)))
+            items.append(self.heavy)
+            if None not in node:
+                items.append(Bytes(b'"'))
+            return Alt(tuple(items))
+
+        return node_expr(trie)
+
+
 
 
 @dataclass
@@ -441,20 +483,59 @@ def _utf8_sequences(lo: int, hi: int) -> list[Expr]:
 
 
 def serialize(grammar: Grammar) -> tuple[array, list[str]]:
-    """Flatten to int32 words (see module doc) plus the rule names by index."""
+    """Flatten to int32 words (see module doc) plus the rule names by index.
+
+    Rules are written as the root reaches them; a rule it never reaches matches nothing there
+    (its references are still checked), and a rule whose body is written already, as an
+    earlier rule's, becomes a reference to that rule (the core inlines it): equal bodies are
+    equal words, so the core builds each automaton once."""
     names = list(grammar.rules)
     index = {name: i for i, name in enumerate(names)}
     if grammar.root not in index:
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
-    words = [MAGIC, VERSION, len(names), index[grammar.root]] + [0] * len(names)  # an array at the end
+    words = [MAGIC, VERSION, len(names), index[grammar.root]] + [-1] * len(names)  # an array at the end
     writer = _Writer(words, index)
+    writer.reach(index[grammar.root])
+    reached = writer.reached
+    first_with: dict[int, str] = {}  # body offset -> the first rule written with that body
     with nesting_guard("the grammar"):
-        for i, name in enumerate(names):
-            words[4 + i] = writer.emit(grammar.rules[name])
+        k = 0
+        while k < len(reached):  # grows while the rules are written
+            i = reached[k]
+            k += 1
+            name = names[i]
+            at = writer.emit(grammar.rules[name])
+            first = first_with.setdefault(at, name)
+            words[4 + i] = at if first == name else writer.leaf(Ref(first), Ref)
+        if len(reached) < len(names):
+            nothing = writer.leaf(ByteSet(()), ByteSet)  # the empty choice
+            for i, name in enumerate(names):
+                if not writer.marked[i]:
+                    _check_refs(grammar.rules[name], index)
+                    words[4 + i] = nothing
     try:
         return array("i", words), names
     except OverflowError:  # a check parameter; repetition bounds are checked where they are written
         raise GrammarLimitError(f"a number in the grammar exceeds the IR's limit {MAX_COUNT}") from None
+
+
+def _check_refs(top: Expr, index: dict[str, int]) -> None:
+    """GrammarError for a reference to no rule in a rule the root does not reach."""
+    stack, seen = [top], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        t = type(e)
+        if t is Ref and e.name not in index:
+            raise GrammarError(f"undefined rule {e.name!r}")
+        if t is Seq or t is Alt:
+            stack.extend(e.items)
+        elif t is Repeat or t is Region:
+            stack.append(e.item)
+        elif t is KeysExcept:
+            stack += (e.rest, e.heavy)
 
 
 _LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children
@@ -473,6 +554,13 @@ class _Writer:
         self.leaves: dict = {}
         self.nodes: dict[tuple, int] = {}
         self.by_id: dict[int, int] = {}
+        self.reached: list[int] = []  # rule indices referred to so far, in order
+        self.marked = bytearray(len(index))
+
+    def reach(self, rule: int) -> None:
+        if not self.marked[rule]:
+            self.marked[rule] = 1
+            self.reached.append(rule)
 
     def emit(self, top: Expr) -> int:
         by_id = self.by_id
@@ -492,6 +580,14 @@ class _Writer:
             elif (t is Repeat or t is Region) and type(expr.item) not in _LEAVES and id(expr.item) not in by_id:
                 push(expr.item)
                 continue
+            elif t is KeysExcept:
+                waiting = False
+                for item in (expr.heavy, expr.rest):
+                    if type(item) not in _LEAVES and id(item) not in by_id:
+                        push(item)
+                        waiting = True
+                if waiting:
+                    continue
             pop()
             if t in _LEAVES:
                 self.leaf(expr, t)
@@ -513,6 +609,7 @@ class _Writer:
                 at = self.index.get(key)
                 if at is None:
                     raise GrammarError(f"undefined rule {key!r}")
+                self.reach(at)
                 words.extend((REF, at))
             elif t is ByteSet and not key:  # no byte at all: the empty choice
                 words.extend((ALT, 0))
@@ -535,6 +632,9 @@ class _Writer:
             node = (CHECK, expr.kind, len(expr.params), *expr.params)
         elif t is Region:
             node = (REGION, offset(expr.item))
+        elif t is KeysExcept:
+            node = (KEYS, len(expr.keys), offset(expr.rest), offset(expr.heavy),
+                    *[w for key in expr.keys for w in (len(key), *key)])
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
         known = self.nodes.get(node)

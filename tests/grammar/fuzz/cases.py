@@ -68,7 +68,7 @@ def build_ir(spec: dict):
         {"root": name, "rules": [[name, node], ...]}
         node: ["bytes", [b, ...]] | ["byteset", [[lo, hi], ...]] | ["seq", [node, ...]]
             | ["alt", [node, ...]] | ["repeat", node, min, max or None] | ["ref", name]
-            | ["check", kind, [param, ...]] | ["region", node]
+            | ["check", kind, [param, ...]] | ["region", node] | ["keys", [[b, ...], ...], rest, heavy]
     """
     from trellis.grammar import ir
 
@@ -90,6 +90,8 @@ def build_ir(spec: dict):
             return ir.Check(n[1], tuple(n[2]))
         if tag == "region":
             return ir.Region(node(n[1]))
+        if tag == "keys":
+            return ir.KeysExcept(tuple(bytes(k) for k in n[1]), node(n[2]), node(n[3]))
         raise ValueError(f"unknown IR spec node {tag!r}")
 
     rules = {name: node(body) for name, body in spec["rules"]}

@@ -241,6 +241,10 @@ def _ir_node():
             st.lists(inner, min_size=1, max_size=4).map(lambda c: ["alt", c]),
             st.tuples(inner, bound, st.none() | bound).map(lambda t: ["repeat", t[0], t[1], t[2]]),
             inner.map(lambda c: ["region", c]),
+            # keys mostly plain (the core refuses other bytes), some empty, some prefixes of others
+            st.tuples(st.lists(st.lists(st.sampled_from([0x61, 0x62, 0x20, 0x7F, 0x22, 0x5C, 0x0A, 0xC3]),
+                                        max_size=4), max_size=4), inner, inner).map(
+                lambda t: ["keys", t[0], t[1], t[2]]),
         )
 
     return st.recursive(leaf, extend, max_leaves=12)

@@ -26,6 +26,10 @@ MAX_TRACKED_KEYS = 8  # required/dependent keys tracked as subsets when properti
 MAX_ORDERED_PROPERTIES = 3000
 # Checked on the text by the core (ir.Check): a key equal to an earlier one.
 DISTINCT_KEY = ir.Check(ir.DISTINCT_KEY)
+# Known keys longer than this keep the trie built here, a rule every few levels: the core's trie
+# is one expression, two levels per byte, and must fit in its nesting limit (automaton.h,
+# max_depth 2,000) below the half of it where the core stops inlining rules.
+MAX_NATIVE_KEY = 256
 _CLOSE_QUOTE = ir.literal('"')
 
 
@@ -325,7 +329,8 @@ class ObjectSchema:
         """The JSON string bodies, closing quote included, of the keys that are none of `known`
         (the usual additional property), built directly: a trie of the known keys over
         characters, where leaving the trie at any point leads to any rest of the string (two
-        rules of its own)."""
+        rules of its own). Keys of plain characters, most of them, are the core's to write out
+        (ir.KeysExcept: half the nodes of a typical schema's grammar were these tries)."""
         trie: dict = {}
         for k in known:
             node = trie
@@ -335,6 +340,9 @@ class ObjectSchema:
         names = self.fresh("keyrest"), self.fresh("keyheavy")
         self.rules.update(_text.rest_rules(*names))
         rest, heavy = self.ref(names[0]), self.ref(names[1])
+        encoded = [k.encode() for k in known]
+        if all(len(k) <= MAX_NATIVE_KEY and ir.PLAIN_KEY_BYTES.issuperset(k) for k in encoded):
+            return ir.KeysExcept(tuple(encoded), rest, heavy)  # the same trie, built by the core
         leave: dict = {}  # children -> the way out of the trie (shared by the nodes)
         # bottom-up without recursion (keys can be long); a rule every 8 levels keeps the
         # expressions shallow (cheap to hash and serialize), every 64 past 64 (the core inlines

@@ -33,12 +33,12 @@ Converter; _state_rules.py the counting automata they share.
 
 Cost: time to first mask includes this conversion, so it is kept linear in the grammar's
 size: walks over expressions are memoized by object identity (expressions are DAGs),
-string automata are cached and their products skip hopeless states (_dfa.product), the
-last pass (_prune) reads the references cached on the nodes (dead parts are the core's to
-cut: it prunes them anyway), and the cyclic garbage collector is paused during the
-conversion (see to_grammar).
+string automata are cached and their products skip hopeless states (_dfa.product), there
+is no pass after the conversion (ir.serialize writes only the rules the root reaches, equal
+bodies once; dead parts are the core's to cut), and the cyclic garbage collector is paused
+during the conversion (see to_grammar).
 References are one object per rule name (`ref`) and literals are shared (ir.literal), so
-that the passes after the conversion meet fewer distinct nodes.
+that serialization meets fewer distinct nodes.
 
 Refused (UnsupportedSchemaError naming keyword and pointer): see `REFUSED_KEYWORDS` and the
 cases the individual builders refuse. Unknown keywords are ignored, as the specification
@@ -64,7 +64,6 @@ from ._layout import Layouts
 from ._negate import NOT_CONST, Negator
 from ._number_schema import NumberSchema
 from ._object_schema import ObjectSchema
-from ._prune import prune
 from ._refs import Node, Resolver, escape_pointer
 from ._string_schema import StringSchema
 from ._type_analysis import TypeAnalysis
@@ -144,6 +143,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.negator = Negator(self)
         self.bodies: list = []  # value rules named but not built yet (see value)
         self._type_only: dict = {}
+        self._expanded: dict = {}  # expand's answers by the nodes' keys
 
     # ---- entry ---------------------------------------------------------------------------
 
@@ -152,7 +152,8 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.build_bodies()
         self.rules["root"] = root
         # When no JSON value is valid, this is the empty language: the core says so (is_empty).
-        return ir.Grammar(prune(self.rules, "root"), "root")
+        # Rules the root does not reach, and equal bodies, are ir.serialize's to leave out.
+        return ir.Grammar(self.rules, "root")
 
     def fresh(self, hint: str) -> str:
         n = next(self.counter)
@@ -217,7 +218,16 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
     # ---- contexts -------------------------------------------------------------------------
 
     def expand(self, nodes) -> list[Node] | None:
-        """Flatten allOf, $ref and $dynamicRef; None when some subschema is `false`."""
+        """Flatten allOf, $ref and $dynamicRef; None when some subschema is `false`. Asked for
+        the same contexts many times over (once per analysis): answered once each; callers
+        never change the list."""
+        key = tuple(n.key for n in nodes)
+        known = self._expanded.get(key, self)
+        if known is self:
+            known = self._expanded[key] = self._expand(nodes)
+        return known
+
+    def _expand(self, nodes) -> list[Node] | None:
         out: list[Node] = []
         seen: set = set()
         todo = list(nodes)
