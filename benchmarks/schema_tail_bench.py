@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         "† the engine compiled the schema but its mask refused a token of the instance MaskBench lists as valid "
         "(Trellis: the same schemas' valid instances are refused natively too, among the MaskBench table's "
         "validation errors; web-xgrammar runs in its default strict mode, where a member a schema does not "
-        "name is never generated; its refusals are not analysed further here). Times are from a loaded "
-        "2-core machine (the native pass ran beside other jobs). The refusals, as checked:",
+        "name is never generated; its refusals are not analysed further here). Times are one run's on a "
+        "shared 2-core machine: differences under about 20% are noise. The refusals, as checked:",
         "",
         *[f"- {line}" for line in refusals],
         "",
