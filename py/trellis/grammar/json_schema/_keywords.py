@@ -124,6 +124,10 @@ def subschemas(key, value, pointer: str, depth: int) -> list[tuple[str, object]]
 def check_value(value, key: str | None, pointer: str, depth: int, constrains: bool = True, where: str = "") -> None:
     """`value` (found at `where` inside keyword `key`, `depth` containers deep when it is one) is
     JSON within the limits; with `constrains`, its strings and keys are UTF-8."""
+    if type(value) is str:  # most values are (titles, descriptions): no walk for them
+        if constrains:
+            _check_text(value, key, pointer, where)
+        return
     try:
         for v, at, d in walk_json(value, where):
             if isinstance(v, str):
