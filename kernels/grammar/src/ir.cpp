@@ -130,12 +130,9 @@ Status expand(const int32_t* words, int64_t n, int64_t first, const std::vector<
         out->insert(out->end(), {REGION, moved[a[0]]});
         moved[pos] = at;
         break;
-      default: {  // leaves: copied as they are
-        const int32_t size = words[pos] == BYTES ? 2 + a[0] : words[pos] == BYTESET ? 2 + 2 * a[0]
-                             : words[pos] == CHECK ? 3 + a[1] : 2;
-        out->insert(out->end(), words + pos, words + pos + size);
+      default:  // leaves: copied as they are
+        out->insert(out->end(), words + pos, words + pos + Ir::node_size(words + pos));
         moved[pos] = at;
-      }
     }
     if (out->size() > static_cast<size_t>(kMaxIrWords)) return Status::error(Code::limit, "grammar IR too large");
   }

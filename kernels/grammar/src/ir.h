@@ -22,9 +22,11 @@ struct Ir {
   // Operands of a node, after its kind word.
   const int32_t* args(int32_t node) const { return &words[node + 1]; }
   // Words the (validated) node takes, kind word included: the offset of the node after it.
-  int32_t size(int32_t node) const {
-    const int32_t* a = args(node);
-    switch (kind(node)) {
+  int32_t size(int32_t node) const { return node_size(&words[node]); }
+  // The same for a node's words (any kind but KEYS, which read_ir writes out).
+  static int32_t node_size(const int32_t* node) {
+    const int32_t* a = node + 1;
+    switch (node[0]) {
       case BYTESET: return 2 + 2 * a[0];
       case BYTES: case SEQ: case ALT: return 2 + a[0];
       case REPEAT: return 4;

@@ -234,8 +234,6 @@ class KeysExcept(Expr):
         return node_expr(trie)
 
 
-
-
 @dataclass
 class Grammar:
     """Named rules plus the name of the start rule."""

@@ -331,18 +331,18 @@ class ObjectSchema:
         characters, where leaving the trie at any point leads to any rest of the string (two
         rules of its own). Keys of plain characters, most of them, are the core's to write out
         (ir.KeysExcept: half the nodes of a typical schema's grammar were these tries)."""
-        trie: dict = {}
-        for k in known:
-            node = trie
-            for ch in k:
-                node = node.setdefault(ch, {})
-            node[None] = True  # a known key ends here
         names = self.fresh("keyrest"), self.fresh("keyheavy")
         self.rules.update(_text.rest_rules(*names))
         rest, heavy = self.ref(names[0]), self.ref(names[1])
         encoded = [k.encode() for k in known]
         if all(len(k) <= MAX_NATIVE_KEY and ir.PLAIN_KEY_BYTES.issuperset(k) for k in encoded):
             return ir.KeysExcept(tuple(encoded), rest, heavy)  # the same trie, built by the core
+        trie: dict = {}
+        for k in known:
+            node = trie
+            for ch in k:
+                node = node.setdefault(ch, {})
+            node[None] = True  # a known key ends here
         leave: dict = {}  # children -> the way out of the trie (shared by the nodes)
         # bottom-up without recursion (keys can be long); a rule every 8 levels keeps the
         # expressions shallow (cheap to hash and serialize), every 64 past 64 (the core inlines

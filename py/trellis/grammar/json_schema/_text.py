@@ -171,7 +171,6 @@ def char_literal(ch: str) -> ir.Expr:
 
 # One character that JSON does not write as one plain byte (escaped or multi-byte).
 HEAVY_CHAR = json_escape(ir.char_class([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x80, ir.MAX_CODE_POINT)]))
-_PLAIN_OUT = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]  # the bytes below 0x80 that are not plain
 
 
 def rest_rules(rest: str, heavy: str) -> dict[str, ir.Expr]:
@@ -188,7 +187,7 @@ def rest_rules(rest: str, heavy: str) -> dict[str, ir.Expr]:
 def leave_trie(chars: frozenset, rest: ir.Ref, heavy: ir.Ref) -> ir.Expr:
     """In a JSON string body: a character that is none of `chars`, then any rest and the closing
     quote (the rules of `rest_rules`)."""
-    if all(0x20 <= ord(c) < 0x80 and escape_byte(ord(c)) is None for c in chars):
+    if all(ord(c) in ir.PLAIN_KEY_BYTES for c in chars):
         # the plain characters but these are a byte set; `heavy` covers every other one
         return ir.alt(ir.seq(_plain_but(chars), rest), heavy)
     other = ir.char_class([(ord(c), ord(c)) for c in chars], negate=True)
@@ -197,7 +196,7 @@ def leave_trie(chars: frozenset, rest: ir.Ref, heavy: ir.Ref) -> ir.Expr:
 
 @lru_cache(maxsize=4096)
 def _plain_but(chars: frozenset) -> ir.Expr:
-    return ir.byte_set(ir.negate_ranges([*_PLAIN_OUT, *((ord(c), ord(c)) for c in chars)], 0x7F))
+    return ir.byte_set([(b, b) for b in ir.PLAIN_KEY_BYTES.difference(map(ord, chars))])
 
 
 # ---- patterns ------------------------------------------------------------------------------
