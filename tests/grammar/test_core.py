@@ -388,6 +388,11 @@ def test_keys_except_refuses_bytes_json_does_not_write_plain(tiny):
     for cut in range(len(words) - 1, len(words) - 8, -1):  # a key set cut short
         with pytest.raises(GrammarError):
             tiny.core.grammar_compile(tiny._handle, words[:cut])
+    # the tries' size is bounded before any is built: 2^20 key bytes in all
+    keys = tuple(b"k%07d" % i + b"x" * 248 for i in range(4100))
+    words, _ = ir.serialize(ir.Grammar({"root": ir.KeysExcept(keys, ir.EMPTY, ir.EMPTY)}))
+    with pytest.raises(GrammarLimitError, match="1048576 key bytes"):
+        tiny.core.grammar_compile(tiny._handle, words)
 
 
 def test_malformed_ir_never_crashes(tiny):

@@ -153,7 +153,7 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
   if (words[3] < 0 || words[3] >= words[2]) return bad(3, "root rule out of range");
   const int64_t n = n_words, first = 4 + int64_t(words[2]);
   std::vector<uint8_t> is_node(n_words, 0);
-  bool any_keys = false;
+  int64_t key_bytes = 0;  // in all KEYS nodes: their tries' size, bounded before any is built
   const auto child_ok = [&](int64_t child, int64_t parent) {
     return child >= first && child < parent && is_node[child];
   };
@@ -210,9 +210,10 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
           if (avail < size || a[size - 1] < 0 || avail < size + a[size - 1]) return bad(pos, "truncated key set");
           for (int32_t j = 0; j < a[size - 1]; ++j)
             if (!plain_key_byte(a[size + j])) return bad(pos, "a key byte that JSON does not write plain");
+          key_bytes += a[size - 1];
           size += 1 + a[size - 1];
         }
-        any_keys = true;
+        key_bytes += 1;  // a KEYS node with no key still writes a node
         break;
       }
       default:
@@ -225,7 +226,10 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
     int32_t body = words[4 + r];
     if (body < first || body >= n || !is_node[body]) return bad(4 + r, "rule body is not a node");
   }
-  if (any_keys) {
+  if (key_bytes > kMaxKeyBytes)
+    return Status::error(Code::limit, "grammar IR too large: its KEYS nodes hold more than " +
+                                          std::to_string(kMaxKeyBytes) + " key bytes");
+  if (key_bytes > 0) {
     Status s = expand(words, n, first, is_node, &ir->words);
     if (!s.ok()) return s;
   } else {

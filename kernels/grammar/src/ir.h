@@ -39,6 +39,9 @@ struct Ir {
 constexpr int32_t kIrMagic = 0x54524C31;
 constexpr int32_t kIrVersion = 2;
 constexpr int32_t kMaxIrWords = 1 << 24;
+// Key bytes in all KEYS nodes together: each becomes a trie node of about 20 words, and the
+// trie's memory is reserved before the words are (MaskBench's largest schema has 26,186).
+constexpr int64_t kMaxKeyBytes = 1 << 20;
 
 // Fills `ir` from the words, checking every offset, count and range; KEYS nodes are expanded.
 Status read_ir(const int32_t* words, int32_t n_words, Ir* ir);
