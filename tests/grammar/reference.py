@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from trellis.errors import GrammarError
 from trellis.grammar import ir
+from trellis.grammar.json_schema import _dfa
+from trellis.grammar.json_schema._text import escape_byte
 
 # Symbols are ints: a nonterminal is >= 0; a terminal is ~k (< 0), k indexing _Cfg.masks,
 # where a mask is a 256-bit int with bit b set when byte b matches.
@@ -89,11 +91,38 @@ class _Cfg:
             return self._symbols(expr.item)
         if isinstance(expr, ir.KeysExcept):
             return self._symbols(expr.expanded())
+        if isinstance(expr, ir.And):
+            return self._automaton(_product(expr), expr.escaped)
+        if isinstance(expr, ir.Automaton):
+            rows = [[] for _ in expr.accept]
+            for s, lo, hi, t in expr.runs:
+                rows[s].append((lo, hi, t))
+            return self._automaton(_dfa.Dfa(rows, list(expr.accept)), False)
         if isinstance(expr, ir.Ref):
             if expr.name not in self.rule_nt:
                 raise GrammarError(f"undefined rule {expr.name!r}")
             return (self.rule_nt[expr.name],)
         raise TypeError(f"not an IR expression: {expr!r}")
+
+
+    def _automaton(self, d, escaped: bool) -> tuple[int, ...]:
+        """An automaton as productions: a nonterminal per state, `state -> byte next` per transition
+        (escaped: a byte JSON escapes is its escape's bytes) and `state -> ε` where it accepts."""
+        nts = [self._fresh() for _ in d.trans]
+        for s, row in enumerate(d.trans):
+            if d.accept[s]:
+                self._add(nts[s], ())
+            for lo, hi, t in row:
+                for b in range(lo, hi + 1):
+                    spelled = escape_byte(b) if escaped else None
+                    data = spelled.encode() if spelled else bytes([b])
+                    self._add(nts[s], tuple(self._terminal(1 << x) for x in data) + (nts[t],))
+        return (nts[0],)
+
+
+def _product(e: ir.And):
+    """The Python front-end's own product construction (independent of the core's)."""
+    return _dfa.product([_dfa.from_ir(item) for item in e.items], list(e.wants))
 
 
 def _fixpoint(cfg: _Cfg, ok_terminal) -> set[int]:

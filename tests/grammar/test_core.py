@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.grammar.reference import Reference
-from trellis.errors import GrammarError, GrammarLimitError
+from trellis.errors import GrammarError, GrammarLimitError, SchemaLimitError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary, ir
 from trellis.grammar.builtin_json import builtin_json_grammar
 from trellis.grammar.core import CoreError
@@ -109,6 +109,40 @@ ALPHABET = b"abc("
 NAMES = ["root", "r1", "r2", "r3"]
 
 
+@st.composite
+def automata(draw, alphabet: bytes = ALPHABET):
+    """ir.Automaton: 1-4 states, runs that may overlap (nondeterministic) or leave bytes out."""
+    n = draw(st.integers(1, 4))
+    runs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.sampled_from(alphabet), st.integers(0, 2),
+                                   st.integers(0, n - 1)), max_size=6))
+    return ir.Automaton([(s, b, min(255, b + w), t) for s, b, w, t in runs], draw(st.lists(st.booleans(),
+                                                                                       min_size=n, max_size=n)))
+
+
+def regular(depth: int):
+    """Expressions an intersection may hold: no references, checks or regions."""
+    leaf = st.one_of(
+        st.binary(min_size=0, max_size=3).map(lambda b: ir.Bytes(bytes(ALPHABET[x % 4] for x in b))),
+        st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=3).map(
+            lambda bs: ir.byte_set([(b, b) for b in bs])),
+        automata())
+    if depth == 0:
+        return leaf
+    sub = regular(depth - 1)
+    return st.one_of(
+        leaf,
+        st.lists(sub, min_size=0, max_size=3).map(lambda xs: ir.Seq(tuple(xs))),
+        st.lists(sub, min_size=1, max_size=3).map(lambda xs: ir.Alt(tuple(xs))),
+        st.tuples(sub, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2))).map(
+            lambda t: ir.Repeat(t[0], t[1], None if t[2] is None else t[1] + t[2])))
+
+
+def intersections(item):
+    """ir.And of 1-3 items, the first wanted, escaped or not."""
+    return st.tuples(st.lists(st.tuples(item, st.booleans()), min_size=1, max_size=3), st.booleans()).map(
+        lambda t: ir.And(tuple(x for x, _ in t[0]), (True,) + tuple(w for _, w in t[0][1:]), t[1]))
+
+
 def exprs(depth: int):
     leaf = st.one_of(
         st.binary(min_size=0, max_size=3).map(lambda b: ir.Bytes(bytes(ALPHABET[x % 4] for x in b))),
@@ -116,6 +150,7 @@ def exprs(depth: int):
             lambda bs: ir.byte_set([(b, b) for b in bs])),
         st.sampled_from(NAMES).map(ir.Ref),
         st.just(ir.char_class([(0xE9, 0xE9), (0x65E5, 0x65E5)])),
+        automata(),
     )
     if depth == 0:
         return leaf
@@ -129,6 +164,7 @@ def exprs(depth: int):
         sub.map(ir.Region),  # no check reads it: the core builds its body in place
         st.tuples(st.lists(st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 4] for x in b)), max_size=3),
                   sub, sub).map(lambda t: ir.KeysExcept(tuple(t[0]), t[1], t[2])),
+        intersections(regular(depth - 1)),
     )
 
 
@@ -393,6 +429,97 @@ def test_keys_except_refuses_bytes_json_does_not_write_plain(tiny):
     words, _ = ir.serialize(ir.Grammar({"root": ir.KeysExcept(keys, ir.EMPTY, ir.EMPTY)}))
     with pytest.raises(GrammarLimitError, match="1048576 key bytes"):
         tiny.core.grammar_compile(tiny._handle, words)
+
+
+ESCAPE_BYTES = b'a"\\\n\x01bnu01'  # bytes JSON escapes, and the letters and digits of their escapes
+
+
+def escape_items(depth: int):
+    leaf = st.one_of(
+        st.binary(min_size=0, max_size=3).map(lambda b: ir.Bytes(bytes(b'a"\\\n\x01'[x % 5] for x in b))),
+        st.lists(st.sampled_from(b'a"\\\n\x01'), min_size=1, max_size=3).map(
+            lambda bs: ir.byte_set([(b, b) for b in bs])))
+    if depth == 0:
+        return leaf
+    sub = escape_items(depth - 1)
+    return st.one_of(leaf, st.lists(sub, min_size=0, max_size=3).map(lambda xs: ir.Seq(tuple(xs))),
+                     st.lists(sub, min_size=1, max_size=3).map(lambda xs: ir.Alt(tuple(xs))),
+                     sub.map(lambda x: ir.Repeat(x, 0, None)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(wanted=escape_items(2), others=st.lists(st.tuples(escape_items(2), st.booleans()), max_size=2),
+       seed=st.integers(0, 10**6))
+def test_and_is_its_product(core, wanted, others, seed):
+    """AND masks as the Python front-end's product automaton does (tests/grammar/reference.py),
+    with the bytes JSON escapes written as their escapes: quote, backslash, newline, \\u0001."""
+    vocab = small_vocab(ESCAPE_BYTES)
+    node = ir.And((wanted, *(x for x, _ in others)), (True, *(w for _, w in others)), escaped=True)
+    grammar = ir.Grammar({"root": ir.seq(ir.literal("["), node, ir.literal("]"))})
+    check_walk(compiler_for(vocab, core), grammar, random.Random(seed), steps=8)
+
+
+def test_and_json_escapes_and_searches(tiny):
+    """A pattern searched for, a length and an excluded word, escaped: what JSON Schema gives it
+    (only the canonical escapes: a newline is backslash-n, never \\u000a)."""
+    star = ir.repeat(ir.byte_set([(0, 0xFF)]), 0, None)
+    any_char = ir.repeat(ir.byte_set([(0, 0x7F)]), 0, None)
+    node = ir.And((any_char, ir.seq(star, ir.literal('a"'), star), ir.repeat(ir.byte_set([(0, 0x7F)]), 2, 4),
+                   ir.literal('a"\n')), (True, True, True, False), escaped=True)
+    grammar = ir.Grammar({"root": ir.seq(ir.literal("<"), node, ir.literal(">"))})
+    ref = Reference(grammar)
+    for text, ok in ((rb'<a\">', True), (rb'<xa\"\u0001>', True), (rb'<a">', False), (rb'<a\"\n>', False),
+                     (rb'<a\"\\>', True), (rb'<xxa\"y>', False), (rb'<a\"\u000a>', False), (rb'<a\"b>', True)):
+        matcher = GrammarMatcher(tiny.compile_ir(grammar))
+        assert (matcher.accept_string(text) and matcher.can_terminate()) == ok == ref.accepts(text), text
+
+
+def test_and_validation(tiny):
+    """Children must be regular, one wanted; flags known. Too large a product is a limit error
+    naming the rule, and for a schema's rule its keyword and pointer."""
+    a = ir.literal("a")
+    bad = [ir.And((ir.Ref("root"),), (True,)), ir.And((ir.Region(a),), (True,)),
+           ir.And((ir.Check(ir.UNIQUE_ITEM),), (True,))]
+    for node in bad:
+        words, _ = ir.serialize(ir.Grammar({"root": ir.seq(a, node)}))
+        with pytest.raises(GrammarError, match="not regular"):
+            tiny.core.grammar_compile(tiny._handle, words)
+    words, _ = ir.serialize(ir.Grammar({"root": ir.And((a, a), (True, False))}))
+    # AND 2, flags, child, 1, child, 0
+    for at, value, message in ((-3, 0, "no wanted child"), (-1, 2, "neither wanted"), (-5, 2, "flags")):
+        broken = array("i", words)
+        broken[at] = value
+        with pytest.raises(GrammarError, match=message):
+            tiny.core.grammar_compile(tiny._handle, broken)
+    with pytest.raises(GrammarError):
+        ir.And((a,), (False,))
+    # 5,000 counts of any byte, searched for twice: refused, naming where
+    digits = ir.repeat(ir.byte_set([(0x30, 0x39)]), 0, None)
+    big = ir.And((ir.repeat(ir.byte_set([(0, 0x7F)]), 0, 5000), ir.seq(digits, ir.literal("x"), digits)),
+                 (True, True))
+    grammar = ir.Grammar({"root": ir.Ref("s"), "s": big}, positions={"s": ("pattern", "/properties/a")})
+    with pytest.raises(SchemaLimitError, match="automaton states") as e:
+        tiny.compile_ir(grammar)
+    assert (e.value.keyword, e.value.pointer) == ("pattern", "/properties/a")
+
+
+def test_automaton_node(tiny):
+    """AUTOMATON: the strings from state 0 to an accepting state, nondeterminism allowed; its
+    states, bytes and acceptance are validated."""
+    # (ab)*a, and a second way to read "a" from state 0 that leads nowhere
+    node = ir.Automaton([(0, 0x61, 0x61, 1), (1, 0x62, 0x62, 0), (0, 0x61, 0x61, 2)], [False, True, False])
+    grammar = ir.Grammar({"root": ir.seq(ir.literal("("), node, ir.literal(")"))})
+    for text, ok in ((b"(a)", True), (b"(aba)", True), (b"(ab)", False), (b"()", False), (b"(abab)", False)):
+        matcher = GrammarMatcher(tiny.compile_ir(grammar))
+        assert (matcher.accept_string(text) and matcher.can_terminate()) == ok, text
+    words, _ = ir.serialize(ir.Grammar({"root": ir.Automaton([(0, 0x61, 0x62, 1)], [False, True])}))
+    # AUTOMATON 2, 1, accept0, accept1, from, lo, hi, to
+    for at, value, message in ((-6, 2, "neither accepting"), (-4, 2, "out of range"), (-1, 5, "out of range"),
+                               (-3, 300, "out of range"), (-2, 0x60, "out of range"), (-7, -1, "truncated")):
+        broken = array("i", words)
+        broken[at] = value
+        with pytest.raises(GrammarError, match=message):
+            tiny.core.grammar_compile(tiny._handle, broken)
 
 
 def test_malformed_ir_never_crashes(tiny):

@@ -148,6 +148,16 @@ def deserialize(words, names):
                 keys.append(bytes(words[at + 1: at + 1 + words[at]].tolist()))
                 at += 1 + words[at]
             return ir.KeysExcept(tuple(keys), node(rest), node(heavy))
+        if tag == ir.AUTOMATON:
+            n, m = words[off + 1: off + 3]
+            flat = words[off + 3 + n: off + 3 + n + 4 * m].tolist()
+            return ir.Automaton(list(zip(flat[0::4], flat[1::4], flat[2::4], flat[3::4])),
+                                [bool(a) for a in words[off + 3: off + 3 + n]])
+        if tag == ir.AND:
+            n, escaped = words[off + 1: off + 3]
+            pairs = words[off + 3: off + 3 + 2 * n].tolist()
+            assert all(c < off for c in pairs[0::2])
+            return ir.And(tuple(node(c) for c in pairs[0::2]), tuple(bool(w) for w in pairs[1::2]), bool(escaped))
         raise AssertionError(f"bad tag {tag} at {off}")
 
     rules = {names[i]: node(words[4 + i]) for i in range(n_rules)}
@@ -175,6 +185,8 @@ def _assert_written(grammar: ir.Grammar, back: ir.Grammar) -> None:
                 stack.append(e.item)
             elif isinstance(e, ir.KeysExcept):
                 stack += (e.rest, e.heavy)
+            elif isinstance(e, ir.And):
+                stack.extend(e.items)
     assert back.root == grammar.root and list(back.rules) == list(grammar.rules)
     keepers: dict = {}
     for name, body in grammar.rules.items():

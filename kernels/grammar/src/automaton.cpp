@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <utility>
+
+#include "intersection.h"
 
 namespace tg {
 
@@ -168,10 +171,48 @@ std::vector<std::vector<int32_t>> components(const std::vector<std::vector<int32
   return out;
 }
 
+// The DFAs of the grammar's AND nodes, built before anything else (the planner sizes them)
+// and then written into each rule that holds one, as NFA nodes.
+struct Intersections {
+  std::unordered_map<int32_t, ByteDfa> dfa;  // AND node -> its language
+  std::unordered_map<int32_t, int64_t> size;  // AND node -> the NFA nodes it writes
+
+  Status build(const Ir& ir, const Limits& limits) {
+    int64_t budget = std::min(limits.max_nfa_nodes, kMaxChildNfaNodes);  // the children's, all together
+    const int32_t n = static_cast<int32_t>(ir.words.size());
+    for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) {
+      if (ir.kind(pos) != AND) continue;
+      ByteDfa& d = dfa[pos];
+      Status s = intersection_dfa(ir, pos, &budget, &d);
+      if (!s.ok()) {
+        s.rule = rule_holding(ir, pos);
+        return s;
+      }
+      // A node per state and one end; escaped, up to 6 more per state for the escapes' prefixes.
+      const bool escaped = ir.args(pos)[1] & kAndJsonEscaped;
+      size[pos] = 1 + int64_t(d.n_states()) * (escaped ? 7 : 1);
+    }
+    return {};
+  }
+
+  // The first rule whose body holds `node`, for an error's message.
+  static int32_t rule_holding(const Ir& ir, int32_t node) {
+    std::vector<int32_t> stamp(ir.words.size(), -1), stack;
+    for (int32_t r = 0; r < ir.n_rules; ++r) {
+      bool found = false;
+      each_body_node(ir, r, true, &stamp, &stack, [&](int32_t at) { found |= at == node; });
+      if (found) return r;
+    }
+    return -1;
+  }
+};
+
 class InlinePlanner {
  public:
-  InlinePlanner(const Ir& ir, const Limits& limits, const std::vector<uint8_t>& read_region)
-      : ir_(ir), limits_(limits), read_region_(read_region), memo_(ir.words.size(), -1), nothing_(ir.words.size(), -1) {}
+  InlinePlanner(const Ir& ir, const Limits& limits, const std::vector<uint8_t>& read_region,
+                const Intersections& intersections)
+      : ir_(ir), limits_(limits), read_region_(read_region), intersections_(intersections),
+        memo_(ir.words.size(), -1), nothing_(ir.words.size(), -1) {}
 
   // Marks the rules that are not recursive and whose expansion is small.
   Status plan(std::vector<uint8_t>* inline_rule) {
@@ -241,6 +282,8 @@ class InlinePlanner {
         size = 1;  // a call to a rule of its own
         break;
       case CHECK: size = 1; break;
+      case AND: size = intersections_.size.at(node); break;
+      case AUTOMATON: size = 1 + a[0]; break;
     }
     memo_[node] = size;
     *out = size;
@@ -263,6 +306,7 @@ class InlinePlanner {
   const Ir& ir_;
   const Limits& limits_;
   const std::vector<uint8_t>& read_region_;
+  const Intersections& intersections_;
   std::vector<int64_t> memo_;
   std::vector<int8_t> nothing_;  // builds_nothing's answers, -1 unknown
   std::vector<int64_t> rule_size_;
@@ -318,8 +362,9 @@ struct NodeRules {
 class RuleNfa {
  public:
   RuleNfa(const Ir& ir, const Limits& limits, const std::vector<uint8_t>& inline_rule, const NodeRules& node_rules,
-          int64_t* budget)
-      : ir_(ir), limits_(limits), inline_(inline_rule), node_rules_(node_rules), budget_(budget) {}
+          const Intersections& intersections, int64_t* budget)
+      : ir_(ir), limits_(limits), inline_(inline_rule), node_rules_(node_rules), intersections_(intersections),
+        budget_(budget) {}
 
   // Replaces the previous rule's automaton with `rule`'s.
   Status build(int32_t rule) {
@@ -435,14 +480,72 @@ class RuleNfa {
         calls_.add(from, {node_rules_.rule_of_node[node], n});
         return n;
       }
+      case AND: return intersection(intersections_.dfa.at(node), a[1] & kAndJsonEscaped, from);
+      case AUTOMATON: {
+        std::vector<int32_t> id(a[0]);
+        for (int32_t& x : id) x = add();
+        const int32_t end = add();
+        if (!status_.ok()) return end;
+        eps(from, id[0]);
+        for (int32_t i = 0; i < a[0]; ++i)
+          if (a[2 + i]) eps(id[i], end);
+        for (const int32_t* r = a + 2 + a[0]; r < a + 2 + a[0] + 4 * int64_t(a[1]); r += 4)
+          bytes_.add(id[r[0]], {r[1], r[2], id[r[3]]});
+        return end;
+      }
     }
     return from;
+  }
+
+  // An AND node's DFA written from `from`: a node per state. Escaped, a byte JSON escapes is
+  // its escape instead, through nodes per state for the escapes' prefixes ("\\", "\\u",
+  // "\\u0", "\\u00", "\\u000", "\\u001"), shared by all of the state's escapes.
+  int32_t intersection(const ByteDfa& d, bool escaped, int32_t from) {
+    std::vector<int32_t> id(d.n_states());
+    for (int32_t& x : id) x = add();
+    const int32_t end = add();
+    if (!status_.ok()) return end;
+    eps(from, id[0]);
+    for (int32_t s = 0; s < d.n_states(); ++s) {
+      if (d.accept[s]) eps(id[s], end);
+      int32_t prefix[6] = {-1, -1, -1, -1, -1, -1};
+      for (int32_t r = d.begin[s]; r < d.begin[s + 1]; ++r) {
+        const ByteDfa::Run& run = d.runs[r];
+        if (!escaped) {
+          bytes_.add(id[s], {run.lo, run.hi, id[run.to]});
+          continue;
+        }
+        for (int32_t b = run.lo; b <= run.hi;) {
+          if (!json_escaped(b)) {
+            int32_t e = b;
+            while (e < run.hi && !json_escaped(e + 1)) ++e;
+            bytes_.add(id[s], {b, e, id[run.to]});
+            b = e + 1;
+            continue;
+          }
+          const char* esc = json_escape_of(b);
+          int32_t at = id[s], i = 0;
+          for (; esc[i + 1] != '\0'; ++i) {
+            const int32_t k = i < 4 ? i : 4 + (esc[i] == '1');
+            if (prefix[k] < 0) {
+              prefix[k] = add();
+              bytes_.add(at, {uint8_t(esc[i]), uint8_t(esc[i]), prefix[k]});
+            }
+            at = prefix[k];
+          }
+          bytes_.add(at, {uint8_t(esc[i]), uint8_t(esc[i]), id[run.to]});
+          ++b;
+        }
+      }
+    }
+    return end;
   }
 
   const Ir& ir_;
   const Limits& limits_;
   const std::vector<uint8_t>& inline_;
   const NodeRules& node_rules_;
+  const Intersections& intersections_;
   int64_t* budget_;
   Status status_;
   int32_t n_nodes_ = 0;
@@ -808,8 +911,11 @@ Status check_left_recursion(const Automaton& a) {
 Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   std::vector<uint8_t> inline_rule;
   const std::vector<uint8_t> read_region = read_regions(ir);
-  InlinePlanner planner(ir, limits, read_region);
-  Status s = planner.plan(&inline_rule);
+  Intersections intersections;
+  Status s = intersections.build(ir, limits);
+  if (!s.ok()) return s;
+  InlinePlanner planner(ir, limits, read_region, intersections);
+  s = planner.plan(&inline_rule);
   if (!s.ok()) return s;
   // Inlining the root would be pointless: it always gets an automaton of its own.
   Automaton& a = *out;
@@ -835,7 +941,7 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   int64_t budget = limits.max_nfa_nodes;
   std::vector<int32_t> todo{ir.root}, called;
   ByteRuns runs;
-  RuleNfa nfa(ir, limits, inline_rule, node_rules, &budget);
+  RuleNfa nfa(ir, limits, inline_rule, node_rules, intersections, &budget);
   Determinizer det(limits, &a, &runs);
   while (!todo.empty()) {
     int32_t rule = todo.back();

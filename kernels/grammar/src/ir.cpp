@@ -130,6 +130,11 @@ Status expand(const int32_t* words, int64_t n, int64_t first, const std::vector<
         out->insert(out->end(), {REGION, moved[a[0]]});
         moved[pos] = at;
         break;
+      case AND:
+        out->insert(out->end(), {AND, a[0], a[1]});
+        for (int32_t i = 0; i < a[0]; ++i) out->insert(out->end(), {moved[a[2 + 2 * i]], a[3 + 2 * i]});
+        moved[pos] = at;
+        break;
       default:  // leaves: copied as they are
         out->insert(out->end(), words + pos, words + pos + Ir::node_size(words + pos));
         moved[pos] = at;
@@ -153,6 +158,7 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
   if (words[3] < 0 || words[3] >= words[2]) return bad(3, "root rule out of range");
   const int64_t n = n_words, first = 4 + int64_t(words[2]);
   std::vector<uint8_t> is_node(n_words, 0);
+  std::vector<uint8_t> regular(n_words, 0);  // bytes, byte sets, and sequences, choices, repetitions of them
   int64_t key_bytes = 0;  // in all KEYS nodes: their tries' size, bounded before any is built
   const auto child_ok = [&](int64_t child, int64_t parent) {
     return child >= first && child < parent && is_node[child];
@@ -167,6 +173,7 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
         for (int32_t i = 0; i < a[0]; ++i)
           if (a[1 + i] < 0 || a[1 + i] > 255) return bad(pos, "literal byte out of range");
         size = 2 + int64_t(a[0]);
+        regular[pos] = 1;
         break;
       case BYTESET:
         if (avail < 1 || a[0] < 1 || avail < 1 + 2 * int64_t(a[0])) return bad(pos, "truncated byte set");
@@ -175,20 +182,52 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
           if (lo < 0 || hi > 255 || lo > hi) return bad(pos, "byte range out of order or range");
         }
         size = 2 + 2 * int64_t(a[0]);
+        regular[pos] = 1;
         break;
       case SEQ:
       case ALT:
         if (avail < 1 || a[0] < 0 || avail < 1 + int64_t(a[0])) return bad(pos, "truncated node list");
-        for (int32_t i = 0; i < a[0]; ++i)
+        regular[pos] = 1;
+        for (int32_t i = 0; i < a[0]; ++i) {
           if (!child_ok(a[1 + i], pos)) return bad(pos, "child offset is not an earlier node");
+          regular[pos] &= regular[a[1 + i]];
+        }
         size = 2 + int64_t(a[0]);
         break;
       case REPEAT:
         if (avail < 3) return bad(pos, "truncated repetition");
         if (a[0] < 0 || (a[1] != -1 && a[1] < a[0])) return bad(pos, "repetition bounds out of order");
         if (!child_ok(a[2], pos)) return bad(pos, "child offset is not an earlier node");
+        regular[pos] = regular[a[2]];
         size = 4;
         break;
+      case AUTOMATON: {
+        if (avail < 2 || a[0] < 1 || a[1] < 0 || avail < 2 + int64_t(a[0]) + 4 * int64_t(a[1]))
+          return bad(pos, "truncated automaton");
+        for (int32_t i = 0; i < a[0]; ++i)
+          if (a[2 + i] != 0 && a[2 + i] != 1) return bad(pos, "an automaton state neither accepting nor not");
+        for (const int32_t* r = a + 2 + a[0]; r < a + 2 + a[0] + 4 * int64_t(a[1]); r += 4)
+          if (r[0] < 0 || r[0] >= a[0] || r[3] < 0 || r[3] >= a[0] || r[1] < 0 || r[2] > 255 || r[1] > r[2])
+            return bad(pos, "an automaton transition out of range");
+        regular[pos] = 1;
+        size = 3 + int64_t(a[0]) + 4 * int64_t(a[1]);
+        break;
+      }
+      case AND: {
+        if (avail < 2 || a[0] < 1 || avail < 2 + 2 * int64_t(a[0])) return bad(pos, "truncated intersection");
+        if (a[1] != 0 && a[1] != kAndJsonEscaped) return bad(pos, "unknown intersection flags");
+        bool wanted = false;
+        for (int32_t i = 0; i < a[0]; ++i) {
+          const int32_t child = a[2 + 2 * i], want = a[3 + 2 * i];
+          if (!child_ok(child, pos)) return bad(pos, "child offset is not an earlier node");
+          if (!regular[child]) return bad(pos, "an intersection's child that is not regular");
+          if (want != 0 && want != 1) return bad(pos, "an intersection's child neither wanted nor excluded");
+          wanted |= want == 1;
+        }
+        if (!wanted) return bad(pos, "an intersection with no wanted child");
+        size = 3 + 2 * int64_t(a[0]);
+        break;
+      }
       case REF:
         if (avail < 1 || a[0] < 0 || a[0] >= words[2]) return bad(pos, "rule reference out of range");
         size = 2;

@@ -11,7 +11,17 @@ namespace tg {
 // enclosing REGION, from the region's first byte to the check. KEYS (a JSON string's body and
 // closing quote, that is none of the given keys) exists only in the words read: read_ir
 // writes it out as the other kinds (see expand_keys in ir.cpp), so nothing after sees it.
-enum Kind : int32_t { BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6, CHECK = 7, REGION = 8, KEYS = 9 };
+// AND (n, flags, (child, want)*n) matches what every wanted child matches and no other does;
+// its children are regular (bytes, byte sets, sequences, choices, repetitions), at least one
+// is wanted, and flag kAndJsonEscaped writes each matched byte as a JSON string does
+// (intersection.h builds it). AUTOMATON (n_states, n_runs, accept * n_states,
+// (from, lo, hi, to) * n_runs) is the strings that lead from state 0 to an accepting state: an
+// automaton a front-end built (read as an NFA: runs may overlap), regular like bytes.
+enum Kind : int32_t {
+  BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6, CHECK = 7, REGION = 8, KEYS = 9, AND = 10,
+  AUTOMATON = 11
+};
+constexpr int32_t kAndJsonEscaped = 1;
 
 struct Ir {
   std::vector<int32_t> words;
@@ -31,13 +41,15 @@ struct Ir {
       case BYTES: case SEQ: case ALT: return 2 + a[0];
       case REPEAT: return 4;
       case CHECK: return 3 + a[1];
+      case AND: return 3 + 2 * a[0];
+      case AUTOMATON: return 3 + a[0] + 4 * a[1];
       default: return 2;  // REF, REGION
     }
   }
 };
 
 constexpr int32_t kIrMagic = 0x54524C31;
-constexpr int32_t kIrVersion = 2;
+constexpr int32_t kIrVersion = 3;
 constexpr int32_t kMaxIrWords = 1 << 24;
 // Key bytes in all KEYS nodes together: each becomes a trie node of about 20 words, and the
 // trie's memory is reserved before the words are (MaskBench's largest schema has 26,186).

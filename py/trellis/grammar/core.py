@@ -18,7 +18,8 @@ from array import array
 from pathlib import Path
 
 from .. import paths
-from ..errors import GrammarError, GrammarLimitError, InvalidRequestError, TrellisError, VocabularyError
+from ..errors import (GrammarError, GrammarLimitError, InvalidRequestError, SchemaLimitError, TrellisError,
+                      VocabularyError)
 from .abi import INT32_MAX, NO_COMPLETION, ErrorCode, Stat
 
 
@@ -45,6 +46,9 @@ class Core:
         message = self.t.read_cstring(self.t.call("tg_last_error"))
         rule = self.t.call("tg_last_error_rule")
         if code == ErrorCode.LIMIT:
+            where = (positions or {}).get(rule_names[rule]) if 0 <= rule < len(rule_names or ()) else None
+            if where and isinstance(where[0], str):  # a schema's rule: its keyword and pointer
+                raise SchemaLimitError(message, *where)
             raise GrammarLimitError(message)
         if code in (ErrorCode.IR, ErrorCode.GRAMMAR):
             line = column = None

@@ -18,6 +18,8 @@ kernels/grammar/src/ir.cpp):
     node CHECK:   7, kind, n, param_0 .. param_{n-1}         (zero-width: a predicate holds)
     node REGION:  8, child_offset                          (where checks start reading)
     node KEYS:    9, n, rest_offset, heavy_offset, (len, b_0 .. b_{len-1}) * n
+    node AND:     10, n, escaped, (child_offset, wanted) * n
+    node AUTOMATON: 11, n_states, n_runs, accept_0 .. accept_{n_states-1}, (from, lo, hi, to) * n_runs
 
 A CHECK matches the empty string when its predicate (kernels/grammar/src/checks.h) holds on
 the text of the nearest enclosing REGION so far: the values that no grammar can describe
@@ -25,6 +27,11 @@ the text of the nearest enclosing REGION so far: the values that no grammar can 
 
 KEYS is a JSON string's body and closing quote that is none of the n keys (KeysExcept: the
 front-end's additional property names, written out by the core, which builds it fastest).
+
+AND is the strings every wanted child matches and no other child does (And: a string's pattern,
+format and length together), JSON-escaped when `escaped` is 1; the core builds it as one
+product automaton (kernels/grammar/src/intersection.h). AUTOMATON is the strings that lead from
+state 0 to an accepting one (Automaton: one a front-end built, e.g. remainders for multipleOf).
 
 Offsets index the word array; a child always precedes its parent, so the tree is acyclic
 by construction and the core can validate it in one pass.
@@ -41,8 +48,8 @@ from functools import lru_cache
 from ..errors import GrammarError, GrammarLimitError
 
 MAGIC = 0x54524C31  # "TRL1"
-VERSION = 2
-BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION, KEYS = 1, 2, 3, 4, 5, 6, 7, 8, 9
+VERSION = 3
+BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION, KEYS, AND, AUTOMATON = range(1, 12)
 # Check kinds (kernels/grammar/src/checks.h).
 UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON, REGEX_PREFIX = 1, 2, 3, 4, 5, 6, 7
 MAX_CODE_POINT = 0x10FFFF
@@ -184,6 +191,51 @@ NOTHING = Alt(())
 
 
 # The bytes of a KeysExcept key: JSON's plain string bytes (no control byte, quote or backslash).
+@dataclass(slots=True)
+class And(Expr):
+    """The strings that every item with `wants[k]` True matches and no other item does. Items are
+    regular (bytes, byte sets, and sequences, choices and repetitions of them; no references,
+    checks or regions) and one at least is wanted. `escaped`: each byte of such a string is
+    written as a JSON string writes it (a control byte, quote or backslash as its escape)."""
+
+    items: tuple[Expr, ...]
+    wants: tuple[bool, ...]
+    escaped: bool = False
+    _hash: int | None = _cache()
+
+    def __init__(self, items: tuple[Expr, ...], wants: tuple[bool, ...], escaped: bool = False):
+        if len(items) != len(wants) or not any(wants):
+            raise GrammarError("an intersection needs a wanted item and a want per item")
+        self.items, self.wants, self.escaped = tuple(items), tuple(bool(w) for w in wants), bool(escaped)
+        self._hash = None
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((And, self.items, self.wants, self.escaped))
+        return h
+
+
+@dataclass(slots=True)
+class Automaton(Expr):
+    """The strings that lead from state 0 to a state in `accept`: `runs` are transitions
+    (state, lo, hi, next) on the bytes lo..hi (overlapping runs make it nondeterministic)."""
+
+    runs: tuple[tuple[int, int, int, int], ...]
+    accept: tuple[bool, ...]
+    _hash: int | None = _cache()
+
+    def __init__(self, runs, accept):
+        self.runs, self.accept = tuple(runs), tuple(bool(a) for a in accept)
+        self._hash = None
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((Automaton, self.runs, self.accept))
+        return h
+
+
 PLAIN_KEY_BYTES = frozenset(b for b in range(0x20, 0x80) if b not in (0x22, 0x5C))
 
 
@@ -240,8 +292,9 @@ class Grammar:
 
     rules: dict[str, Expr]
     root: str = "root"
-    # Where each rule is defined in its source text, (line, column), for error messages.
-    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Where rules come from, for error messages: (line, column) in a source text, or for a
+    # schema's rules (keyword, JSON pointer).
+    positions: dict[str, tuple] = field(default_factory=dict)
 
     def serialize(self) -> tuple[array, list[str]]:
         return serialize(self)
@@ -534,6 +587,8 @@ def _check_refs(top: Expr, index: dict[str, int]) -> None:
             stack.append(e.item)
         elif t is KeysExcept:
             stack += (e.rest, e.heavy)
+        elif t is And:
+            stack.extend(e.items)
 
 
 _LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children
@@ -578,9 +633,9 @@ class _Writer:
             elif (t is Repeat or t is Region) and type(expr.item) not in _LEAVES and id(expr.item) not in by_id:
                 push(expr.item)
                 continue
-            elif t is KeysExcept:
+            elif t is KeysExcept or t is And:
                 waiting = False
-                for item in (expr.heavy, expr.rest):
+                for item in ((expr.heavy, expr.rest) if t is KeysExcept else reversed(expr.items)):
                     if type(item) not in _LEAVES and id(item) not in by_id:
                         push(item)
                         waiting = True
@@ -633,6 +688,12 @@ class _Writer:
         elif t is KeysExcept:
             node = (KEYS, len(expr.keys), offset(expr.rest), offset(expr.heavy),
                     *[w for key in expr.keys for w in (len(key), *key)])
+        elif t is Automaton:
+            node = (AUTOMATON, len(expr.accept), len(expr.runs), *map(int, expr.accept),
+                    *[w for run in expr.runs for w in run])
+        elif t is And:
+            node = (AND, len(expr.items), int(expr.escaped),
+                    *[w for item, want in zip(expr.items, expr.wants) for w in (offset(item), int(want))])
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
         known = self.nodes.get(node)

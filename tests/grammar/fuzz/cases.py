@@ -69,6 +69,8 @@ def build_ir(spec: dict):
         node: ["bytes", [b, ...]] | ["byteset", [[lo, hi], ...]] | ["seq", [node, ...]]
             | ["alt", [node, ...]] | ["repeat", node, min, max or None] | ["ref", name]
             | ["check", kind, [param, ...]] | ["region", node] | ["keys", [[b, ...], ...], rest, heavy]
+            | ["and", [[node, want], ...], escaped]   (wants and flag as given, unchecked here)
+            | ["automaton", [[from, lo, hi, to], ...], [accepting, ...]]
     """
     from trellis.grammar import ir
 
@@ -92,6 +94,15 @@ def build_ir(spec: dict):
             return ir.Region(node(n[1]))
         if tag == "keys":
             return ir.KeysExcept(tuple(bytes(k) for k in n[1]), node(n[2]), node(n[3]))
+        if tag == "automaton":
+            made = object.__new__(ir.Automaton)  # states and bytes as given: the core checks them
+            made.runs, made.accept, made._hash = tuple(tuple(r) for r in n[1]), tuple(n[2]), None
+            return made
+        if tag == "and":  # past ir.And's own check, so that the core's is what runs
+            made = object.__new__(ir.And)
+            made.items, made.wants = tuple(node(c) for c, _ in n[1]), tuple(w for _, w in n[1])
+            made.escaped, made._hash = n[2], None
+            return made
         raise ValueError(f"unknown IR spec node {tag!r}")
 
     rules = {name: node(body) for name, body in spec["rules"]}

@@ -232,6 +232,11 @@ def _ir_node():
         st.sampled_from(_IR_NAMES + ["missing"]).map(lambda n: ["ref", n]),
         st.tuples(st.integers(-1, 9), st.lists(_INT32, max_size=4)).map(lambda t: ["check", t[0], t[1]]),
         st.just(["seq", []]), st.just(["alt", []]),
+        # automata: states mostly in range, bytes mostly too, acceptance mostly 0/1
+        st.tuples(st.lists(st.tuples(st.integers(-1, 3), st.integers(0, 255), st.integers(0, 255),
+                                     st.integers(0, 4)).map(list), max_size=5),
+                  st.lists(st.sampled_from([0, 1, 1, 2]), max_size=4)).map(
+            lambda t: ["automaton", [[s, min(lo, hi), max(lo, hi), to] for s, lo, hi, to in t[0]], t[1]]),
     )
 
     def extend(inner):
@@ -245,6 +250,9 @@ def _ir_node():
             st.tuples(st.lists(st.lists(st.sampled_from([0x61, 0x62, 0x20, 0x7F, 0x22, 0x5C, 0x0A, 0xC3]),
                                         max_size=4), max_size=4), inner, inner).map(
                 lambda t: ["keys", t[0], t[1], t[2]]),
+            # intersections: children mostly regular, wants mostly 0/1, the flag mostly 0/1
+            st.tuples(st.lists(st.tuples(inner, st.sampled_from([1, 1, 0, 2])), min_size=1, max_size=3),
+                      st.sampled_from([0, 1, 1, 3])).map(lambda t: ["and", [list(x) for x in t[0]], t[1]]),
         )
 
     return st.recursive(leaf, extend, max_leaves=12)

@@ -1,11 +1,11 @@
 """Small byte-level DFAs for the JSON Schema front-end (pure Python, runs under Pyodide).
 
-The IR has no intersection or complement, but JSON Schema needs both: a property name
-that is "not one of the listed properties and matches patternProperties[p]", a string
-that matches two patterns and has at most 8 code points. Such languages are built here
-as DFAs over bytes (from IR expressions without rule references), combined with product
-constructions, trimmed, and turned back into IR as right-linear rules (one rule per
-state; the core runs the self-references as tail calls).
+A string's constraints together are an ir.And, whose product the core builds. The automata
+here are the ones the front-end needs while it converts: the remainders of `multipleOf`
+(_numbers.py), products whose size decides between an automaton and a check (multipleOf), the
+matching of instances against `pattern` and `format` (_validate.py), and, in the tests, the
+independent product that ir.And is checked against. A DFA goes into the IR whole, as an
+ir.Automaton (as_expr).
 """
 
 from __future__ import annotations
@@ -115,6 +115,19 @@ class _Nfa:
     def build_other(self, expr: ir.Expr, start: int, budget: list[int]) -> int:
         if isinstance(expr, (ir.Bytes, ir.Seq)):  # empty
             return start
+        if isinstance(expr, ir.Automaton):
+            budget[0] -= len(expr.accept)
+            if budget[0] < 0:
+                raise OverflowError
+            states = [self.new() for _ in expr.accept]
+            end = self.new()
+            self.eps[start].append(states[0])
+            for s, lo, hi, t in expr.runs:
+                self.edges[states[s]].append((lo, hi, states[t]))
+            for s, accepting in enumerate(expr.accept):
+                if accepting:
+                    self.eps[states[s]].append(end)
+            return end
         if isinstance(expr, ir.Repeat):
             cur = start
             for _ in range(expr.min):
@@ -505,120 +518,10 @@ def trim(d: Dfa, reachable: bool = False) -> Dfa:
 # ---- DFA -> IR ------------------------------------------------------------------------------
 
 
-def to_rules(d: Dfa, prefix: str, rules: dict[str, ir.Expr], transform=None, heavy=None) -> ir.Expr:
-    """Adds one rule per state to `rules` and returns the expression for the start state.
-
-    An acyclic DFA is returned as one nested expression instead (the core inlines it).
-    `transform` maps each byte set (e.g. to JSON escapes) before it is placed.
-    """
+def as_expr(d: Dfa) -> ir.Expr:
+    """The DFA as one IR node (the core writes its states into the automaton of the rule that
+    holds it), trimmed; NOTHING for the empty language."""
     d = trim(d)
     if not d.accept[0] and not d.trans[0]:
         return ir.NOTHING
-    transform = transform or (lambda e: e)
-    order = _tree_order(d)
-    if order is not None and len(d.trans) <= 48:
-        memo: dict[int, ir.Expr] = {}
-        for s in reversed(order):
-            memo[s] = _state_expr(d, s, lambda t: memo[t], transform)
-        return memo[0]
-    # A state entered from exactly one place is nested into that place; the others (and the
-    # targets of shared "heavy" transitions) become rules. Nesting keeps e.g. the trie of a
-    # property-name set one rule body, which the core sizes once.
-    preds: list[set] = [set() for _ in d.trans]
-    must = {0}
-    split = None
-    if heavy is not None:
-        light = ir.negate_ranges(heavy, 255)
-        split = [(tuple(_clip(row, heavy)), _clip(row, light)) for row in d.trans]
-    for s_, row in enumerate(d.trans):
-        for lo, hi, t in row:
-            preds[t].add(s_)
-        if split is not None:
-            must.update(t for _, _, t in split[s_][0])
-    must.update(t for t in range(len(d.trans)) if len(preds[t]) != 1)
-    shared: dict = {}
-    depth = [0]
-
-    def target(t):
-        if t in must or depth[0] > 60:
-            must.add(t)
-            return ir.Ref(f"{prefix}_{t}")
-        depth[0] += 1
-        try:
-            return _state_expr(d, t, target, transform, split, shared, rules, prefix)
-        finally:
-            depth[0] -= 1
-
-    done: set = set()
-    while True:
-        todo = sorted(must - done)
-        if not todo:
-            break
-        for s_ in todo:
-            done.add(s_)
-            rules[f"{prefix}_{s_}"] = _state_expr(d, s_, target, transform, split, shared, rules, prefix)
-    del target  # a recursive closure is a reference cycle: freed now rather than by the collector
-    return ir.Ref(f"{prefix}_0")
-
-
-def _clip(row, ranges):
-    """The transitions of `row` (sorted, disjoint) restricted to `ranges` (sorted, disjoint)."""
-    out = []
-    j, n = 0, len(ranges)
-    for lo, hi, t in row:
-        while j < n and ranges[j][1] < lo:
-            j += 1
-        k = j
-        while k < n and ranges[k][0] <= hi:
-            a, b = ranges[k]
-            x, y = (lo if lo > a else a), (hi if hi < b else b)
-            if out and out[-1][2] == t and out[-1][1] + 1 == x:
-                out[-1] = (out[-1][0], y, t)
-            else:
-                out.append((x, y, t))
-            k += 1
-    return out
-
-
-def _state_expr(d: Dfa, s: int, target, transform, split=None, shared=None, rules=None, prefix="") -> ir.Expr:
-    row = d.trans[s]
-    extra = []
-    if split is not None:
-        # Transitions on "heavy" bytes (whose transform is large, e.g. JSON escapes and UTF-8
-        # lead bytes) are often the same in many states: one shared rule for each distinct set.
-        heavy_row, light_row = split[s]
-        if heavy_row:
-            row = light_row
-            name = shared.get(heavy_row)
-            if name is None:
-                name = shared[heavy_row] = f"{prefix}_h{len(shared)}"
-                rules[name] = _state_expr(Dfa([list(heavy_row)], [False]), 0, target, transform)
-            extra.append(ir.Ref(name))
-    by_target: dict[int, list[tuple[int, int]]] = {}
-    for lo, hi, t in row:
-        by_target.setdefault(t, []).append((lo, hi))
-    items = [ir.seq(transform(ir.byte_set(r)), target(t)) for t, r in by_target.items()] + extra
-    if d.accept[s]:
-        items.append(ir.EMPTY)
-    return ir.alt(*items) if items else ir.NOTHING
-
-
-def _tree_order(d: Dfa):
-    """States in topological order when the DFA is a tree (every state entered from one
-    place, so nesting the expressions costs no duplication), else None."""
-    n = len(d.trans)
-    indeg = [0] * n
-    for s in range(n):
-        for t in {t for _, _, t in d.trans[s]}:
-            indeg[t] += 1
-    if any(x > 1 for x in indeg) or indeg[0]:
-        return None
-    order = [s for s in range(n) if indeg[s] == 0]
-    i = 0
-    while i < len(order):
-        for t in {t for _, _, t in d.trans[order[i]]}:
-            indeg[t] -= 1
-            if indeg[t] == 0:
-                order.append(t)
-        i += 1
-    return order if len(order) == n else None
+    return ir.Automaton([(s, lo, hi, t) for s, row in enumerate(d.trans) for lo, hi, t in row], d.accept)

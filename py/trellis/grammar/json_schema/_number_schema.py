@@ -2,7 +2,7 @@
 `multipleOf`, and the negated forms _negate.py writes) are gathered into NumberFacts, then built as
 exact digit-level ranges (_numbers.py), automata products where a range meets multiples or
 exclusions, or a check by the core where an automaton would need too many remainders. A mixin of
-the Converter (it uses its options, const_expr and dfa_rules)."""
+the Converter (it uses its options, const_expr and intersection)."""
 
 from __future__ import annotations
 
@@ -73,18 +73,16 @@ class NumberSchema:
         if frac_only or excluded or not_multiples:
             # exact via automata over exponent-free numbers
             ptr = facts.pointer
-            base = _numbers.decimal_range(lo, li, hi, hinc)
-            comps = [(_dfa.from_ir(base, "multipleOf", ptr), True)]
+            comps = [(_numbers.decimal_range(lo, li, hi, hinc), True)]
             if frac_only:
-                comps.append((_dfa.from_ir(_numbers.NON_INTEGER, "not", ptr), True))
+                comps.append((_numbers.NON_INTEGER, True))
             if integer_only:
-                comps.append((_dfa.from_ir(self.opt.integer, "type", ptr), True))
-            comps += [(_numbers.multiple_dfa(m, ptr), True) for m in multiples]
-            comps += [(_numbers.multiple_dfa(m, ptr), False) for m in not_multiples]
+                comps.append((self.opt.integer, True))
+            comps += [(_dfa.as_expr(_numbers.multiple_dfa(m, ptr)), True) for m in multiples]
+            comps += [(_dfa.as_expr(_numbers.multiple_dfa(m, ptr)), False) for m in not_multiples]
             if excluded:
-                comps.append((_dfa.from_ir(ir.alt(*(self.const_expr(v) for v in excluded)), "not", ptr), False))
-            d = _dfa.product([c for c, _ in comps], [w for _, w in comps], "not", ptr)
-            return self.dfa_rules(d, "num")
+                comps.append((ir.alt(*(self.const_expr(v) for v in excluded)), False))
+            return self.intersection([c for c, _ in comps], [w for _, w in comps], "not", ptr, escaped=False)
         if not integer_only and not multiples and bounded and ((lo == 0 and hi is None) or (hi == 0 and lo is None)):
             # a sign constraint alone: exponents are allowed (1e-06 >= 0)
             positive = ir.seq(ir.alt(ir.seq(_numbers.NONZERO, ir.repeat(_numbers.DIGIT, 0, None),
@@ -112,8 +110,7 @@ class NumberSchema:
         ptr = facts.pointer
         try:
             dfas = [_dfa.from_ir(base, "multipleOf", ptr)] + [_numbers.multiple_dfa(m, ptr) for m in multiples]
-            d = _dfa.intersect(dfas, "multipleOf", ptr)
-            return self.dfa_rules(d, "mult")
+            return _dfa.as_expr(_dfa.intersect(dfas, "multipleOf", ptr))
         except UnsupportedSchemaError as e:
             if e.keyword != "multipleOf":
                 raise

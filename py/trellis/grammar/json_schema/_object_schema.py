@@ -5,7 +5,7 @@ the witnesses of negations as members in schema order (a counting automaton when
 dependencies must be tracked) or in any order (required and dependent keys tracked as sets); a
 key the schema does not name is "none of the known names" (a trie built directly, or an automata
 product with patterns and propertyNames). A mixin of the Converter (it uses its value, child,
-shared, fresh, dfa_rules, string_facts and the type analysis)."""
+shared, fresh, intersection, string_facts and the type analysis)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ...errors import SchemaLimitError, UnsupportedSchemaError
 from .. import ir
-from . import _dfa, _text
+from . import _text
 from ._keywords import ANNOTATIONS, ATOMS, NUMBER_KEYWORDS, REF_KEYWORDS, STRING_KEYWORDS, count_bounds
 from ._negate import WITNESS
 from ._refs import Node
@@ -301,23 +301,30 @@ class ObjectSchema:
                 if body is None and not patterns and not name_nodes and match is None and not not_match:
                     body = self.key_cache[sig] = self.unknown_key(known)  # its closing quote within
                 if body is None:
-                    comps = [(self.any_string_dfa(), True), (_dfa.literal_set([k.encode() for k in known]), False)]
+                    items, wants = [_text.ANY_STRING], [True]
+                    if known:
+                        items.append(ir.alt(*(ir.literal(k) for k in known)))
+                        wants.append(False)
                     for i, (n, p) in enumerate(patterns):
-                        comps.append((_text.pattern_dfa(p, n.pointer, "patternProperties"), bool(mask >> i & 1)))
+                        items.append(_text.pattern_search_expr(p, n.pointer, "patternProperties"))
+                        wants.append(bool(mask >> i & 1))
                     if match is not None:
-                        comps.append((_text.pattern_dfa(match, nodes[0].pointer, "patternProperties"), True))
+                        items.append(_text.pattern_search_expr(match, nodes[0].pointer, "patternProperties"))
+                        wants.append(True)
                     for q in not_match:
-                        comps.append((_text.pattern_dfa(q, nodes[0].pointer, "patternProperties"), False))
+                        items.append(_text.pattern_search_expr(q, nodes[0].pointer, "patternProperties"))
+                        wants.append(False)
                     if name_nodes:
                         if names_finite is not None:
-                            comps.append((_dfa.literal_set([v.encode() for v in names_finite]), True))
+                            items.append(ir.alt(*(ir.literal(v) for v in names_finite)) if names_finite
+                                         else ir.NOTHING)
+                            wants.append(True)
                         else:
-                            comps.append((self.string_dfa(names_lo, names_hi, names_exprs, name_nodes[0].pointer),
-                                          True))
-                    d = _dfa.product([c for c, _ in comps], [w for _, w in comps], "patternProperties",
-                                     nodes[0].pointer)
-                    body = ir.NOTHING if d.is_empty() else ir.seq(self.dfa_rules(d, "key", _text.json_escape),
-                                                                  _CLOSE_QUOTE)
+                            more, more_wants = self.string_parts(names_lo, names_hi, names_exprs,
+                                                                 name_nodes[0].pointer)
+                            items += more[1:]  # past ANY_STRING, here already
+                            wants += more_wants[1:]
+                    body = ir.seq(self.intersection(items, wants, "patternProperties", nodes[0].pointer), _CLOSE_QUOTE)
                     self.key_cache[sig] = body
                 if body == ir.NOTHING:
                     continue

@@ -1,9 +1,9 @@
 """The grammar of a context's strings: its string keywords (`minLength`, `maxLength`, `pattern`,
 `format`, draft-07's content keywords, and the negated forms _negate.py writes) are gathered into
 StringFacts, then built as a counted character class, one pattern or format as it is, or the
-product of their automata (_dfa.py, _text.py). Also the character counts other places share
-(property names, long strings). A mixin of the Converter (it uses its rules, fresh, ref and
-dfa_rules)."""
+intersection of their languages (ir.And, whose product automaton the core builds). Also the
+character counts other places share (property names, long strings). A mixin of the Converter
+(it uses its rules, fresh, ref and intersection)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ...errors import UnsupportedSchemaError
 from .. import ir
 from ..builtin_json import json_text_rules
-from . import _dfa, _text
+from . import _text
 from ._keywords import count_bounds
 from ._negate import NOT_CONST, NOT_FORMAT, NOT_PATTERN
 
@@ -85,35 +85,33 @@ class StringSchema:
                 exprs.append(("notliteral", s[NOT_CONST], n.pointer))
         return StringFacts(lo, hi, exprs)
 
-    def string_dfa(self, lo, hi, exprs, pointer) -> _dfa.Dfa:
-        comps = [(self.any_string_dfa(), True)]
+    def string_parts(self, lo, hi, exprs, pointer) -> tuple[list[ir.Expr], list[bool]]:
+        """The languages a decoded string must be in (wanted) or not be in, for an ir.And: any
+        string, each of `exprs` (a pattern as its search), and the length bounds."""
+        items, wants = [_text.ANY_STRING], [True]
         for kind, value, ptr in exprs:
             negated = kind.startswith("not")
-            comps.append((self.string_part(kind[3:] if negated else kind, value, ptr, dfa=True), not negated))
+            items.append(self.string_part(kind[3:] if negated else kind, value, ptr, search=True))
+            wants.append(not negated)
         if lo > 0 or hi is not None:
             if hi is not None and hi > 500:
                 raise UnsupportedSchemaError("maxLength above 500 together with a pattern or format is not supported",
                                              "maxLength", pointer)
-            ascii = any(want and c.ascii_only() for c, want in comps[1:])
-            try:
-                comps.append((_text.length_dfa(lo, hi, ascii), True))
-            except UnsupportedSchemaError as e:
-                raise UnsupportedSchemaError(e.message, "maxLength", pointer) from None
-        return _dfa.product([c for c, _ in comps], [w for _, w in comps], "pattern", pointer)
+            items.append(_text.length_expr(lo, hi))
+            wants.append(True)
+        return items, wants
 
     @staticmethod
-    def string_part(kind, value, ptr, dfa=False):
+    def string_part(kind, value, ptr, search=False) -> ir.Expr:
+        """A string keyword's language; `search`: a pattern as the strings it matches anywhere in,
+        over bytes (what an intersection needs: the other parts keep it to characters)."""
         if kind == "pattern":
-            return _text.pattern_dfa(value, ptr) if dfa else _text.pattern_expr(value, ptr)
+            return _text.pattern_search_expr(value, ptr) if search else _text.pattern_expr(value, ptr)
         if kind == "format":
-            return _text.format_dfa(value, ptr) if dfa else _text.format_expr(value, ptr)
+            return _text.format_expr(value, ptr)
         if kind == "literal":
-            return _dfa.literal_set([value.encode("utf-8")])
-        return _text.full_regex_dfa(value) if dfa else _text.full_regex_expr(value)
-
-    @staticmethod
-    def any_string_dfa() -> _dfa.Dfa:
-        return _text.any_string_dfa()
+            return ir.literal(value)
+        return _text.full_regex_expr(value)
 
     def string(self, nodes) -> ir.Expr:
         facts = self.string_facts(nodes)
@@ -146,8 +144,8 @@ class StringSchema:
             key = None  # refused below, with the keyword and pointer
         known = self.strings.get(key)
         if known is None:
-            d = self.string_dfa(lo, hi, exprs, nodes[0].pointer)
-            known = ir.seq(quote, self.dfa_rules(d, "str", _text.json_escape), quote)
+            items, wants = self.string_parts(lo, hi, exprs, nodes[0].pointer)
+            known = ir.seq(quote, self.intersection(items, wants, "pattern", nodes[0].pointer), quote)
             if key is not None:
                 self.strings[key] = known
         return known

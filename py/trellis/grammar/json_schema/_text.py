@@ -160,6 +160,7 @@ def string_literal(s: str) -> ir.Expr:
 
 
 ANY_CHAR = ir.char_class([(0, ir.MAX_CODE_POINT)])  # one code point, decoded
+ANY_STRING = ir.repeat(ANY_CHAR, 0, None)  # every decoded string (valid UTF-8)
 JSON_CHAR = json_escape(ANY_CHAR)  # one code point, as it appears in a JSON string
 
 
@@ -297,7 +298,7 @@ def pattern_expr(pattern, pointer: str, keyword: str = "pattern") -> ir.Expr:
 # Any bytes: what an unanchored pattern may have around its match, in its automaton. Over valid
 # UTF-8 it is the same as any characters (a match starts with a lead byte, which no character
 # holds inside), and the automata are only ever used on valid UTF-8: on encoded text, or in
-# products with any_string_dfa. Without the character structure the search for a word needs
+# intersections with ANY_STRING. Without the character structure the search for a word needs
 # about one state per letter, not nine (`nightly|beta|devedition|release|esr` anywhere: 3601).
 _ANY_BYTES = ir.repeat(ir.ByteSet(((0, 0xFF),)), 0, None)
 
@@ -306,7 +307,7 @@ _ANY_BYTES = ir.repeat(ir.ByteSet(((0, 0xFF),)), 0, None)
 def _pattern_dfa_cached(pattern: str) -> _dfa.Dfa:
     # \\p{..} classes have hundreds of sequences: built compact (any other pattern keeps its automaton)
     _pattern_expr_cached(pattern)  # raises for an unsupported pattern
-    return _dfa.from_ir(_search_expr(pattern, _ANY_BYTES), compact=_has_property_escape(pattern))
+    return _dfa.from_ir(_pattern_search_cached(pattern), compact=_has_property_escape(pattern))
 
 
 def _has_property_escape(p: str) -> bool:
@@ -316,6 +317,17 @@ def _has_property_escape(p: str) -> bool:
             return True
         i = p.find("\\", i + 2)
     return False
+
+
+def pattern_search_expr(pattern, pointer: str, keyword: str = "pattern") -> ir.Expr:
+    """The byte strings an ECMA-262 `pattern` matches anywhere in (its automaton's language)."""
+    pattern_expr(pattern, pointer, keyword)  # raises the schema error when unsupported
+    return _pattern_search_cached(pattern)
+
+
+@lru_cache(maxsize=512)
+def _pattern_search_cached(pattern: str) -> ir.Expr:
+    return _search_expr(pattern, _ANY_BYTES)
 
 
 def pattern_dfa(pattern, pointer: str, keyword: str = "pattern") -> _dfa.Dfa:
@@ -343,7 +355,7 @@ def length_dfa(lo: int, hi: int | None, ascii: bool = False) -> _dfa.Dfa:
 @lru_cache(maxsize=1)
 def any_string_dfa() -> _dfa.Dfa:
     """All decoded strings (valid UTF-8)."""
-    return _dfa.from_ir(ir.repeat(ANY_CHAR, 0, None))
+    return _dfa.from_ir(ANY_STRING)
 
 
 @lru_cache(maxsize=4096)  # by structure: shared subtrees are measured once

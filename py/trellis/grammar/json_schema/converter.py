@@ -19,7 +19,7 @@ depend on it, see _refs.py). A context is compiled by:
    finite sets of distinct values); an `anyOf` whose annotations an `unevaluated*` keyword
    reads distributes over the non-empty sets of its branches, every branch that holds counting;
 5. per atom, the keywords of that atom from every subschema together (numbers: exact
-   digit-level ranges and multiples; strings: pattern/format/length intersected as DFAs;
+   digit-level ranges and multiples; strings: pattern/format/length intersected (ir.And);
    arrays: prefix items, counts, contains; objects: properties in any order with required
    tracking, or in schema order when counts must be tracked; an additional key is "none of
    the known names", a trie built directly, or a DFA product with patterns/propertyNames).
@@ -33,8 +33,8 @@ Converter; _state_rules.py the counting automata they share.
 
 Cost: time to first mask includes this conversion, so it is kept linear in the grammar's
 size: walks over expressions are memoized by object identity (expressions are DAGs),
-string automata are cached and their products skip hopeless states (_dfa.product), there
-is no pass after the conversion (ir.serialize writes only the rules the root reaches, equal
+automata products are the core's (ir.And: a string's pattern, format and lengths; number
+constraints with `not`), there is no pass after the conversion (ir.serialize writes only the rules the root reaches, equal
 bodies once; dead parts are the core's to cut), and the cyclic garbage collector is paused
 during the conversion (see to_grammar).
 References are one object per rule name (`ref`) and literals are shared (ir.literal), so
@@ -55,7 +55,7 @@ from ...errors import GrammarLimitError, InvalidRequestError, SchemaLimitError, 
 from .. import ir
 from ..gc_pause import gc_paused
 from ..layout_options import check_indent, check_separators
-from . import _dfa, _numbers, _text
+from . import _numbers, _text
 from ._array_schema import ArraySchema
 from ._dialect import draft6_forms, dynamic_forms, format_is_annotation, is_draft4, without_formats
 from ._evaluated import Evaluation
@@ -139,6 +139,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.key_cache: dict = {}
         self.char_blocks: dict = {}  # one JSON string character's expression -> its 16-block rule
         self.strings: dict = {}  # (lo, hi, ((kind, value), ...)) -> a constrained string's expression (strings)
+        self.sites: dict[str, tuple[str, str]] = {}  # rule -> (keyword, pointer) for the core's limit errors
         self.contexts = 0
         self.negator = Negator(self)
         self.bodies: list = []  # value rules named but not built yet (see value)
@@ -153,7 +154,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.rules["root"] = root
         # When no JSON value is valid, this is the empty language: the core says so (is_empty).
         # Rules the root does not reach, and equal bodies, are ir.serialize's to leave out.
-        return ir.Grammar(self.rules, "root")
+        return ir.Grammar(self.rules, "root", self.sites)
 
     def fresh(self, hint: str) -> str:
         n = next(self.counter)
@@ -165,13 +166,6 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         why = (f" (with an indent, the values that hold arrays or objects have rules per nesting depth, up to "
                f"{MAX_INDENT_DEPTH} levels)" if self.layouts.by_depth else "")
         raise SchemaLimitError(f"the schema expands to more than {MAX_RULES} grammar rules (a limit){why}", None, "")
-
-    def dfa_rules(self, d: _dfa.Dfa, hint: str, transform=None) -> ir.Expr:
-        heavy = _text.HEAVY if transform is _text.json_escape else None
-        expr = _dfa.to_rules(d, self.fresh(hint), self.rules, transform, heavy)
-        if len(self.rules) > MAX_RULES:
-            self.too_many_rules()
-        return expr
 
     def distribute(self, keyword: str, at: Node, ways: int = 2) -> None:
         """Count the contexts that splitting on combinators creates (it can multiply); a
@@ -196,6 +190,14 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             return expr
         name = self.fresh(hint)
         self.rules[name] = expr
+        return self.ref(name)
+
+    def intersection(self, items: list, wants: list, keyword: str, pointer: str, escaped: bool = True) -> ir.Ref:
+        """A rule for the texts in every wanted language of `items` and in no other, JSON-escaped
+        (ir.And: the core builds the product; too large, its error names keyword and pointer)."""
+        name = self.fresh("and")
+        self.rules[name] = ir.And(tuple(items), tuple(wants), escaped)
+        self.sites[name] = (keyword, pointer)
         return self.ref(name)
 
     def synth(self, node: Node, tag: str, value) -> Node:

@@ -1,0 +1,412 @@
+#include "intersection.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+namespace tg {
+
+namespace {
+
+using Run = ByteDfa::Run;
+
+struct VecHash {
+  size_t operator()(const std::vector<int32_t>& v) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+Status too_large(const std::string& what) {
+  return Status::error(Code::limit, "string constraints combine to more than " + what);
+}
+
+// Thompson's construction of a regular expression (no references, checks or regions).
+class Nfa {
+ public:
+  explicit Nfa(int64_t* budget) : budget_(budget) {}
+
+  Status build(const Ir& ir, int32_t node) {
+    start = add();
+    accept = expr(ir, node, start, 0);
+    return status_;
+  }
+
+  int32_t start = 0, accept = 0;
+  std::vector<std::vector<int32_t>> eps;
+  std::vector<std::vector<Run>> bytes;
+
+ private:
+  static constexpr int32_t kMaxDepth = 2'000;
+
+  int32_t add() {
+    if (--*budget_ < 0 && status_.ok())
+      status_ = too_large(std::to_string(kMaxChildNfaNodes) + " automaton nodes in all");
+    eps.emplace_back();
+    bytes.emplace_back();
+    return static_cast<int32_t>(eps.size()) - 1;
+  }
+
+  int32_t expr(const Ir& ir, int32_t node, int32_t from, int32_t depth) {
+    if (!status_.ok()) return from;
+    if (depth > kMaxDepth) {
+      status_ = Status::error(Code::limit, "grammar nested deeper than " + std::to_string(kMaxDepth));
+      return from;
+    }
+    const int32_t* a = ir.args(node);
+    switch (ir.kind(node)) {
+      case BYTES: {
+        int32_t cur = from;
+        for (int32_t i = 0; i < a[0] && status_.ok(); ++i) {
+          const int32_t n = add();
+          bytes[cur].push_back({a[1 + i], a[1 + i], n});
+          cur = n;
+        }
+        return cur;
+      }
+      case BYTESET: {
+        const int32_t n = add();
+        for (int32_t i = 0; i < a[0]; ++i) bytes[from].push_back({a[1 + 2 * i], a[2 + 2 * i], n});
+        return n;
+      }
+      case SEQ: {
+        int32_t cur = from;
+        for (int32_t i = 0; i < a[0]; ++i) cur = expr(ir, a[1 + i], cur, depth + 1);
+        return cur;
+      }
+      case ALT: {  // alternatives may share `from`: as in automaton.cpp's RuleNfa
+        const int32_t end = add();
+        for (int32_t i = 0; i < a[0]; ++i) eps[expr(ir, a[1 + i], from, depth + 1)].push_back(end);
+        return end;
+      }
+      case REPEAT: {
+        const auto copy = [&](int32_t at) {  // (end, whether the copy built nothing)
+          const size_t before = eps.size();
+          const int32_t next = expr(ir, a[2], at, depth + 1);
+          return std::make_pair(next, eps.size() == before && next == at);
+        };
+        int32_t cur = from;
+        for (int32_t i = 0; i < a[0] && status_.ok(); ++i) {
+          const auto [next, empty] = copy(cur);
+          cur = next;
+          if (empty) break;
+        }
+        if (a[1] < 0) {
+          const int32_t loop = add();
+          eps[cur].push_back(loop);
+          eps[expr(ir, a[2], loop, depth + 1)].push_back(loop);
+          return loop;
+        }
+        const int32_t end = add();
+        for (int32_t i = a[0]; i < a[1] && status_.ok(); ++i) {
+          eps[cur].push_back(end);
+          const auto [next, empty] = copy(cur);
+          cur = next;
+          if (empty) break;
+        }
+        eps[cur].push_back(end);
+        return end;
+      }
+      case AUTOMATON: {
+        const int32_t first = static_cast<int32_t>(eps.size()), end = add();
+        for (int32_t i = 0; i < a[0]; ++i) add();
+        if (!status_.ok()) return end;
+        eps[from].push_back(first + 1);
+        for (int32_t i = 0; i < a[0]; ++i)
+          if (a[2 + i]) eps[first + 1 + i].push_back(end);
+        for (const int32_t* r = a + 2 + a[0]; r < a + 2 + a[0] + 4 * int64_t(a[1]); r += 4)
+          bytes[first + 1 + r[0]].push_back({r[1], r[2], first + 1 + r[3]});
+        return end;
+      }
+      default:
+        status_ = Status::error(Code::internal, "an AND child that is not regular");
+        return from;
+    }
+  }
+
+  int64_t* budget_;
+  Status status_;
+};
+
+// Appends a run, joined to the state's last one when they touch and agree.
+void put_run(ByteDfa* d, size_t first, int32_t lo, int32_t hi, int32_t to) {
+  if (d->runs.size() > first && d->runs.back().to == to && d->runs.back().hi + 1 == lo) d->runs.back().hi = hi;
+  else d->runs.push_back({lo, hi, to});
+}
+
+// Nodes from which every byte string reaches acceptance: a loop on every byte (the node and its
+// target each one empty step from the other) whose target reaches acceptance by empty steps
+// (the end of `x.*`). A subset holding one accepts everything, so all such subsets are one
+// state: the search for several words does not track which of them it has seen. Linear.
+std::vector<uint8_t> universal_nodes(const Nfa& nfa) {
+  const int32_t n = static_cast<int32_t>(nfa.eps.size());
+  std::vector<std::vector<int32_t>> back(n);
+  for (int32_t s = 0; s < n; ++s)
+    for (int32_t t : nfa.eps[s]) back[t].push_back(s);
+  std::vector<uint8_t> ends(n, 0), u(n, 0);  // ends: reaches acceptance by empty steps
+  std::vector<int32_t> todo{nfa.accept};
+  ends[nfa.accept] = 1;
+  while (!todo.empty()) {
+    const int32_t t = todo.back();
+    todo.pop_back();
+    for (int32_t s : back[t])
+      if (!ends[s]) ends[s] = 1, todo.push_back(s);
+  }
+  for (int32_t s = 0; s < n; ++s)
+    for (const Run& e : nfa.bytes[s]) {
+      const auto& out = nfa.eps[e.to];
+      if (e.lo == 0 && e.hi == 255 && ends[e.to] && (e.to == s || std::find(out.begin(), out.end(), s) != out.end()))
+        u[s] = 1;
+    }
+  return u;
+}
+
+// The subset construction. A state's pieces are swept in byte order with the edges that cover
+// them (edges join as the sweep reaches their first byte and leave past their last).
+Status determinize(const Nfa& nfa, ByteDfa* out) {
+  std::vector<std::vector<int32_t>> sets;
+  std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
+  std::vector<uint32_t> mark(nfa.eps.size(), 0);
+  uint32_t epoch = 0;
+  int64_t held = 0;  // NFA nodes in all sets together: the construction's memory
+  const std::vector<uint8_t> universal = universal_nodes(nfa);
+  int32_t everything = -1;  // the state of the subsets that hold a universal node
+  std::vector<int32_t> todo, set;
+  const auto intern = [&](int32_t* id) {
+    set.clear();
+    ++epoch;
+    bool all = false;
+    while (!todo.empty()) {
+      const int32_t n = todo.back();
+      todo.pop_back();
+      if (mark[n] == epoch) continue;
+      mark[n] = epoch;
+      // Only nodes that read a byte, and acceptance, tell sets apart: the ends of a class's
+      // hundreds of UTF-8 sequences (`\p{L}`) join in one set instead of one set each.
+      if (!nfa.bytes[n].empty() || n == nfa.accept) set.push_back(n);
+      all |= universal[n] != 0;
+      todo.insert(todo.end(), nfa.eps[n].begin(), nfa.eps[n].end());
+    }
+    if (all && everything >= 0) {
+      *id = everything;
+      return Status{};
+    }
+    std::sort(set.begin(), set.end());
+    const auto known = ids.find(set);
+    if (known != ids.end()) {
+      *id = known->second;
+      return Status{};
+    }
+    if (static_cast<int32_t>(sets.size()) >= kMaxExploredStates)
+      return too_large(std::to_string(kMaxExploredStates) + " automaton states in one part");
+    held += static_cast<int64_t>(set.size());
+    if (held > kMaxSubsetNodes)
+      return too_large(std::to_string(kMaxSubsetNodes) + " NFA positions in one part's states together");
+    *id = static_cast<int32_t>(sets.size());
+    if (all) everything = *id;
+    ids.emplace(set, *id);
+    sets.push_back(set);
+    return Status{};
+  };
+  *out = ByteDfa{};
+  todo.push_back(nfa.start);
+  int32_t id;
+  Status s = intern(&id);
+  std::vector<Run> edges, active;
+  std::vector<int32_t> cuts;
+  for (size_t k = 0; s.ok() && k < sets.size(); ++k) {
+    out->begin.push_back(static_cast<int32_t>(out->runs.size()));
+    out->accept.push_back(std::binary_search(sets[k].begin(), sets[k].end(), nfa.accept));
+    edges.clear();
+    cuts.clear();
+    for (int32_t n : sets[k])
+      for (const Run& e : nfa.bytes[n]) {
+        edges.push_back(e);
+        cuts.push_back(e.lo);
+        cuts.push_back(e.hi + 1);
+      }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::sort(edges.begin(), edges.end(), [](const Run& x, const Run& y) { return x.lo < y.lo; });
+    active.clear();
+    size_t joined = 0;
+    const size_t first = out->runs.size();
+    for (size_t c = 0; s.ok() && c + 1 < cuts.size(); ++c) {
+      const int32_t lo = cuts[c];
+      for (; joined < edges.size() && edges[joined].lo == lo; ++joined) active.push_back(edges[joined]);
+      active.erase(std::remove_if(active.begin(), active.end(), [lo](const Run& e) { return e.hi < lo; }),
+                   active.end());
+      if (active.empty()) continue;
+      for (const Run& e : active) todo.push_back(e.to);
+      s = intern(&id);
+      if (s.ok()) put_run(out, first, lo, cuts[c + 1] - 1, id);
+    }
+  }
+  out->begin.push_back(static_cast<int32_t>(out->runs.size()));
+  return s;
+}
+
+// Per state: it accepts every string from here on (accepting, and every byte leads to such a
+// state). A product state where an unwanted child stands in one accepts nothing ever after.
+std::vector<uint8_t> universal_states(const ByteDfa& d) {
+  const int32_t n = d.n_states();
+  std::vector<uint8_t> u(n);
+  for (int32_t s = 0; s < n; ++s) {
+    int32_t next = 0;
+    for (int32_t r = d.begin[s]; r < d.begin[s + 1] && next == d.runs[r].lo; ++r) next = d.runs[r].hi + 1;
+    u[s] = d.accept[s] && next == 256;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t s = 0; s < n; ++s) {
+      if (!u[s]) continue;
+      for (int32_t r = d.begin[s]; r < d.begin[s + 1]; ++r)
+        if (!u[d.runs[r].to]) {
+          u[s] = 0, changed = true;
+          break;
+        }
+    }
+  }
+  return u;
+}
+
+// Keeps the states from which an accepting one is reachable, in their order (state 0 first).
+void trim(ByteDfa* d) {
+  const int32_t n = d->n_states();
+  std::vector<std::vector<int32_t>> preds(n);
+  for (int32_t s = 0; s < n; ++s)
+    for (int32_t r = d->begin[s]; r < d->begin[s + 1]; ++r) preds[d->runs[r].to].push_back(s);
+  std::vector<uint8_t> live(n, 0);
+  std::vector<int32_t> work;
+  for (int32_t s = 0; s < n; ++s)
+    if (d->accept[s]) live[s] = 1, work.push_back(s);
+  while (!work.empty()) {
+    const int32_t t = work.back();
+    work.pop_back();
+    for (int32_t s : preds[t])
+      if (!live[s]) live[s] = 1, work.push_back(s);
+  }
+  ByteDfa out;
+  if (n == 0 || !live[0]) {  // the empty language
+    out.begin = {0, 0};
+    out.accept = {0};
+    *d = std::move(out);
+    return;
+  }
+  std::vector<int32_t> index(n, -1);
+  int32_t kept = 0;
+  for (int32_t s = 0; s < n; ++s)
+    if (live[s]) index[s] = kept++;
+  for (int32_t s = 0; s < n; ++s) {
+    if (!live[s]) continue;
+    out.begin.push_back(static_cast<int32_t>(out.runs.size()));
+    out.accept.push_back(d->accept[s]);
+    const size_t first = out.runs.size();
+    for (int32_t r = d->begin[s]; r < d->begin[s + 1]; ++r) {
+      const Run& run = d->runs[r];
+      if (live[run.to]) put_run(&out, first, run.lo, run.hi, index[run.to]);
+    }
+  }
+  out.begin.push_back(static_cast<int32_t>(out.runs.size()));
+  *d = std::move(out);
+}
+
+// The run of `d`'s state `s` holding byte `b`, searched from `*r` on (bytes come in order).
+int32_t target_at(const ByteDfa& d, int32_t s, int32_t b, int32_t* r) {
+  while (*r < d.begin[s + 1] && d.runs[*r].hi < b) ++*r;
+  return *r < d.begin[s + 1] && d.runs[*r].lo <= b ? d.runs[*r].to : -1;
+}
+
+}  // namespace
+
+Status intersection_dfa(const Ir& ir, int32_t node, int64_t* budget, ByteDfa* out) {
+  const int32_t* a = ir.args(node);
+  const int32_t n = a[0];
+  std::vector<ByteDfa> parts(n);
+  std::vector<uint8_t> wants(n);
+  std::vector<std::vector<uint8_t>> universal(n);
+  for (int32_t k = 0; k < n; ++k) {
+    Nfa nfa(budget);
+    Status s = nfa.build(ir, a[2 + 2 * k]);
+    if (s.ok()) s = determinize(nfa, &parts[k]);
+    if (!s.ok()) return s;
+    wants[k] = a[3 + 2 * k] != 0;
+    if (!wants[k]) universal[k] = universal_states(parts[k]);
+  }
+  std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
+  std::vector<int32_t> tuples;  // product state i is tuples[i * n, (i + 1) * n)
+  std::vector<int32_t> tuple(n, 0), cuts, at(n);
+  ids.emplace(tuple, 0);
+  tuples = tuple;
+  ByteDfa d;
+  for (int32_t p = 0; p < static_cast<int32_t>(ids.size()); ++p) {
+    const int32_t* cur = &tuples[size_t(p) * n];
+    bool accept = true;
+    for (int32_t k = 0; k < n; ++k) {
+      const bool in = cur[k] >= 0 && parts[k].accept[cur[k]];
+      accept &= in == bool(wants[k]);
+    }
+    d.begin.push_back(static_cast<int32_t>(d.runs.size()));
+    d.accept.push_back(accept);
+    // Pieces: the bytes cut at every part's run boundaries (within one, each part has one target).
+    cuts.clear();
+    for (int32_t k = 0; k < n; ++k) {
+      if (cur[k] < 0) continue;
+      const ByteDfa& c = parts[k];
+      for (int32_t r = c.begin[cur[k]]; r < c.begin[cur[k] + 1]; ++r) {
+        cuts.push_back(c.runs[r].lo);
+        cuts.push_back(c.runs[r].hi + 1);
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (int32_t k = 0; k < n; ++k) at[k] = cur[k] < 0 ? 0 : parts[k].begin[cur[k]];
+    const size_t first = d.runs.size();
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      const int32_t b = cuts[c];
+      bool dead = false;
+      for (int32_t k = 0; k < n && !dead; ++k) {
+        const int32_t state = tuples[size_t(p) * n + k];  // re-read: `tuples` grows below
+        tuple[k] = state < 0 ? -1 : target_at(parts[k], state, b, &at[k]);
+        dead = wants[k] ? tuple[k] < 0 : tuple[k] >= 0 && universal[k][tuple[k]];
+      }
+      if (dead) continue;
+      auto [it, added] = ids.emplace(tuple, static_cast<int32_t>(ids.size()));
+      if (added) {
+        if (static_cast<int32_t>(ids.size()) > kMaxExploredStates)
+          return too_large(std::to_string(kMaxExploredStates) + " automaton states while they are combined");
+        tuples.insert(tuples.end(), tuple.begin(), tuple.end());
+      }
+      put_run(&d, first, b, cuts[c + 1] - 1, it->second);
+    }
+  }
+  d.begin.push_back(static_cast<int32_t>(d.runs.size()));
+  trim(&d);
+  if (d.n_states() > kMaxProductStates) return too_large(std::to_string(kMaxProductStates) + " automaton states");
+  *out = std::move(d);
+  return {};
+}
+
+bool json_escaped(int32_t byte) { return byte < 0x20 || byte == '"' || byte == '\\'; }
+
+const char* json_escape_of(int32_t byte) {
+  switch (byte) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case 0x08: return "\\b";
+    case 0x0C: return "\\f";
+    case 0x0A: return "\\n";
+    case 0x0D: return "\\r";
+    case 0x09: return "\\t";
+    default: break;
+  }
+  static const char* const kLong[32] = {
+      "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
+      "\\u0008", "\\u0009", "\\u000a", "\\u000b", "\\u000c", "\\u000d", "\\u000e", "\\u000f",
+      "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017",
+      "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f"};
+  return byte >= 0 && byte < 0x20 ? kLong[byte] : nullptr;
+}
+
+}  // namespace tg
