@@ -315,7 +315,7 @@ class InlinePlanner {
 
 // ---- Thompson construction of one rule's automaton -------------------------------------
 
-struct ByteEdge { int32_t lo, hi, to; };
+using ByteEdge = ByteRun;
 
 // Edges of one kind grouped by source node. They are recorded in any order while an
 // automaton is built and grouped once afterwards (a stable counting sort), so building
@@ -961,6 +961,13 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   s = prune_dead(&a, &runs);
   if (!s.ok()) return s;
   write_rows(runs, &a);
+  a.run_begin.assign(a.n_states() + 1, 0);
+  for (int32_t st = 0; st < a.n_states(); ++st) {
+    a.run_begin[st] = static_cast<int32_t>(a.runs.size());
+    for (int32_t i = runs.begin[st]; i < runs.begin[st + 1]; ++i)
+      if (runs.runs[i].to >= 0) a.runs.push_back(runs.runs[i]);
+  }
+  a.run_begin[a.n_states()] = static_cast<int32_t>(a.runs.size());
   a.tail.assign(a.n_states(), 0);
   a.plain.assign(a.n_states(), 0);
   for (int32_t st = 0; st < a.n_states(); ++st) {

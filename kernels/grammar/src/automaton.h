@@ -18,6 +18,10 @@ struct Call {
   int32_t next;  // state to continue in once the called rule completes
 };
 
+struct ByteRun {
+  int32_t lo, hi, to;  // the bytes lo..hi lead to state `to`
+};
+
 // Leaves new elements uninitialized on resize: the transition table is large (1 KiB per
 // state) and every entry is written right after, so zeroing it first would be wasted work.
 template <class T>
@@ -49,6 +53,10 @@ struct Automaton {
   std::vector<uint8_t> final;        // state -> the rule may complete here
   std::vector<int32_t> row;          // state -> row in `next`, -1 when no byte leaves it
   std::vector<int32_t, UninitializedAllocator<int32_t>> next;  // 256 targets per row, -1 = none
+  // The same transitions as runs of bytes with one target, per state in byte order: what the
+  // compile-time passes read (a few per state instead of a row's 256 entries).
+  std::vector<int32_t> run_begin;    // state -> first run; size n_states + 1
+  std::vector<ByteRun> runs;
   std::vector<int32_t> call_begin;   // state -> first call; size n_states + 1
   std::vector<Call> calls;
   // state -> completing is all that is left (final, no bytes, no calls): a call returning
@@ -66,6 +74,8 @@ struct Automaton {
   int32_t step(int32_t s, uint8_t byte) const { return row[s] < 0 ? -1 : next[row[s] * 256 + byte]; }
   const Call* calls_begin(int32_t s) const { return calls.data() + call_begin[s]; }
   const Call* calls_end(int32_t s) const { return calls.data() + call_begin[s + 1]; }
+  const ByteRun* runs_begin(int32_t s) const { return runs.data() + run_begin[s]; }
+  const ByteRun* runs_end(int32_t s) const { return runs.data() + run_begin[s + 1]; }
 };
 
 struct Limits {

@@ -6,14 +6,6 @@
 
 namespace tg {
 
-namespace {
-
-struct Run {
-  int32_t lo, hi, to;
-};
-
-}  // namespace
-
 std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) {
   const int32_t n = a.n_states();
   // Classes never span rules, and a small rule costs few caches however alike its states are:
@@ -28,23 +20,6 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   for (int32_t s = 0; s < n; ++s)
     any |= large[s] = rule_size[a.rule_of[s]] >= kWorthClassing || n <= kSmallGrammar;
   if (!any) return rep;
-  // The byte rows as runs of equal targets: a handful per state instead of 256 entries.
-  std::vector<int32_t> run_begin(n + 1, 0);
-  std::vector<Run> runs;
-  for (int32_t s = 0; s < n; ++s) {
-    run_begin[s] = static_cast<int32_t>(runs.size());
-    if (!large[s] || !a.has_bytes(s)) continue;
-    const int32_t* row = &a.next[a.row[s] * 256];
-    for (int32_t b = 0; b < 256; ++b) {
-      if (row[b] < 0) continue;
-      if (!runs.empty() && static_cast<int32_t>(runs.size()) > run_begin[s] && runs.back().hi == b - 1 &&
-          runs.back().to == row[b])
-        runs.back().hi = b;
-      else
-        runs.push_back({b, b, row[b]});
-    }
-  }
-  run_begin[n] = static_cast<int32_t>(runs.size());
   const std::vector<uint8_t> nullable = nullable_rules(a);
 
   // Each round refines the classes by one more byte of depth. Only a state with a successor
@@ -56,7 +31,7 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
     std::vector<std::vector<int32_t>> by_target(n);
     for (int32_t s = 0; s < n; ++s) {
       if (!large[s]) continue;
-      for (int32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) by_target[runs[r].to].push_back(s);
+      for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) by_target[r->to].push_back(s);
       for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
         if (!nullable[c->rule]) by_target[c->next].push_back(s);
     }
@@ -91,9 +66,8 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
       std::vector<int32_t>& w = table.words_;
       const size_t from = w.size();
       w.push_back(cls[s]);
-      w.push_back(run_begin[s + 1] - run_begin[s]);
-      for (int32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
-        w.insert(w.end(), {runs[r].lo, runs[r].hi, cls[runs[r].to]});
+      w.push_back(static_cast<int32_t>(a.runs_end(s) - a.runs_begin(s)));
+      for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) w.insert(w.end(), {r->lo, r->hi, cls[r->to]});
       // A call consumes a byte before its return unless the rule is nullable: then the state
       // returned to must be the same one (encoded below zero, apart from class ids).
       calls.clear();
