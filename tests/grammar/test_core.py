@@ -119,22 +119,28 @@ def automata(draw, alphabet: bytes = ALPHABET):
                                                                                        min_size=n, max_size=n)))
 
 
-def regular(depth: int):
-    """Expressions an intersection may hold: no references, checks or regions."""
-    leaf = st.one_of(
-        st.binary(min_size=0, max_size=3).map(lambda b: ir.Bytes(bytes(ALPHABET[x % 4] for x in b))),
-        st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=3).map(
-            lambda bs: ir.byte_set([(b, b) for b in bs])),
-        automata())
-    if depth == 0:
-        return leaf
-    sub = regular(depth - 1)
+def regular_leaves():
+    return [st.binary(min_size=0, max_size=3).map(lambda b: ir.Bytes(bytes(ALPHABET[x % 4] for x in b))),
+            st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=3).map(
+                lambda bs: ir.byte_set([(b, b) for b in bs])),
+            automata()]
+
+
+def nested(leaf, sub, *more):
+    """Sequences, choices and repetitions of `sub` beside `leaf` (and `more` kinds)."""
     return st.one_of(
         leaf,
         st.lists(sub, min_size=0, max_size=3).map(lambda xs: ir.Seq(tuple(xs))),
         st.lists(sub, min_size=1, max_size=3).map(lambda xs: ir.Alt(tuple(xs))),
         st.tuples(sub, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2))).map(
-            lambda t: ir.Repeat(t[0], t[1], None if t[2] is None else t[1] + t[2])))
+            lambda t: ir.Repeat(t[0], t[1], None if t[2] is None else t[1] + t[2])),
+        *more)
+
+
+def regular(depth: int):
+    """Expressions an intersection may hold: no references, checks or regions."""
+    leaf = st.one_of(*regular_leaves())
+    return leaf if depth == 0 else nested(leaf, regular(depth - 1))
 
 
 def intersections(item):
@@ -144,28 +150,17 @@ def intersections(item):
 
 
 def exprs(depth: int):
-    leaf = st.one_of(
-        st.binary(min_size=0, max_size=3).map(lambda b: ir.Bytes(bytes(ALPHABET[x % 4] for x in b))),
-        st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=3).map(
-            lambda bs: ir.byte_set([(b, b) for b in bs])),
-        st.sampled_from(NAMES).map(ir.Ref),
-        st.just(ir.char_class([(0xE9, 0xE9), (0x65E5, 0x65E5)])),
-        automata(),
-    )
+    leaf = st.one_of(*regular_leaves(), st.sampled_from(NAMES).map(ir.Ref),
+                     st.just(ir.char_class([(0xE9, 0xE9), (0x65E5, 0x65E5)])))
     if depth == 0:
         return leaf
     sub = exprs(depth - 1)
-    return st.one_of(
-        leaf,
-        st.lists(sub, min_size=0, max_size=3).map(lambda xs: ir.Seq(tuple(xs))),
-        st.lists(sub, min_size=1, max_size=3).map(lambda xs: ir.Alt(tuple(xs))),
-        st.tuples(sub, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2))).map(
-            lambda t: ir.Repeat(t[0], t[1], None if t[2] is None else t[1] + t[2])),
+    return nested(
+        leaf, sub,
         sub.map(ir.Region),  # no check reads it: the core builds its body in place
         st.tuples(st.lists(st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 4] for x in b)), max_size=3),
                   sub, sub).map(lambda t: ir.KeysExcept(tuple(t[0]), t[1], t[2])),
-        intersections(regular(depth - 1)),
-    )
+        intersections(regular(depth - 1)))
 
 
 grammars = st.lists(exprs(3), min_size=len(NAMES), max_size=len(NAMES)).map(

@@ -40,6 +40,15 @@ def test_byte_level_searches_find_what_re_finds(pattern):
         assert dfa.matches(s.encode()) == bool(re.search(pattern, s)), (pattern, s)
 
 
+def _any_string() -> _dfa.Dfa:
+    return _dfa.from_ir(_text.ANY_STRING)
+
+
+def _length(lo: int, hi: int | None, ascii: bool) -> _dfa.Dfa:
+    """lo..hi characters (ASCII ones only with `ascii`)."""
+    return _dfa.from_ir(ir.repeat(ir.ByteSet(((0, 0x7F),)) if ascii else _text.ANY_CHAR, lo, hi))
+
+
 def test_a_search_for_several_words_stays_small():
     # each word found is one accepting state for all: the character-level subset construction
     # tracked every combination of words found (3601 states)
@@ -48,7 +57,7 @@ def test_a_search_for_several_words_stays_small():
 
 @pytest.mark.parametrize("pattern", ["beta|esr|rc"] + PATTERNS[1:])  # the first one is slow character-level
 def test_byte_level_products_equal_the_character_level_ones(pattern):
-    valid = _text.any_string_dfa()
+    valid = _any_string()
     for wants in ([True, True], [True, False]):
         new = _dfa.minimize(_dfa.product([valid, _text.pattern_dfa(pattern, "")], wants))
         old = _dfa.minimize(_dfa.product([valid, _char_level(pattern)], wants))
@@ -58,8 +67,8 @@ def test_byte_level_products_equal_the_character_level_ones(pattern):
 @pytest.mark.parametrize("lo,hi,ascii", [(0, 6, False), (3, None, False), (2, 5, True)])
 def test_products_with_lengths_and_negations_against_re(lo, hi, ascii):
     want, refuse = PATTERNS[4], PATTERNS[5]
-    comps = [_text.any_string_dfa(), _text.pattern_dfa(want, ""), _text.pattern_dfa(refuse, ""),
-             _text.length_dfa(lo, hi, ascii)]
+    comps = [_any_string(), _text.pattern_dfa(want, ""), _text.pattern_dfa(refuse, ""),
+             _length(lo, hi, ascii)]
     d = _dfa.product(comps, [True, True, False, True])
     for s in _strings(f"{lo} {hi}", 800):
         ok = bool(re.search(want, s)) and not re.search(refuse, s) and lo <= len(s) and (hi is None or len(s) <= hi)
@@ -91,7 +100,7 @@ def test_number_products_are_minimized():
 def test_products_keep_refusing_what_is_too_big():
     # "a" found or not yet, times 3001 counts: more than MAX_STATES
     with pytest.raises(UnsupportedSchemaError, match="automaton states"):
-        _dfa.product([_text.any_string_dfa(), _text.pattern_dfa("a", ""), _text.length_dfa(0, 3000, True)],
+        _dfa.product([_any_string(), _text.pattern_dfa("a", ""), _length(0, 3000, True)],
                      [True, True, True])
 
 

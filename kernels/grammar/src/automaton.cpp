@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "intersection.h"
+#include "thompson.h"
 
 namespace tg {
 
@@ -400,6 +401,10 @@ class RuleNfa {
     return n_nodes_++;
   }
   void eps(int32_t from, int32_t to) { eps_.add(from, to); }
+  void byte(int32_t from, int32_t lo, int32_t hi, int32_t to) { bytes_.add(from, {lo, hi, to}); }
+  bool ok() const { return status_.ok(); }
+  template <class B>
+  friend int32_t tg::thompson(const Ir& ir, int32_t node, int32_t from, int32_t depth, B& b);
 
   // Builds `node` starting at state `from`; returns the state reached at its end.
   int32_t expr(int32_t node, int32_t from, int32_t depth) {
@@ -408,63 +413,13 @@ class RuleNfa {
       status_ = Status::error(Code::limit, "grammar nested deeper than " + std::to_string(limits_.max_depth));
       return from;
     }
+    return thompson(ir_, node, from, depth, *this);
+  }
+
+  // The kinds that are no regular expression: calls, checks and intersections.
+  int32_t other(int32_t node, int32_t from, int32_t depth) {
     const int32_t* a = ir_.args(node);
     switch (ir_.kind(node)) {
-      case BYTES: {
-        int32_t cur = from;
-        for (int32_t i = 0; i < a[0] && status_.ok(); ++i) {
-          int32_t n = add();
-          bytes_.add(cur, {a[1 + i], a[1 + i], n});
-          cur = n;
-        }
-        return cur;
-      }
-      case BYTESET: {
-        int32_t n = add();
-        for (int32_t i = 0; i < a[0]; ++i) bytes_.add(from, {a[1 + 2 * i], a[2 + 2 * i], n});
-        return n;
-      }
-      case SEQ: {
-        int32_t cur = from;
-        for (int32_t i = 0; i < a[0]; ++i) cur = expr(a[1 + i], cur, depth + 1);
-        return cur;
-      }
-      case ALT: {
-        // Alternatives share `from`: constructions only add edges leaving their start, and
-        // loops go back to fresh nodes, so sharing cannot create false paths.
-        int32_t end = add();
-        for (int32_t i = 0; i < a[0]; ++i) eps(expr(a[1 + i], from, depth + 1), end);
-        return end;
-      }
-      case REPEAT: {
-        // A copy that adds no node reads nothing (an empty item): it stands for all the others,
-        // which would otherwise cost a loop turn each, up to 2^31 of them.
-        const auto copy = [&](int32_t at) {
-          const int32_t before = n_nodes_, next = expr(a[2], at, depth + 1);
-          return std::make_pair(next, n_nodes_ == before && next == at);
-        };
-        int32_t cur = from;
-        for (int32_t i = 0; i < a[0] && status_.ok(); ++i) {
-          const auto [next, empty] = copy(cur);
-          cur = next;
-          if (empty) break;
-        }
-        if (a[1] < 0) {
-          int32_t loop = add();
-          eps(cur, loop);
-          eps(expr(a[2], loop, depth + 1), loop);
-          return loop;
-        }
-        int32_t end = add();
-        for (int32_t i = a[0]; i < a[1] && status_.ok(); ++i) {
-          eps(cur, end);
-          const auto [next, empty] = copy(cur);
-          cur = next;
-          if (empty) break;
-        }
-        eps(cur, end);
-        return end;
-      }
       case REF: {
         int32_t callee = a[0];
         if (inline_[callee] && depth < limits_.max_depth / 2) return expr(ir_.body(callee), from, depth + 1);
@@ -481,18 +436,6 @@ class RuleNfa {
         return n;
       }
       case AND: return intersection(intersections_.dfa.at(node), a[1] & kAndJsonEscaped, from);
-      case AUTOMATON: {
-        std::vector<int32_t> id(a[0]);
-        for (int32_t& x : id) x = add();
-        const int32_t end = add();
-        if (!status_.ok()) return end;
-        eps(from, id[0]);
-        for (int32_t i = 0; i < a[0]; ++i)
-          if (a[2 + i]) eps(id[i], end);
-        for (const int32_t* r = a + 2 + a[0]; r < a + 2 + a[0] + 4 * int64_t(a[1]); r += 4)
-          bytes_.add(id[r[0]], {r[1], r[2], id[r[3]]});
-        return end;
-      }
     }
     return from;
   }

@@ -4,6 +4,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "thompson.h"
+
 namespace tg {
 
 namespace {
@@ -28,103 +30,49 @@ class Nfa {
   explicit Nfa(int64_t* budget) : budget_(budget) {}
 
   Status build(const Ir& ir, int32_t node) {
+    ir_ = &ir;
     start = add();
-    accept = expr(ir, node, start, 0);
+    accept = expr(node, start, 0);
     return status_;
   }
 
   int32_t start = 0, accept = 0;
-  std::vector<std::vector<int32_t>> eps;
-  std::vector<std::vector<Run>> bytes;
+  std::vector<std::vector<int32_t>> eps_edges;  // per node
+  std::vector<std::vector<Run>> byte_edges;
 
  private:
+  template <class B>
+  friend int32_t tg::thompson(const Ir& ir, int32_t node, int32_t from, int32_t depth, B& b);
   static constexpr int32_t kMaxDepth = 2'000;
 
   int32_t add() {
     if (--*budget_ < 0 && status_.ok())
       status_ = too_large(std::to_string(kMaxChildNfaNodes) + " automaton nodes in all");
-    eps.emplace_back();
-    bytes.emplace_back();
-    return static_cast<int32_t>(eps.size()) - 1;
+    eps_edges.emplace_back();
+    byte_edges.emplace_back();
+    return static_cast<int32_t>(eps_edges.size()) - 1;
   }
 
-  int32_t expr(const Ir& ir, int32_t node, int32_t from, int32_t depth) {
+  int32_t n_nodes() const { return static_cast<int32_t>(eps_edges.size()); }
+  bool ok() const { return status_.ok(); }
+  void eps(int32_t from, int32_t to) { eps_edges[from].push_back(to); }
+  void byte(int32_t from, int32_t lo, int32_t hi, int32_t to) { byte_edges[from].push_back({lo, hi, to}); }
+
+  int32_t expr(int32_t node, int32_t from, int32_t depth) {
     if (!status_.ok()) return from;
     if (depth > kMaxDepth) {
       status_ = Status::error(Code::limit, "grammar nested deeper than " + std::to_string(kMaxDepth));
       return from;
     }
-    const int32_t* a = ir.args(node);
-    switch (ir.kind(node)) {
-      case BYTES: {
-        int32_t cur = from;
-        for (int32_t i = 0; i < a[0] && status_.ok(); ++i) {
-          const int32_t n = add();
-          bytes[cur].push_back({a[1 + i], a[1 + i], n});
-          cur = n;
-        }
-        return cur;
-      }
-      case BYTESET: {
-        const int32_t n = add();
-        for (int32_t i = 0; i < a[0]; ++i) bytes[from].push_back({a[1 + 2 * i], a[2 + 2 * i], n});
-        return n;
-      }
-      case SEQ: {
-        int32_t cur = from;
-        for (int32_t i = 0; i < a[0]; ++i) cur = expr(ir, a[1 + i], cur, depth + 1);
-        return cur;
-      }
-      case ALT: {  // alternatives may share `from`: as in automaton.cpp's RuleNfa
-        const int32_t end = add();
-        for (int32_t i = 0; i < a[0]; ++i) eps[expr(ir, a[1 + i], from, depth + 1)].push_back(end);
-        return end;
-      }
-      case REPEAT: {
-        const auto copy = [&](int32_t at) {  // (end, whether the copy built nothing)
-          const size_t before = eps.size();
-          const int32_t next = expr(ir, a[2], at, depth + 1);
-          return std::make_pair(next, eps.size() == before && next == at);
-        };
-        int32_t cur = from;
-        for (int32_t i = 0; i < a[0] && status_.ok(); ++i) {
-          const auto [next, empty] = copy(cur);
-          cur = next;
-          if (empty) break;
-        }
-        if (a[1] < 0) {
-          const int32_t loop = add();
-          eps[cur].push_back(loop);
-          eps[expr(ir, a[2], loop, depth + 1)].push_back(loop);
-          return loop;
-        }
-        const int32_t end = add();
-        for (int32_t i = a[0]; i < a[1] && status_.ok(); ++i) {
-          eps[cur].push_back(end);
-          const auto [next, empty] = copy(cur);
-          cur = next;
-          if (empty) break;
-        }
-        eps[cur].push_back(end);
-        return end;
-      }
-      case AUTOMATON: {
-        const int32_t first = static_cast<int32_t>(eps.size()), end = add();
-        for (int32_t i = 0; i < a[0]; ++i) add();
-        if (!status_.ok()) return end;
-        eps[from].push_back(first + 1);
-        for (int32_t i = 0; i < a[0]; ++i)
-          if (a[2 + i]) eps[first + 1 + i].push_back(end);
-        for (const int32_t* r = a + 2 + a[0]; r < a + 2 + a[0] + 4 * int64_t(a[1]); r += 4)
-          bytes[first + 1 + r[0]].push_back({r[1], r[2], first + 1 + r[3]});
-        return end;
-      }
-      default:
-        status_ = Status::error(Code::internal, "an AND child that is not regular");
-        return from;
-    }
+    return thompson(*ir_, node, from, depth, *this);
   }
 
+  int32_t other(int32_t, int32_t from, int32_t) {  // read_ir let no other kind in
+    status_ = Status::error(Code::internal, "an AND child that is not regular");
+    return from;
+  }
+
+  const Ir* ir_ = nullptr;
   int64_t* budget_;
   Status status_;
 };
@@ -140,10 +88,10 @@ void put_run(ByteDfa* d, size_t first, int32_t lo, int32_t hi, int32_t to) {
 // (the end of `x.*`). A subset holding one accepts everything, so all such subsets are one
 // state: the search for several words does not track which of them it has seen. Linear.
 std::vector<uint8_t> universal_nodes(const Nfa& nfa) {
-  const int32_t n = static_cast<int32_t>(nfa.eps.size());
+  const int32_t n = static_cast<int32_t>(nfa.eps_edges.size());
   std::vector<std::vector<int32_t>> back(n);
   for (int32_t s = 0; s < n; ++s)
-    for (int32_t t : nfa.eps[s]) back[t].push_back(s);
+    for (int32_t t : nfa.eps_edges[s]) back[t].push_back(s);
   std::vector<uint8_t> ends(n, 0), u(n, 0);  // ends: reaches acceptance by empty steps
   std::vector<int32_t> todo{nfa.accept};
   ends[nfa.accept] = 1;
@@ -154,8 +102,8 @@ std::vector<uint8_t> universal_nodes(const Nfa& nfa) {
       if (!ends[s]) ends[s] = 1, todo.push_back(s);
   }
   for (int32_t s = 0; s < n; ++s)
-    for (const Run& e : nfa.bytes[s]) {
-      const auto& out = nfa.eps[e.to];
+    for (const Run& e : nfa.byte_edges[s]) {
+      const auto& out = nfa.eps_edges[e.to];
       if (e.lo == 0 && e.hi == 255 && ends[e.to] && (e.to == s || std::find(out.begin(), out.end(), s) != out.end()))
         u[s] = 1;
     }
@@ -167,7 +115,7 @@ std::vector<uint8_t> universal_nodes(const Nfa& nfa) {
 Status determinize(const Nfa& nfa, ByteDfa* out) {
   std::vector<std::vector<int32_t>> sets;
   std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
-  std::vector<uint32_t> mark(nfa.eps.size(), 0);
+  std::vector<uint32_t> mark(nfa.eps_edges.size(), 0);
   uint32_t epoch = 0;
   int64_t held = 0;  // NFA nodes in all sets together: the construction's memory
   const std::vector<uint8_t> universal = universal_nodes(nfa);
@@ -184,9 +132,9 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
       mark[n] = epoch;
       // Only nodes that read a byte, and acceptance, tell sets apart: the ends of a class's
       // hundreds of UTF-8 sequences (`\p{L}`) join in one set instead of one set each.
-      if (!nfa.bytes[n].empty() || n == nfa.accept) set.push_back(n);
+      if (!nfa.byte_edges[n].empty() || n == nfa.accept) set.push_back(n);
       all |= universal[n] != 0;
-      todo.insert(todo.end(), nfa.eps[n].begin(), nfa.eps[n].end());
+      todo.insert(todo.end(), nfa.eps_edges[n].begin(), nfa.eps_edges[n].end());
     }
     if (all && everything >= 0) {
       *id = everything;
@@ -221,7 +169,7 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
     edges.clear();
     cuts.clear();
     for (int32_t n : sets[k])
-      for (const Run& e : nfa.bytes[n]) {
+      for (const Run& e : nfa.byte_edges[n]) {
         edges.push_back(e);
         cuts.push_back(e.lo);
         cuts.push_back(e.hi + 1);

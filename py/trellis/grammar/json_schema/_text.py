@@ -343,21 +343,6 @@ def length_expr(lo: int, hi: int | None) -> ir.Expr:
     return ir.repeat(ANY_CHAR, lo, hi)
 
 
-@lru_cache(maxsize=64)
-def length_dfa(lo: int, hi: int | None, ascii: bool = False) -> _dfa.Dfa:
-    """Decoded strings of lo..hi code points (shared: every string constraint with these
-    bounds intersects the same automaton). With `ascii`, of ASCII characters only: for a
-    constraint that admits nothing else, a state per count (code points of any width take ~16)."""
-    expr = ir.repeat(ir.ByteSet(((0, 0x7F),)), lo, hi) if ascii else length_expr(lo, hi)
-    return _dfa.from_ir(expr, "maxLength")
-
-
-@lru_cache(maxsize=1)
-def any_string_dfa() -> _dfa.Dfa:
-    """All decoded strings (valid UTF-8)."""
-    return _dfa.from_ir(ANY_STRING)
-
-
 @lru_cache(maxsize=4096)  # by structure: shared subtrees are measured once
 def regex_min_max_length(expr: ir.Expr) -> tuple[int, int | None]:
     """Bounds on the number of code points of the strings an expression matches."""
