@@ -1040,3 +1040,15 @@ def test_recursive_ref_other_than_hash_is_refused_with_its_pointer(compiler):
     with pytest.raises(UnsupportedSchemaError) as e:
         compiler.compile_json_schema({"$schema": DRAFT2019, "properties": {"a": {"$recursiveRef": "#/x"}}})
     assert (e.value.keyword, e.value.pointer) == ("$recursiveRef", "/properties/a")
+
+
+def test_enum_values_meet_the_rest_of_their_context(compiler):
+    """Values of an enum-only subschema are still checked against their siblings' keywords (and
+    their type), only not against the subschema they come from."""
+    schema = {"allOf": [{"enum": ["a", "bb", 3, "ccc", None]}, {"maxLength": 2}], "type": ["string", "integer"]}
+    for text, ok in (('"a"', True), ('"bb"', True), ("3", True), ('"ccc"', False), ("null", False)):
+        assert matches(compiler, schema, text) == ok, text
+    typed = {"type": "string", "enum": ["x", 1, "éé", "y\n"], "title": "t"}
+    for text, ok in (('"x"', True), ("1", False), ('"y\\n"', True), ('"éé"', True), ('"é\\u00e9"', True),
+                     ('"z"', False)):
+        assert matches(compiler, typed, text) == ok, text

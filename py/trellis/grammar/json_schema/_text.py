@@ -143,6 +143,8 @@ def string_literal(s: str) -> ir.Expr:
     escape spells a character whose raw bytes a vocabulary lacks (SmolLM2 has no token starting
     with 0xF1 or 0xF2, so an enum value holding U+9104D was a dead end)."""
     text = encode_string(s)
+    if text.isascii():  # the common case, without a look at each character
+        return ir.literal(text)
     text.encode("utf-8")  # a lone surrogate is refused here, as before
     parts: list[ir.Expr] = []
     run = []

@@ -73,6 +73,7 @@ __all__ = ["ANNOTATIONS", "DEFAULT_MAX_WHITESPACE", "REFUSED_KEYWORDS", "Convert
            "to_grammar"]
 
 _NOT_ALNUM = re.compile(r"[\W_]")  # \w is str.isalnum() and "_"
+_ENUM_ONLY = ANNOTATIONS | {"enum", "const", "type"}  # keywords a value of its own enum always meets
 DEFAULT_MAX_WHITESPACE = 20
 MAX_RULES = 15000
 MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
@@ -345,7 +346,12 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         # enum / const: a finite set, each value checked against the whole context
         cands = self.finite_values(nodes)
         if cands is not None:
-            keep = [v for v in cands if atom_of(v) in atoms and all(self.validator.valid(v, n) for n in nodes)]
+            # A subschema of nothing but enum, const and type holds for every string candidate of
+            # an allowed type (a candidate is in each enum): only the others are asked (an enum of
+            # 28,000 names was half a schema's conversion).
+            asked = [n for n in nodes if not _ENUM_ONLY.issuperset(n.schema)]
+            keep = [v for v in cands if atom_of(v) in atoms and all(
+                self.validator.valid(v, n) for n in (asked if type(v) is str else nodes))]
             return ir.alt(*(self.const_expr(v, integer="frac" not in atoms) for v in keep))
         # if / then / else: per atom when the condition is about the type alone, else
         # (if ∧ then) ∨ (¬if ∧ else)
