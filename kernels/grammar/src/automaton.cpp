@@ -176,7 +176,6 @@ std::vector<std::vector<int32_t>> components(const std::vector<std::vector<int32
 // and then written into each rule that holds one, as NFA nodes.
 struct Intersections {
   std::unordered_map<int32_t, ByteDfa> dfa;  // AND node -> its language
-  std::unordered_map<int32_t, int64_t> size;  // AND node -> the NFA nodes it writes
 
   Status build(const Ir& ir, const Limits& limits) {
     int64_t budget = std::min(limits.max_nfa_nodes, kMaxChildNfaNodes);  // the children's, all together
@@ -189,11 +188,15 @@ struct Intersections {
         s.rule = rule_holding(ir, pos);
         return s;
       }
-      // A node per state and one end; escaped, up to 6 more per state for the escapes' prefixes.
-      const bool escaped = ir.args(pos)[1] & kAndJsonEscaped;
-      size[pos] = 1 + int64_t(d.n_states()) * (escaped ? 7 : 1);
     }
     return {};
+  }
+
+  // The NFA nodes AND node `node` writes (RuleNfa::intersection): a node per state and one end;
+  // escaped, up to 6 more per state for the escapes' prefixes.
+  int64_t nfa_size(const Ir& ir, int32_t node) const {
+    const bool escaped = ir.args(node)[1] & kAndJsonEscaped;
+    return 1 + int64_t(dfa.at(node).n_states()) * (escaped ? 7 : 1);
   }
 
   // The first rule whose body holds `node`, for an error's message.
@@ -283,7 +286,7 @@ class InlinePlanner {
         size = 1;  // a call to a rule of its own
         break;
       case CHECK: size = 1; break;
-      case AND: size = intersections_.size.at(node); break;
+      case AND: size = intersections_.nfa_size(ir_, node); break;
       case AUTOMATON: size = 1 + a[0]; break;
     }
     memo_[node] = size;
@@ -453,7 +456,7 @@ class RuleNfa {
       if (d.accept[s]) eps(id[s], end);
       int32_t prefix[6] = {-1, -1, -1, -1, -1, -1};
       for (int32_t r = d.begin[s]; r < d.begin[s + 1]; ++r) {
-        const ByteDfa::Run& run = d.runs[r];
+        const ByteRun& run = d.runs[r];
         if (!escaped) {
           bytes_.add(id[s], {run.lo, run.hi, id[run.to]});
           continue;
@@ -768,28 +771,30 @@ Status prune_dead(Automaton* a, ByteRuns* r) {
   return {};
 }
 
-// Writes the 256-wide rows of the states that some byte leaves, the matcher's step table.
-void write_rows(const ByteRuns& r, Automaton* a) {
+// Keeps the runs that lead somewhere (prune_dead set the others' targets to -1) as the
+// automaton's, and writes the 256-wide rows of the states that some byte leaves from them: the
+// matcher's step table.
+void write_runs_and_rows(const ByteRuns& r, Automaton* a) {
   const int32_t n = a->n_states();
+  a->run_begin.assign(n + 1, 0);
+  a->runs.clear();
   int32_t n_rows = 0;
   for (int32_t s = 0; s < n; ++s) {
-    a->row[s] = -1;
+    a->run_begin[s] = static_cast<int32_t>(a->runs.size());
     for (int32_t i = r.begin[s]; i < r.begin[s + 1]; ++i)
-      if (r.runs[i].to >= 0) {
-        a->row[s] = n_rows++;
-        break;
-      }
+      if (r.runs[i].to >= 0) a->runs.push_back(r.runs[i]);
+    a->row[s] = a->runs.size() > size_t(a->run_begin[s]) ? n_rows++ : -1;
   }
+  a->run_begin[n] = static_cast<int32_t>(a->runs.size());
   a->next.resize(size_t(n_rows) * 256);
   for (int32_t s = 0; s < n; ++s) {
     if (a->row[s] < 0) continue;
     int32_t* row = &a->next[size_t(a->row[s]) * 256];
     int32_t b = 0;  // runs come in byte order: each entry is written once
-    for (int32_t i = r.begin[s]; i < r.begin[s + 1]; ++i) {
-      const ByteEdge& run = r.runs[i];
-      std::fill(row + b, row + run.lo, -1);
-      std::fill(row + run.lo, row + run.hi + 1, run.to);
-      b = run.hi + 1;
+    for (const ByteRun* run = a->runs_begin(s); run != a->runs_end(s); ++run) {
+      std::fill(row + b, row + run->lo, -1);
+      std::fill(row + run->lo, row + run->hi + 1, run->to);
+      b = run->hi + 1;
     }
     std::fill(row + b, row + 256, -1);
   }
@@ -903,14 +908,7 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   runs.begin.push_back(static_cast<int32_t>(runs.runs.size()));
   s = prune_dead(&a, &runs);
   if (!s.ok()) return s;
-  write_rows(runs, &a);
-  a.run_begin.assign(a.n_states() + 1, 0);
-  for (int32_t st = 0; st < a.n_states(); ++st) {
-    a.run_begin[st] = static_cast<int32_t>(a.runs.size());
-    for (int32_t i = runs.begin[st]; i < runs.begin[st + 1]; ++i)
-      if (runs.runs[i].to >= 0) a.runs.push_back(runs.runs[i]);
-  }
-  a.run_begin[a.n_states()] = static_cast<int32_t>(a.runs.size());
+  write_runs_and_rows(runs, &a);
   a.tail.assign(a.n_states(), 0);
   a.plain.assign(a.n_states(), 0);
   for (int32_t st = 0; st < a.n_states(); ++st) {

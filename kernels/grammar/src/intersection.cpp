@@ -10,7 +10,7 @@ namespace tg {
 
 namespace {
 
-using Run = ByteDfa::Run;
+using Run = ByteRun;
 
 struct VecHash {
   size_t operator()(const std::vector<int32_t>& v) const {
@@ -113,8 +113,8 @@ std::vector<uint8_t> universal_nodes(const Nfa& nfa) {
 // The subset construction. A state's pieces are swept in byte order with the edges that cover
 // them (edges join as the sweep reaches their first byte and leave past their last).
 Status determinize(const Nfa& nfa, ByteDfa* out) {
-  std::vector<std::vector<int32_t>> sets;
   std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
+  std::vector<const std::vector<int32_t>*> sets;  // by id: the map's keys (nodes stay put)
   std::vector<uint32_t> mark(nfa.eps_edges.size(), 0);
   uint32_t epoch = 0;
   int64_t held = 0;  // NFA nodes in all sets together: the construction's memory
@@ -153,8 +153,7 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
       return too_large(std::to_string(kMaxSubsetNodes) + " NFA positions in one part's states together");
     *id = static_cast<int32_t>(sets.size());
     if (all) everything = *id;
-    ids.emplace(set, *id);
-    sets.push_back(set);
+    sets.push_back(&ids.emplace(set, *id).first->first);
     return Status{};
   };
   *out = ByteDfa{};
@@ -165,10 +164,10 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
   std::vector<int32_t> cuts;
   for (size_t k = 0; s.ok() && k < sets.size(); ++k) {
     out->begin.push_back(static_cast<int32_t>(out->runs.size()));
-    out->accept.push_back(std::binary_search(sets[k].begin(), sets[k].end(), nfa.accept));
+    out->accept.push_back(std::binary_search(sets[k]->begin(), sets[k]->end(), nfa.accept));
     edges.clear();
     cuts.clear();
-    for (int32_t n : sets[k])
+    for (int32_t n : *sets[k])
       for (const Run& e : nfa.byte_edges[n]) {
         edges.push_back(e);
         cuts.push_back(e.lo);

@@ -5,17 +5,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "automaton.h"
 #include "ir.h"
 #include "status.h"
 
 namespace tg {
 
 struct ByteDfa {
-  struct Run {
-    int32_t lo, hi, to;
-  };
   std::vector<int32_t> begin;  // state -> its first run; n_states() + 1 entries
-  std::vector<Run> runs;       // per state, in byte order, disjoint
+  std::vector<ByteRun> runs;   // per state, in byte order, disjoint
   std::vector<uint8_t> accept;
   int32_t n_states() const { return static_cast<int32_t>(accept.size()); }
 };

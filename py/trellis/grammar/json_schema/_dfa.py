@@ -46,13 +46,6 @@ class Dfa:
                 return False
         return self.accept[s]
 
-    def ascii_only(self) -> bool:
-        """Every string it accepts is ASCII (no transition on a byte above 0x7F)."""
-        return all(hi < 0x80 for row in self.trans for _, hi, _ in row)
-
-    def is_empty(self) -> bool:
-        return not any(self.accept[s] for s in _reachable(self))
-
 
 def _too_big(what: str, keyword: str, pointer: str):
     return UnsupportedSchemaError(f"{what} needs more than {MAX_STATES} automaton states", keyword, pointer)
@@ -459,22 +452,6 @@ def intersect(dfas: list[Dfa], keyword="pattern", pointer="") -> Dfa:
     if len(dfas) == 1:
         return dfas[0]
     return product(dfas, [True] * len(dfas), keyword, pointer)
-
-
-def literal_set(words: list[bytes]) -> Dfa:
-    """A trie DFA accepting exactly the given byte strings."""
-    trans: list[dict[int, int]] = [{}]
-    accept = [False]
-    for w in words:
-        s = 0
-        for b in w:
-            if b not in trans[s]:
-                trans.append({})
-                accept.append(False)
-                trans[s][b] = len(trans) - 1
-            s = trans[s][b]
-        accept[s] = True
-    return Dfa([_merge([(b, b, t) for b, t in row.items()]) for row in trans], accept)
 
 
 def _reachable(d: Dfa) -> set[int]:
