@@ -98,6 +98,14 @@ class _Cfg:
             for s, lo, hi, t in expr.runs:
                 rows[s].append((lo, hi, t))
             return self._automaton(_dfa.Dfa(rows, list(expr.accept)), False)
+        if isinstance(expr, ir.Machine):  # a nonterminal per state: `state -> edge's symbols next`
+            nts = [self._fresh() for _ in expr.accept]
+            for s, accepting in enumerate(expr.accept):
+                if accepting:
+                    self._add(nts[s], ())
+            for s, item, t in expr.edges:
+                self._add(nts[s], self._symbols(item) + (nts[t],))
+            return (nts[0],)
         if isinstance(expr, ir.Ref):
             if expr.name not in self.rule_nt:
                 raise GrammarError(f"undefined rule {expr.name!r}")

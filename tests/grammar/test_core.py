@@ -119,6 +119,13 @@ def automata(draw, alphabet: bytes = ALPHABET):
                                                                                        min_size=n, max_size=n)))
 
 
+def machines(item):
+    """ir.Machine: 1-4 states, 0-5 edges of `item` between any of them (loops included)."""
+    return st.integers(1, 4).flatmap(lambda n: st.tuples(
+        st.lists(st.tuples(st.integers(0, n - 1), item, st.integers(0, n - 1)), max_size=5),
+        st.lists(st.booleans(), min_size=n, max_size=n))).map(lambda t: ir.Machine(*t))
+
+
 def regular_leaves():
     return [st.binary(min_size=0, max_size=3).map(lambda b: ir.Bytes(bytes(ALPHABET[x % 4] for x in b))),
             st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=3).map(
@@ -140,7 +147,7 @@ def nested(leaf, sub, *more):
 def regular(depth: int):
     """Expressions an intersection may hold: no references, checks or regions."""
     leaf = st.one_of(*regular_leaves())
-    return leaf if depth == 0 else nested(leaf, regular(depth - 1))
+    return leaf if depth == 0 else nested(leaf, regular(depth - 1), machines(regular(depth - 1)))
 
 
 def intersections(item):
@@ -160,7 +167,8 @@ def exprs(depth: int):
         sub.map(ir.Region),  # no check reads it: the core builds its body in place
         st.tuples(st.lists(st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 4] for x in b)), max_size=3),
                   sub, sub).map(lambda t: ir.KeysExcept(tuple(t[0]), t[1], t[2])),
-        intersections(regular(depth - 1)))
+        intersections(regular(depth - 1)),
+        machines(sub))
 
 
 grammars = st.lists(exprs(3), min_size=len(NAMES), max_size=len(NAMES)).map(
@@ -515,6 +523,45 @@ def test_automaton_node(tiny):
         broken[at] = value
         with pytest.raises(GrammarError, match=message):
             tiny.core.grammar_compile(tiny._handle, broken)
+
+
+def test_machine_node(tiny):
+    """MACHINE: an automaton whose edges are expressions (rules called, loops, empty edges,
+    checks reading the enclosing region); its states, children and acceptance are validated."""
+    # "(" then "a" or nothing, then a call of `b` (an optional "b": the edge may read nothing),
+    # then any number of "c", then ")"
+    item = ir.Machine([(0, ir.literal("a"), 1), (0, ir.EMPTY, 1), (1, ir.Ref("b"), 2), (2, ir.literal("c"), 2)],
+                      [False, False, True])
+    grammar = ir.Grammar({"root": ir.seq(ir.literal("("), item, ir.literal(")")),
+                          "b": ir.repeat(ir.literal("b"), 0, 1)})
+    for text, ok in ((b"()", True), (b"(a)", True), (b"(ab)", True), (b"(abccc)", True), (b"(bc)", True),
+                     (b"(c)", True), (b"(ba)", False), (b"(aa)", False), (b"(bb)", False), (b"(cb)", False)):
+        matcher = GrammarMatcher(tiny.compile_ir(grammar))
+        assert (matcher.accept_string(text) and matcher.can_terminate()) == ok, text
+    # an object of keys "a" and "b" whose check (on an edge) reads the region around the machine
+    member = ir.seq(ir.literal('"'), ir.byte_set([(0x61, 0x62)]), ir.literal('"'), ir.Check(ir.DISTINCT_KEY),
+                    ir.literal(":1"))
+    members = ir.Machine([(0, member, 1), (1, ir.literal(","), 2), (2, member, 1)], [True, True, False])
+    grammar = ir.Grammar({"root": ir.Region(ir.seq(ir.literal("{"), members, ir.literal("}")))})
+    for text, ok in ((b'{}', True), (b'{"a":1}', True), (b'{"a":1,"b":1}', True), (b'{"a":1,"a":1}', False),
+                     (b'{"a":1,}', False)):
+        matcher = GrammarMatcher(tiny.compile_ir(grammar))
+        assert (matcher.accept_string(text) and matcher.can_terminate()) == ok, text
+    words, _ = ir.serialize(ir.Grammar({"root": ir.Machine([(0, ir.literal("a"), 1)], [False, True])}))
+    # BYTES 1, a; MACHINE 2, 1, accept0, accept1, from, child, to
+    for at, value, message in ((-5, 2, "neither accepting"), (-3, 2, "out of range"), (-1, -1, "out of range"),
+                               (-2, 0, "not an earlier node"), (-2, len(words) - 8, "not an earlier node"),
+                               (-6, -1, "truncated")):
+        broken = array("i", words)
+        broken[at] = value
+        with pytest.raises(GrammarError, match=message):
+            tiny.core.grammar_compile(tiny._handle, broken)
+    # a machine of regular expressions is regular: an intersection may hold it, and it nothing else
+    one_a = ir.Machine([(0, ir.literal("a"), 1)], [False, True])
+    assert GrammarMatcher(tiny.compile_ir(ir.Grammar({"root": ir.And((one_a,), (True,))}))).accept_string(b"a")
+    with pytest.raises(GrammarError, match="not regular"):
+        tiny.compile_ir(ir.Grammar({"root": ir.And((ir.Machine([(0, ir.Ref("b"), 1)], [False, True]),), (True,)),
+                                    "b": ir.literal("b")}))
 
 
 def test_malformed_ir_never_crashes(tiny):

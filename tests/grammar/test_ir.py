@@ -153,6 +153,12 @@ def deserialize(words, names):
             flat = words[off + 3 + n: off + 3 + n + 4 * m].tolist()
             return ir.Automaton(list(zip(flat[0::4], flat[1::4], flat[2::4], flat[3::4])),
                                 [bool(a) for a in words[off + 3: off + 3 + n]])
+        if tag == ir.MACHINE:
+            n, m = words[off + 1: off + 3]
+            flat = words[off + 3 + n: off + 3 + n + 3 * m].tolist()
+            assert all(c < off for c in flat[1::3])
+            return ir.Machine([(a, node(c), b) for a, c, b in zip(flat[0::3], flat[1::3], flat[2::3])],
+                              [bool(a) for a in words[off + 3: off + 3 + n]])
         if tag == ir.AND:
             n, escaped = words[off + 1: off + 3]
             pairs = words[off + 3: off + 3 + 2 * n].tolist()
@@ -187,6 +193,8 @@ def _assert_written(grammar: ir.Grammar, back: ir.Grammar) -> None:
                 stack += (e.rest, e.heavy)
             elif isinstance(e, ir.And):
                 stack.extend(e.items)
+            elif isinstance(e, ir.Machine):
+                stack.extend(x for _, x, _ in e.edges)
     assert back.root == grammar.root and list(back.rules) == list(grammar.rules)
     keepers: dict = {}
     for name, body in grammar.rules.items():
@@ -204,7 +212,8 @@ def test_serialize_round_trip():
     from trellis.grammar.ebnf import WEBLLM_JSON_EBNF, parse_ebnf
 
     extra = ir.Grammar({
-        "start": ir.seq(ir.Ref("x"), ir.repeat(ir.literal("ab"), 2, 5), ir.EMPTY, ir.NOTHING),
+        "start": ir.seq(ir.Ref("x"), ir.repeat(ir.literal("ab"), 2, 5), ir.EMPTY, ir.NOTHING,
+                        ir.Machine([(0, ir.Ref("x"), 1), (1, ir.literal("ab"), 0), (1, ir.EMPTY, 1)], [False, True])),
         "x": ir.alt(ir.char_class([(0x100, 0x10FFFF)]), ir.repeat(ir.Ref("start"), 0, None)),
         "dead": ir.literal("d"), "y": ir.alt(ir.char_class([(0x100, 0x10FFFF)]), ir.repeat(ir.Ref("start"), 0, None)),
     }, root="start")

@@ -1052,3 +1052,18 @@ def test_enum_values_meet_the_rest_of_their_context(compiler):
     for text, ok in (('"x"', True), ("1", False), ('"y\\n"', True), ('"éé"', True), ('"é\\u00e9"', True),
                      ('"z"', False)):
         assert matches(compiler, typed, text) == ok, text
+
+
+def test_any_value_is_shared_only_under_the_same_options(compiler):
+    """Any JSON value (an additional property's here) is built once per set of conversion
+    options and reused: a conversion with other options gets its own, whichever comes first."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    spaced = '{"a": 1, "b": [1,  {"c":   null}]}'
+    wide = '{"a": 1, "b": [1,' + " " * 25 + "2]}"
+    for _ in range(2):  # the second time round every conversion finds its options' value built
+        assert matches(compiler, schema, spaced)
+        assert not matches(compiler, schema, spaced, any_whitespace=False)
+        assert matches(compiler, schema, '{"a": 1, "b": [1, {"c": null}]}', any_whitespace=False)
+        assert not matches(compiler, schema, wide)
+        assert matches(compiler, schema, wide, max_whitespace=30)
+        assert not matches(compiler, schema, '{"a": 1, "b": [1,' + " " * 31 + "2]}", max_whitespace=30)

@@ -34,6 +34,9 @@ void each_body_node(const Ir& ir, int32_t r, bool into_regions, std::vector<int3
       case SEQ: case ALT: stack->insert(stack->end(), a + 1, a + 1 + a[0]); break;
       case REPEAT: stack->push_back(a[2]); break;
       case REGION: if (into_regions) stack->push_back(a[0]); break;
+      case MACHINE:
+        for (const int32_t* e = machine_edges(a); e < machine_edges_end(a); e += 3) stack->push_back(e[1]);
+        break;
       default: visit(node); break;
     }
   }
@@ -86,6 +89,10 @@ std::vector<uint8_t> read_regions(const Ir& ir) {
         for (int32_t i = 0; i < a[0] && !reach[pos]; ++i) reach[pos] = reach[a[1 + i]];
         break;
       case REPEAT: reach[pos] = reach[a[2]]; break;
+      case MACHINE:
+        for (const int32_t* e = machine_edges(a); e < machine_edges_end(a) && !reach[pos]; e += 3)
+          reach[pos] = reach[e[1]];
+        break;
       case REF: reach[pos] = reads[a[0]]; break;
       case CHECK: reach[pos] = 1; break;
       case REGION: read[pos] = reach[a[0]]; break;
@@ -121,6 +128,9 @@ std::vector<int32_t> count_uses(const Ir& ir) {
         break;
       }
       case REGION: add(a[0], k); break;
+      case MACHINE:  // each edge's expression is built once
+        for (const int32_t* e = machine_edges(a); e < machine_edges_end(a); e += 3) add(e[1], k);
+        break;
       case REF: uses[a[0]] = static_cast<int32_t>(std::min<int64_t>(uses[a[0]] + k, kMany)); break;
       default: break;
     }
@@ -288,6 +298,14 @@ class InlinePlanner {
       case CHECK: size = 1; break;
       case AND: size = intersections_.nfa_size(ir_, node); break;
       case AUTOMATON: size = 1 + a[0]; break;
+      case MACHINE:
+        size = 1 + a[0];
+        for (const int32_t* e = machine_edges(a); e < machine_edges_end(a); e += 3) {
+          Status s = expr_size(e[1], depth + 1, &child);
+          if (!s.ok()) return s;
+          size = sat_add(size, child);
+        }
+        break;
     }
     memo_[node] = size;
     *out = size;

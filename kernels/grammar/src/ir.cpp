@@ -130,6 +130,11 @@ Status expand(const int32_t* words, int64_t n, int64_t first, const std::vector<
         out->insert(out->end(), {REGION, moved[a[0]]});
         moved[pos] = at;
         break;
+      case MACHINE:
+        out->insert(out->end(), words + pos, words + pos + Ir::node_size(words + pos));
+        for (int32_t* e = out->data() + at + 3 + a[0]; e < out->data() + out->size(); e += 3) e[1] = moved[e[1]];
+        moved[pos] = at;
+        break;
       case AND:
         out->insert(out->end(), {AND, a[0], a[1]});
         for (int32_t i = 0; i < a[0]; ++i) out->insert(out->end(), {moved[a[2 + 2 * i]], a[3 + 2 * i]});
@@ -211,6 +216,21 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
             return bad(pos, "an automaton transition out of range");
         regular[pos] = 1;
         size = 3 + int64_t(a[0]) + 4 * int64_t(a[1]);
+        break;
+      }
+      case MACHINE: {
+        if (avail < 2 || a[0] < 1 || a[1] < 0 || avail < 2 + int64_t(a[0]) + 3 * int64_t(a[1]))
+          return bad(pos, "truncated machine");
+        for (int32_t i = 0; i < a[0]; ++i)
+          if (a[2 + i] != 0 && a[2 + i] != 1) return bad(pos, "a machine state neither accepting nor not");
+        regular[pos] = 1;
+        for (const int32_t* e = machine_edges(a); e < machine_edges_end(a); e += 3) {
+          if (e[0] < 0 || e[0] >= a[0] || e[2] < 0 || e[2] >= a[0])
+            return bad(pos, "a machine edge's state out of range");
+          if (!child_ok(e[1], pos)) return bad(pos, "child offset is not an earlier node");
+          regular[pos] &= regular[e[1]];
+        }
+        size = 3 + int64_t(a[0]) + 3 * int64_t(a[1]);
         break;
       }
       case AND: {

@@ -17,9 +17,13 @@ namespace tg {
 // (intersection.h builds it). AUTOMATON (n_states, n_runs, accept * n_states,
 // (from, lo, hi, to) * n_runs) is the strings that lead from state 0 to an accepting state: an
 // automaton a front-end built (read as an NFA: runs may overlap), regular like bytes.
+// MACHINE (n_states, n_edges, accept * n_states, (from, child, to) * n_edges) is the same
+// with an expression on each edge instead of a byte range: a counting automaton's states
+// (objects' members in order, tracked keys, counted items) in one node, regular when its
+// children are.
 enum Kind : int32_t {
   BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6, CHECK = 7, REGION = 8, KEYS = 9, AND = 10,
-  AUTOMATON = 11
+  AUTOMATON = 11, MACHINE = 12
 };
 constexpr int32_t kAndJsonEscaped = 1;
 
@@ -43,13 +47,18 @@ struct Ir {
       case CHECK: return 3 + a[1];
       case AND: return 3 + 2 * a[0];
       case AUTOMATON: return 3 + a[0] + 4 * a[1];
+      case MACHINE: return 3 + a[0] + 3 * a[1];
       default: return 2;  // REF, REGION
     }
   }
 };
 
+// A MACHINE node's edges (its operands `a`): n_edges triples (from, child, to).
+inline const int32_t* machine_edges(const int32_t* a) { return a + 2 + a[0]; }
+inline const int32_t* machine_edges_end(const int32_t* a) { return a + 2 + a[0] + 3 * a[1]; }
+
 constexpr int32_t kIrMagic = 0x54524C31;
-constexpr int32_t kIrVersion = 3;
+constexpr int32_t kIrVersion = 4;
 constexpr int32_t kMaxIrWords = 1 << 24;
 // Key bytes in all KEYS nodes together: each becomes a trie node of about 20 words, and the
 // trie's memory is reserved before the words are (MaskBench's largest schema has 26,186).

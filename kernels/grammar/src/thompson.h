@@ -87,6 +87,20 @@ int32_t thompson(const Ir& ir, int32_t node, int32_t from, int32_t depth, B& b) 
         b.byte(first + r[0], r[1], r[2], first + r[3]);
       return end;
     }
+    case MACHINE: {  // a node per state and one end; each edge's expression between its states
+      const int32_t first = b.n_nodes();
+      for (int32_t i = 0; i < a[0]; ++i) b.add();
+      const int32_t end = b.add();
+      if (!b.ok()) return end;
+      b.eps(from, first);
+      for (int32_t i = 0; i < a[0]; ++i)
+        if (a[2 + i]) b.eps(first + i, end);
+      // An edge's expression only adds edges leaving its start (see ALT): the state's node is
+      // its start, shared by the state's edges.
+      for (const int32_t* e = machine_edges(a); e < machine_edges_end(a) && b.ok(); e += 3)
+        b.eps(b.expr(e[1], first + e[0], depth + 1), first + e[2]);
+      return end;
+    }
     default:
       return b.other(node, from, depth);
   }

@@ -20,6 +20,7 @@ kernels/grammar/src/ir.cpp):
     node KEYS:    9, n, rest_offset, heavy_offset, (len, b_0 .. b_{len-1}) * n
     node AND:     10, n, escaped, (child_offset, wanted) * n
     node AUTOMATON: 11, n_states, n_runs, accept_0 .. accept_{n_states-1}, (from, lo, hi, to) * n_runs
+    node MACHINE: 12, n_states, n_edges, accept_0 .. accept_{n_states-1}, (from, child_offset, to) * n_edges
 
 A CHECK matches the empty string when its predicate (kernels/grammar/src/checks.h) holds on
 the text of the nearest enclosing REGION so far: the values that no grammar can describe
@@ -32,6 +33,8 @@ AND is the strings every wanted child matches and no other child does (And: a st
 format and length together), JSON-escaped when `escaped` is 1; the core builds it as one
 product automaton (kernels/grammar/src/intersection.h). AUTOMATON is the strings that lead from
 state 0 to an accepting one (Automaton: one a front-end built, e.g. remainders for multipleOf).
+MACHINE is the same with an expression on each edge (Machine: a counting automaton's states,
+such as an object's members in schema order, in one node instead of a rule per state).
 
 Offsets index the word array; a child always precedes its parent, so the tree is acyclic
 by construction and the core can validate it in one pass.
@@ -48,8 +51,8 @@ from functools import lru_cache
 from ..errors import GrammarError, GrammarLimitError
 
 MAGIC = 0x54524C31  # "TRL1"
-VERSION = 3
-BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION, KEYS, AND, AUTOMATON = range(1, 12)
+VERSION = 4
+BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION, KEYS, AND, AUTOMATON, MACHINE = range(1, 13)
 # Check kinds (kernels/grammar/src/checks.h).
 UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON, REGEX_PREFIX = 1, 2, 3, 4, 5, 6, 7
 MAX_CODE_POINT = 0x10FFFF
@@ -233,6 +236,26 @@ class Automaton(Expr):
         h = self._hash
         if h is None:
             h = self._hash = hash((Automaton, self.runs, self.accept))
+        return h
+
+
+@dataclass(slots=True)
+class Machine(Expr):
+    """The strings that lead from state 0 to a state in `accept` along `edges` (state, expr,
+    next): each edge reads a string of its expression."""
+
+    edges: tuple[tuple[int, Expr, int], ...]
+    accept: tuple[bool, ...]
+    _hash: int | None = _cache()
+
+    def __init__(self, edges, accept):
+        self.edges, self.accept = tuple(edges), tuple(bool(a) for a in accept)
+        self._hash = None
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((Machine, self.edges, self.accept))
         return h
 
 
@@ -589,6 +612,8 @@ def _check_refs(top: Expr, index: dict[str, int]) -> None:
             stack += (e.rest, e.heavy)
         elif t is And:
             stack.extend(e.items)
+        elif t is Machine:
+            stack.extend(x for _, x, _ in e.edges)
 
 
 _LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children
@@ -633,9 +658,10 @@ class _Writer:
             elif (t is Repeat or t is Region) and type(expr.item) not in _LEAVES and id(expr.item) not in by_id:
                 push(expr.item)
                 continue
-            elif t is KeysExcept or t is And:
+            elif t is KeysExcept or t is And or t is Machine:
                 waiting = False
-                for item in ((expr.heavy, expr.rest) if t is KeysExcept else reversed(expr.items)):
+                for item in ((expr.heavy, expr.rest) if t is KeysExcept else reversed(expr.items) if t is And
+                             else [x for _, x, _ in reversed(expr.edges)]):
                     if type(item) not in _LEAVES and id(item) not in by_id:
                         push(item)
                         waiting = True
@@ -691,6 +717,9 @@ class _Writer:
         elif t is Automaton:
             node = (AUTOMATON, len(expr.accept), len(expr.runs), *map(int, expr.accept),
                     *[w for run in expr.runs for w in run])
+        elif t is Machine:
+            node = (MACHINE, len(expr.accept), len(expr.edges), *map(int, expr.accept),
+                    *[w for a, x, b in expr.edges for w in (a, offset(x), b)])
         elif t is And:
             node = (AND, len(expr.items), int(expr.escaped),
                     *[w for item, want in zip(expr.items, expr.wants) for w in (offset(item), int(want))])

@@ -239,7 +239,7 @@ def _normalize_tag(node, field: str) -> dict:
 
 def _rename(expr: ir.Expr, prefix: str, memo: dict) -> ir.Expr:
     """`expr` with every rule reference prefixed (any Expr node type: fields that hold
-    expressions, or tuples of them, are rewritten; others are kept)."""
+    expressions, or tuples holding them at any depth, are rewritten; others are kept)."""
     done = memo.get(expr)
     if done is not None:
         return done
@@ -251,13 +251,23 @@ def _rename(expr: ir.Expr, prefix: str, memo: dict) -> ir.Expr:
         changes = {}
         for f in dataclasses.fields(expr):
             value = getattr(expr, f.name)
-            if isinstance(value, ir.Expr):
-                changes[f.name] = _rename(value, prefix, memo)
-            elif isinstance(value, tuple) and value and all(isinstance(v, ir.Expr) for v in value):
-                changes[f.name] = tuple(_rename(v, prefix, memo) for v in value)
+            renamed = _rename_within(value, prefix, memo)
+            if renamed is not value:
+                changes[f.name] = renamed
         out = dataclasses.replace(expr, **changes) if changes else expr
     memo[expr] = out
     return out
+
+
+def _rename_within(value, prefix: str, memo: dict):
+    """A field's value renamed: an expression, or a tuple (such as a machine's edges) whose
+    items are; the value itself where nothing in it changed."""
+    if isinstance(value, ir.Expr):
+        return _rename(value, prefix, memo)
+    if isinstance(value, tuple):
+        items = tuple(_rename_within(v, prefix, memo) for v in value)
+        return value if all(a is b for a, b in zip(items, value)) else items
+    return value
 
 
 class _Builder:

@@ -71,6 +71,7 @@ def build_ir(spec: dict):
             | ["check", kind, [param, ...]] | ["region", node] | ["keys", [[b, ...], ...], rest, heavy]
             | ["and", [[node, want], ...], escaped]   (wants and flag as given, unchecked here)
             | ["automaton", [[from, lo, hi, to], ...], [accepting, ...]]
+            | ["machine", [[from, node, to], ...], [accepting, ...]]
     """
     from trellis.grammar import ir
 
@@ -97,6 +98,11 @@ def build_ir(spec: dict):
         if tag == "automaton":
             made = object.__new__(ir.Automaton)  # states and bytes as given: the core checks them
             made.runs, made.accept, made._hash = tuple(tuple(r) for r in n[1]), tuple(n[2]), None
+            return made
+        if tag == "machine":
+            made = object.__new__(ir.Machine)
+            made.edges = tuple((a, node(c), b) for a, c, b in n[1])
+            made.accept, made._hash = tuple(n[2]), None
             return made
         if tag == "and":  # past ir.And's own check, so that the core's is what runs
             made = object.__new__(ir.And)

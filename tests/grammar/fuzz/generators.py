@@ -253,6 +253,9 @@ def _ir_node():
             # intersections: children mostly regular, wants mostly 0/1, the flag mostly 0/1
             st.tuples(st.lists(st.tuples(inner, st.sampled_from([1, 1, 0, 2])), min_size=1, max_size=3),
                       st.sampled_from([0, 1, 1, 3])).map(lambda t: ["and", [list(x) for x in t[0]], t[1]]),
+            # machines: states mostly in range, acceptance mostly 0/1
+            st.tuples(st.lists(st.tuples(st.integers(-1, 3), inner, st.integers(0, 4)).map(list), max_size=4),
+                      st.lists(st.sampled_from([0, 1, 1, 2]), max_size=4)).map(lambda t: ["machine", t[0], t[1]]),
         )
 
     return st.recursive(leaf, extend, max_leaves=12)

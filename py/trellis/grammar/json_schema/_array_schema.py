@@ -14,7 +14,7 @@ from ...errors import SchemaLimitError, UnsupportedSchemaError
 from .. import ir
 from ._keywords import ATOMS, count_bounds
 from ._refs import Node
-from ._state_rules import MAX_ORDERED_STATES, StateRules
+from ._state_machine import ACCEPT, MAX_ORDERED_STATES, StateMachine
 from ._validate import canon
 
 # Item counts (minItems, maxItems) above this go through block rules (ArraySchema.counted).
@@ -170,17 +170,17 @@ class ArraySchema:
                     return False
             return True
 
-        def state(pos: int, used: frozenset) -> ir.Expr:
-            opts = []
+        def state(pos: int, used: frozenset) -> list:
+            out = []
             if len(used) >= lo and fits(used, True):
-                opts.append(ir.seq(self.close_ws, close) if used else close)
+                out.append((ir.seq(self.close_ws, close) if used else close, ACCEPT))
             if hi is None or len(used) < hi:
                 sep = self.sep if used else self.first
-                opts += [ir.seq(sep, exprs[i], states.ref(min(pos + 1, last), used | {i}))
-                         for i in choices[pos] if i not in used and fits(used | {i}, False)]
-            return ir.alt(*opts)
+                out += [(ir.seq(sep, exprs[i]), states.state(min(pos + 1, last), used | {i}))
+                        for i in choices[pos] if i not in used and fits(used | {i}, False)]
+            return out
 
-        states = StateRules(self, "uniq", state)
+        states = StateMachine(self, "uniq", state)
         return ir.seq(ir.literal("["), self.ws, states.start(0, frozenset()))
 
     @staticmethod
@@ -304,17 +304,17 @@ class ArraySchema:
             raise SchemaLimitError(f"contains with these counts needs {(t_cap + 1) * (c_cap + 1)} states, more than "
                                    f"the limit {MAX_ORDERED_STATES}", "contains", n.pointer)
 
-        def state(t, c):
-            opts = []
+        def state(t, c) -> list:
+            out = []
             if t >= lo and c >= mn:
-                opts.append(ir.seq(self.close_ws, ir.literal("]")) if t else ir.literal("]"))
+                out.append((ir.seq(self.close_ws, ir.literal("]")) if t else ir.literal("]"), ACCEPT))
             if hi is None or t < hi:
                 sep = self.sep if t else self.first
                 nt = min(t + 1, t_cap) if hi is None else t + 1
                 if not exact or c < mx:
-                    opts.append(ir.seq(sep, hit, states.ref(nt, min(c + 1, c_cap) if not exact else c + 1)))
-                opts.append(ir.seq(sep, miss, states.ref(nt, c)))
-            return ir.alt(*opts)
+                    out.append((ir.seq(sep, hit), states.state(nt, min(c + 1, c_cap) if not exact else c + 1)))
+                out.append((ir.seq(sep, miss), states.state(nt, c)))
+            return out
 
-        states = StateRules(self, "arr", state)
+        states = StateMachine(self, "arr", state)
         return ir.seq(ir.literal("["), self.ws, states.start(0, 0))

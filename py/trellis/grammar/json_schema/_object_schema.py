@@ -18,7 +18,7 @@ from . import _text
 from ._keywords import ANNOTATIONS, ATOMS, NUMBER_KEYWORDS, REF_KEYWORDS, STRING_KEYWORDS, count_bounds
 from ._negate import WITNESS
 from ._refs import Node
-from ._state_rules import MAX_ORDERED_STATES, StateRules
+from ._state_machine import ACCEPT, MAX_ORDERED_STATES, StateMachine
 
 MAX_TRACKED_KEYS = 8  # required/dependent keys tracked as subsets when properties come in any order
 # Known properties of one object in schema order: each costs the core about 40 states (3,200
@@ -406,25 +406,18 @@ class ObjectSchema:
 
         ws_close = ir.seq(self.close_ws, close)  # one node for every state that may close
 
-        def after(seen: frozenset, c: int) -> ir.Expr:
-            opts = [ws_close] if satisfied(seen) else []
+        def after(seen: frozenset, c: int, started: bool) -> list:
+            out = [(ws_close if started else close, ACCEPT)] if satisfied(seen) else []
             if max_p is None or c < max_p:
                 nc = c + 1 if max_p is not None else 0
-                choices = [ir.seq(members[k], states.ref(seen | {k}, nc)) for k in tracked]
+                sep = self.sep if started else self.first
+                out += [(ir.seq(sep, members[k]), states.state(seen | {k}, nc, True)) for k in tracked]
                 if others != ir.NOTHING:
-                    choices.append(ir.seq(others, states.ref(seen, nc)))
-                opts.append(ir.seq(self.sep, ir.alt(*choices)))  # one separator for all choices
-            return ir.alt(*opts)
+                    out.append((ir.seq(sep, others), states.state(seen, nc, True)))
+            return out
 
-        states = StateRules(self, "obj", after)
-        empty = frozenset()
-        first = [close] if satisfied(empty) else []
-        if max_p is None or max_p > 0:
-            for k in tracked:
-                first.append(ir.seq(self.first, members[k], states.ref(frozenset({k}), 1 if max_p is not None else 0)))
-            if others != ir.NOTHING:
-                first.append(ir.seq(self.first, others, states.ref(empty, 1 if max_p is not None else 0)))
-        return ir.seq(open_, self.ws, states.start_with(ir.alt(*first)))
+        states = StateMachine(self, "obj", after)
+        return ir.seq(open_, self.ws, states.start(frozenset(), 0, False))
 
     def object_ordered(self, members, additional, required, eff_min, max_p, pointer, deps=None,
                        distinct=False) -> ir.Expr:
@@ -449,25 +442,26 @@ class ObjectSchema:
                                    f"states, more than the limit {MAX_ORDERED_STATES}", keyword, pointer)
         close = ir.literal("}")
 
-        def state(i, c, m, started, extra, seen) -> ir.Expr:
+        def state(i, c, m, started, extra, seen) -> list:
             sep = self.sep if started else self.first
-            opts = []
+            out = []
             room = max_p is None or c < max_p
             nc = c + 1 if max_p is not None else 0
             if i < len(keys):
                 k = keys[i]
                 if k not in required:
-                    opts.append(states.ref(i + 1, c, m, started, extra, seen))
+                    out.append((ir.EMPTY, states.state(i + 1, c, m, started, extra, seen)))
                 if room:
                     now = seen | {k} if k in watched else seen
-                    opts.append(ir.seq(sep, members[k], states.ref(i + 1, nc, min(m + 1, eff_min), True, extra, now)))
+                    out.append((ir.seq(sep, members[k]),
+                                states.state(i + 1, nc, min(m + 1, eff_min), True, extra, now)))
             else:
                 if m >= eff_min and all(set(deps[k]) <= seen for k in seen if k in deps):
-                    opts.append(ir.seq(self.close_ws, close) if started else close)
+                    out.append((ir.seq(self.close_ws, close) if started else close, ACCEPT))
                 if additional != ir.NOTHING and room:
                     nm = m if extra and not distinct else min(m + 1, eff_min)
-                    opts.append(ir.seq(sep, additional, states.ref(i, nc, nm, True, True, seen)))
-            return ir.alt(*opts)
+                    out.append((ir.seq(sep, additional), states.state(i, nc, nm, True, True, seen)))
+            return out
 
-        states = StateRules(self, "obj", state)
+        states = StateMachine(self, "obj", state)
         return ir.seq(ir.literal("{"), self.ws, states.start(0, 0, 0, False, False, frozenset()))

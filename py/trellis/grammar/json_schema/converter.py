@@ -29,7 +29,7 @@ _type_analysis.py what a context admits without building it (atoms, finite value
 disjointness); _evaluated.py what unevaluated* keywords read and strict mode's closing; step 5
 per atom in _number_schema.py, _string_schema.py, _array_schema.py and _object_schema.py (each
 gathers the keywords of its type into a facts record, then builds from it), mixins of the
-Converter; _state_rules.py the counting automata they share.
+Converter; _state_machine.py the counting automata they share.
 
 Cost: time to first mask includes this conversion, so it is kept linear in the grammar's
 size: walks over expressions are memoized by object identity (expressions are DAGs),
@@ -76,6 +76,13 @@ _NOT_ALNUM = re.compile(r"[\W_]")  # \w is str.isalnum() and "_"
 _ENUM_ONLY = ANNOTATIONS | {"enum", "const", "type"}  # keywords a value of its own enum always meets
 DEFAULT_MAX_WHITESPACE = 20
 MAX_RULES = 15000
+# The rules of any JSON value (additional properties, `items: true`, ...) per conversion options:
+# built once, then reused by every conversion with those options (most schemas allow additional
+# properties, and building that value again was a third of a typical schema's conversion). Their
+# names start with ANY_PREFIX, which no other rule name has.
+_ANY_VALUE: dict = {}
+ANY_PREFIX = "any."
+_ANY_CONTEXT = (frozenset(), frozenset(ATOMS), frozenset(), None)  # value()'s key for it
 MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
 # An anyOf under a constraining unevaluatedProperties/Items distributes over the sets of its branches
 # that hold (2^n - 1 of them): at most this many branches.
@@ -146,6 +153,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.bodies: list = []  # value rules named but not built yet (see value)
         self._type_only: dict = {}
         self._expanded: dict = {}  # expand's answers by the nodes' keys
+        self.prefix = ""  # of every rule name made here (ANY_PREFIX while building any value)
 
     # ---- entry ---------------------------------------------------------------------------
 
@@ -161,7 +169,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         n = next(self.counter)
         if n > MAX_RULES:
             self.too_many_rules()
-        return f"{hint}_{n}"
+        return f"{self.prefix}{hint}_{n}"
 
     def too_many_rules(self):
         why = (f" (with an indent, the values that hold arrays or objects have rules per nesting depth, up to "
@@ -292,13 +300,32 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                     return ir.NOTHING
         key = (keys, frozenset(atoms), done, depth)
         name = self.names.get(key)
-        if name is None:
+        if name is None and key == _ANY_CONTEXT and not self.layouts.by_depth and not self.prefix:
+            name = self.names[key] = self.any_value()
+        elif name is None:
             hint = "v" + _NOT_ALNUM.sub("_", (expanded[0].pointer if expanded else "any")[-40:])
             name = self.fresh(hint if depth is None else f"{hint}_d{depth}")
             self.names[key] = name
             self.rules[name] = ir.NOTHING  # placeholder until the body is built
             self.bodies.append((name, expanded, frozenset(atoms), done, depth))
         return self.ref(name)
+
+    def any_value(self) -> str:
+        """The rule of any JSON value under these options, its rules added (see _ANY_VALUE)."""
+        opt = self.opt
+        key = (type(self), self.draft7, opt.any_whitespace, opt.strict, opt.max_whitespace, opt.property_order,
+               opt.zero_frac, opt.const_zero_frac, opt.indent, opt.separators)
+        known = _ANY_VALUE.get(key)
+        if known is None:
+            conv = type(self)(True, opt, self.draft7)
+            conv.prefix = ANY_PREFIX
+            before = set(conv.rules)  # the layout's, which this conversion has too
+            root = conv.value([]).name
+            conv.build_bodies()
+            conv.negator = None
+            known = _ANY_VALUE[key] = (root, {k: v for k, v in conv.rules.items() if k not in before})
+        self.rules.update(known[1])
+        return known[0]
 
     def at(self, depth: int) -> None:
         """Containers built from now on are at `depth` (see __init__)."""
