@@ -19,6 +19,19 @@ namespace tg {
 template <class B>
 int32_t thompson(const Ir& ir, int32_t node, int32_t from, int32_t depth, B& b) {
   const int32_t* a = ir.args(node);
+  // AUTOMATON and MACHINE: a node per state and one end, entered at state 0 from `from` and
+  // left from the accepting states. Returns (the first state's node, the end).
+  const auto states = [&](int32_t n, const int32_t* accept) {
+    const int32_t first = b.n_nodes();
+    for (int32_t i = 0; i < n; ++i) b.add();
+    const int32_t end = b.add();
+    if (b.ok()) {
+      b.eps(from, first);
+      for (int32_t i = 0; i < n; ++i)
+        if (accept[i]) b.eps(first + i, end);
+    }
+    return std::make_pair(first, end);
+  };
   switch (ir.kind(node)) {
     case BYTES: {
       int32_t cur = from;
@@ -75,26 +88,15 @@ int32_t thompson(const Ir& ir, int32_t node, int32_t from, int32_t depth, B& b) 
       b.eps(cur, end);
       return end;
     }
-    case AUTOMATON: {  // a node per state and one end
-      const int32_t first = b.n_nodes();
-      for (int32_t i = 0; i < a[0]; ++i) b.add();
-      const int32_t end = b.add();
+    case AUTOMATON: {
+      const auto [first, end] = states(a[0], a + 2);
       if (!b.ok()) return end;
-      b.eps(from, first);
-      for (int32_t i = 0; i < a[0]; ++i)
-        if (a[2 + i]) b.eps(first + i, end);
       for (const int32_t* r = a + 2 + a[0]; r < a + 2 + a[0] + 4 * int64_t(a[1]); r += 4)
         b.byte(first + r[0], r[1], r[2], first + r[3]);
       return end;
     }
-    case MACHINE: {  // a node per state and one end; each edge's expression between its states
-      const int32_t first = b.n_nodes();
-      for (int32_t i = 0; i < a[0]; ++i) b.add();
-      const int32_t end = b.add();
-      if (!b.ok()) return end;
-      b.eps(from, first);
-      for (int32_t i = 0; i < a[0]; ++i)
-        if (a[2 + i]) b.eps(first + i, end);
+    case MACHINE: {
+      const auto [first, end] = states(a[0], a + 2);
       // An edge's expression only adds edges leaving its start (see ALT): the state's node is
       // its start, shared by the state's edges.
       for (const int32_t* e = machine_edges(a); e < machine_edges_end(a) && b.ok(); e += 3)
