@@ -169,8 +169,8 @@ def test_combinators_count_once_across_depths(compiler):
 
 def test_indented_rules_are_bounded(compiler):
     """A schema whose recursion is large: the rule limit names the per-depth unrolling."""
-    defs = {f"d{i}": {"type": "object", "properties": {f"p{j}": {"$ref": f"#/$defs/d{(i + j) % 60}"}
-                                                       for j in range(4)}} for i in range(60)}
+    defs = {f"d{i}": {"type": "object", "properties": {f"p{j}": {"$ref": f"#/$defs/d{(i + j) % 200}"}
+                                                       for j in range(6)}} for i in range(200)}
     schema = {"$defs": defs, "$ref": "#/$defs/d0"}
     json_schema_to_grammar(schema, any_whitespace=False)  # fine without an indent
     with pytest.raises(SchemaLimitError, match="per nesting depth"):

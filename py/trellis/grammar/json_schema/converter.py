@@ -153,6 +153,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.bodies: list = []  # value rules named but not built yet (see value)
         self._type_only: dict = {}
         self._expanded: dict = {}  # expand's answers by the nodes' keys
+        self._shared: dict = {}  # shared()'s rules by their expression
         self.prefix = ""  # of every rule name made here (ANY_PREFIX while building any value)
 
     # ---- entry ---------------------------------------------------------------------------
@@ -194,12 +195,16 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         return known
 
     def shared(self, expr: ir.Expr, hint: str) -> ir.Expr:
-        """A rule for an expression used in many places (the core inlines it only if small)."""
+        """A rule for an expression used in many places (the core inlines it only if small); one
+        rule for equal expressions (contexts that combinators distribute repeat the same members)."""
         if expr == ir.NOTHING or isinstance(expr, (ir.Ref, ir.Bytes)):
             return expr
-        name = self.fresh(hint)
-        self.rules[name] = expr
-        return self.ref(name)
+        known = self._shared.get(expr)
+        if known is None:
+            name = self.fresh(hint)
+            self.rules[name] = expr
+            known = self._shared[expr] = self.ref(name)
+        return known
 
     def intersection(self, items: list, wants: list, keyword: str, pointer: str, escaped: bool = True) -> ir.Ref:
         """A rule for the texts in every wanted language of `items` and in no other, JSON-escaped
