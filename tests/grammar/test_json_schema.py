@@ -1067,3 +1067,15 @@ def test_any_value_is_shared_only_under_the_same_options(compiler):
         assert not matches(compiler, schema, wide)
         assert matches(compiler, schema, wide, max_whitespace=30)
         assert not matches(compiler, schema, '{"a": 1, "b": [1,' + " " * 31 + "2]}", max_whitespace=30)
+
+
+def test_any_value_kept_for_a_bounded_number_of_options(compiler):
+    """Separators are the caller's strings: past ANY_VALUE_OPTIONS sets of options, any value is
+    built for each conversion instead of kept, and is still right."""
+    from trellis.grammar.json_schema import converter
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    for i in range(converter.ANY_VALUE_OPTIONS + 8):
+        separators = ("," + " " * (i % 8), ":" + " " * (i // 8))
+        assert matches(compiler, schema, json.dumps({"a": 1, "b": [1, {"c": None}]}, separators=separators),
+                       any_whitespace=False, separators=separators)
+    assert len(converter._ANY_VALUE) <= converter.ANY_VALUE_OPTIONS
