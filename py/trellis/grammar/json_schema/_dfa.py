@@ -108,29 +108,22 @@ class _Nfa:
     def build_other(self, expr: ir.Expr, start: int, budget: list[int]) -> int:
         if isinstance(expr, (ir.Bytes, ir.Seq)):  # empty
             return start
-        if isinstance(expr, (ir.Automaton, ir.Machine)):
+        if isinstance(expr, (ir.Automaton, ir.Machine)):  # a node per state and one end
             budget[0] -= len(expr.accept)
             if budget[0] < 0:
                 raise OverflowError
-        if isinstance(expr, ir.Automaton):
             states = [self.new() for _ in expr.accept]
             end = self.new()
             self.eps[start].append(states[0])
-            for s, lo, hi, t in expr.runs:
-                self.edges[states[s]].append((lo, hi, states[t]))
             for s, accepting in enumerate(expr.accept):
                 if accepting:
                     self.eps[states[s]].append(end)
-            return end
-        if isinstance(expr, ir.Machine):
-            states = [self.new() for _ in expr.accept]
-            end = self.new()
-            self.eps[start].append(states[0])
-            for s, item, t in expr.edges:
-                self.eps[self.build(item, states[s], budget)].append(states[t])
-            for s, accepting in enumerate(expr.accept):
-                if accepting:
-                    self.eps[states[s]].append(end)
+            if isinstance(expr, ir.Automaton):
+                for s, lo, hi, t in expr.runs:
+                    self.edges[states[s]].append((lo, hi, states[t]))
+            else:
+                for s, item, t in expr.edges:
+                    self.eps[self.build(item, states[s], budget)].append(states[t])
             return end
         if isinstance(expr, ir.Repeat):
             cur = start
