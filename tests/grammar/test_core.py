@@ -557,6 +557,22 @@ def test_machine_node(tiny):
         with pytest.raises(GrammarError, match=message):
             tiny.core.grammar_compile(tiny._handle, broken)
     # a machine of regular expressions is regular: an intersection may hold it, and it nothing else
+
+
+def test_paths_that_join_share_a_state(tiny):
+    """A DFA state is the set of NFA positions that do something (a byte, a call, the end):
+    alternatives that end alike join in one state, not one per path that led there."""
+    def states(branches):
+        ebnf = 'root ::= (' + " | ".join(f'"{b}"' for b in branches) + ') "((" item\nitem ::= "a" item | "b"'
+        grammar = tiny.compile_grammar(ebnf)
+        for b in branches:
+            assert GrammarMatcher(grammar).accept_string(f"{b}((aab".encode())
+        return grammar.stats()["states"]
+
+    one = states(["ab"])
+    # each more branch adds the state after its first byte only ("ab", "bb" and "cb" end alike)
+    assert states(["ab", "bb"]) == one + 1
+    assert states(["ab", "bb", "cb"]) == one + 2
     one_a = ir.Machine([(0, ir.literal("a"), 1)], [False, True])
     assert GrammarMatcher(tiny.compile_ir(ir.Grammar({"root": ir.And((one_a,), (True,))}))).accept_string(b"a")
     with pytest.raises(GrammarError, match="not regular"):

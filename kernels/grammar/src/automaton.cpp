@@ -546,6 +546,10 @@ class Determinizer {
     set_hash_.clear();
     slots_.assign(64, -1);
     single_.assign(nfa.n_nodes(), -1);
+    acts_.assign(nfa.n_nodes(), 0);
+    for (int32_t n = 0; n < nfa.n_nodes(); ++n)
+      acts_[n] = n == nfa.accept || nfa.bytes().begin(n) != nfa.bytes().end(n) ||
+                 nfa.calls().begin(n) != nfa.calls().end(n);
     todo_.assign(1, nfa.start);
     int32_t id;
     Status s = target(&id);
@@ -556,7 +560,10 @@ class Determinizer {
  private:
   int32_t n_sets() const { return static_cast<int32_t>(set_begin_.size()) - 1; }
 
-  // set_ = the NFA nodes reachable from todo_ by epsilon edges, sorted; todo_ is emptied.
+  // set_ = the NFA nodes reachable from todo_ by epsilon edges that do something (a byte edge,
+  // a call, the accepting node), sorted; todo_ is emptied. The nodes passed through on the way
+  // are left out: sets that differ only there behave alike, and keeping them made one state
+  // per path (an object's members reached with or without a comma).
   void closure() {
     set_.clear();
     ++epoch_;  // a node is in the set when its mark equals the epoch (far below 2^32 closures a rule)
@@ -566,7 +573,7 @@ class Determinizer {
       todo_.pop_back();
       if (mark_[n] == epoch_) continue;
       mark_[n] = epoch_;
-      set_.push_back(n);
+      if (acts_[n]) set_.push_back(n);
       todo_.insert(todo_.end(), eps.begin(n), eps.end(n));
     }
     std::sort(set_.begin(), set_.end());
@@ -722,6 +729,7 @@ class Determinizer {
   int32_t rule_ = 0, base_ = 0;
   std::vector<uint32_t> mark_;  // NFA node -> epoch of the last closure that reached it
   std::vector<int32_t> single_;  // NFA node -> local id of its closure, -1 not known yet
+  std::vector<uint8_t> acts_;    // NFA node -> it has a byte edge or a call, or accepts
   uint32_t epoch_ = 0;
   // The rule's subsets, interned: set i is set_data_[set_begin_[i], set_begin_[i + 1]).
   std::vector<int32_t> set_data_, set_begin_;
