@@ -28,18 +28,20 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   // those with the class's old signature (or else the first group) keep its id.
   std::vector<int32_t> pred_begin(n + 1, 0), preds;
   {
-    std::vector<std::vector<int32_t>> by_target(n);
-    for (int32_t s = 0; s < n; ++s) {
-      if (!large[s]) continue;
-      for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) by_target[r->to].push_back(s);
-      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
-        if (!nullable[c->rule]) by_target[c->next].push_back(s);
-    }
-    for (int32_t t = 0; t < n; ++t) {
-      pred_begin[t] = static_cast<int32_t>(preds.size());
-      preds.insert(preds.end(), by_target[t].begin(), by_target[t].end());
-    }
-    pred_begin[n] = static_cast<int32_t>(preds.size());
+    // predecessors by target, in two passes over the edges (counts, then places)
+    const auto each_edge = [&](auto&& f) {
+      for (int32_t s = 0; s < n; ++s) {
+        if (!large[s]) continue;
+        for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) f(r->to, s);
+        for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
+          if (!nullable[c->rule]) f(c->next, s);
+      }
+    };
+    each_edge([&](int32_t t, int32_t) { ++pred_begin[t + 1]; });
+    for (int32_t t = 0; t < n; ++t) pred_begin[t + 1] += pred_begin[t];
+    preds.resize(pred_begin[n]);
+    std::vector<int32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+    each_edge([&](int32_t t, int32_t s) { preds[fill[t]++] = s; });
   }
   SignatureTable table;
   std::vector<int32_t> cls(n), size;  // size: states per class id

@@ -24,14 +24,16 @@ int32_t put(std::vector<int32_t>* out, std::initializer_list<int32_t> node) {
   return at;
 }
 
-// KEYS n, rest, heavy, (len, bytes)*n: a trie of the keys, each of its nodes
-//   ALT( SEQ(byte, child) per child byte,
-//        SEQ(BYTESET(plain bytes but the children's), rest), heavy,
-//        '"' unless a key ends here )
-// written children first (a trie node's children come after it in `trie`, so in reverse).
+// KEYS n, rest, heavy, (len, bytes)*n: two tries of the keys,
+//   ALT( SEQ(leave, rest), stay )
+//   leave: per trie node ALT( SEQ(byte, child) per child byte, BYTESET(plain bytes but the children's) )
+//   stay:  per trie node ALT( SEQ(byte, child) per child byte, heavy, '"' unless a key ends here )
 // Leaving the trie anywhere, by a plain byte no key continues with or by any other character
 // (`heavy`, which must lead to `rest`), makes an unknown key, whose rest and closing quote
-// `rest` matches. Returns the root's offset.
+// `rest` matches. One `rest` after every plain way out makes them one automaton state (a
+// `rest` per trie node made a state per node, each calling `rest` alike). Tries are written
+// children first (a trie node's children come after it in `trie`, so in reverse). Returns the
+// offset of the whole.
 int32_t expand_keys(const int32_t* a, int32_t rest, int32_t heavy, std::vector<int32_t>* out) {
   struct Node {
     std::vector<std::pair<uint8_t, int32_t>> children;  // byte -> trie node
@@ -55,6 +57,7 @@ int32_t expand_keys(const int32_t* a, int32_t rest, int32_t heavy, std::vector<i
     }
     trie[t].ends = true;
   }
+  for (auto& node : trie) std::sort(node.children.begin(), node.children.end());
   int32_t byte_node[256], way_out_but[256];  // shared: one literal per byte, one way out per single child
   std::fill(byte_node, byte_node + 256, -1);
   std::fill(way_out_but, way_out_but + 256, -1);
@@ -78,29 +81,34 @@ int32_t expand_keys(const int32_t* a, int32_t rest, int32_t heavy, std::vector<i
     }
     int32_t at = -1;
     if (set[1] > 0) {
-      const int32_t bs = static_cast<int32_t>(out->size());
+      at = static_cast<int32_t>(out->size());
       out->insert(out->end(), set.begin(), set.end());
-      at = put(out, {SEQ, 2, bs, rest});
     }
     if (children.size() == 1) way_out_but[children[0].first] = at;
     return at;
   };
-  std::vector<int32_t> at(trie.size());
-  std::vector<int32_t> items;
-  for (int32_t t = static_cast<int32_t>(trie.size()) - 1; t >= 0; --t) {
-    auto& ch = trie[t].children;
-    std::sort(ch.begin(), ch.end());
-    items.clear();
-    for (const auto& [b, child] : ch) items.push_back(put(out, {SEQ, 2, literal(b), at[child]}));
-    const int32_t leave = way_out(ch);
-    if (leave >= 0) items.push_back(leave);
-    items.push_back(heavy);
-    if (!trie[t].ends) items.push_back(literal('"'));
-    at[t] = static_cast<int32_t>(out->size());
-    out->insert(out->end(), {ALT, static_cast<int32_t>(items.size())});
-    out->insert(out->end(), items.begin(), items.end());
-  }
-  return at[0];
+  std::vector<int32_t> at(trie.size()), items;
+  const auto write_trie = [&](bool leaving) {
+    for (int32_t t = static_cast<int32_t>(trie.size()) - 1; t >= 0; --t) {
+      const auto& ch = trie[t].children;
+      items.clear();
+      for (const auto& [b, child] : ch) items.push_back(put(out, {SEQ, 2, literal(b), at[child]}));
+      if (leaving) {
+        const int32_t leave = way_out(ch);
+        if (leave >= 0) items.push_back(leave);
+      } else {
+        items.push_back(heavy);
+        if (!trie[t].ends) items.push_back(literal('"'));
+      }
+      at[t] = static_cast<int32_t>(out->size());
+      out->insert(out->end(), {ALT, static_cast<int32_t>(items.size())});
+      out->insert(out->end(), items.begin(), items.end());
+    }
+    return at[0];
+  };
+  const int32_t leave = put(out, {SEQ, 2, write_trie(true), rest});
+  const int32_t stay = write_trie(false);
+  return put(out, {ALT, 2, leave, stay});
 }
 
 // The words again with every KEYS node written out where it stood (offsets renumbered).
