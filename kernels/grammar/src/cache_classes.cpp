@@ -10,15 +10,14 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   const int32_t n = a.n_states();
   // Classes never span rules, and a small rule costs few caches however alike its states are:
   // only the states of large rules are compared (the rest is a third of a schema's compile).
-  // A small grammar is compared whole: that costs nothing, and the subset construction leaves
-  // copies of a state (a word's letters in `\w+( \w+)*`), each a walk of the vocabulary.
-  constexpr int32_t kWorthClassing = 64, kSmallGrammar = 1024;
+  // Small grammars too: the copies of a state the subset construction once made (a word's
+  // letters in `\w+( \w+)*`) are one state now that states are the NFA positions that act.
+  constexpr int32_t kWorthClassing = 64;
   std::vector<int32_t> rule_size(a.start.size(), 0), rep(n);
   for (int32_t s = 0; s < n; ++s) ++rule_size[a.rule_of[s]], rep[s] = s;
   std::vector<uint8_t> large(n);
   bool any = false;
-  for (int32_t s = 0; s < n; ++s)
-    any |= large[s] = rule_size[a.rule_of[s]] >= kWorthClassing || n <= kSmallGrammar;
+  for (int32_t s = 0; s < n; ++s) any |= large[s] = rule_size[a.rule_of[s]] >= kWorthClassing;
   if (!any) return rep;
   const std::vector<uint8_t> nullable = nullable_rules(a);
 
