@@ -94,6 +94,7 @@ class Validator:
     def __init__(self, resolver: Resolver, depth_limit: int = 200):
         self.resolver = resolver
         self.depth_limit = depth_limit
+        self._children: dict = {}  # (schema's id, node's key, keyword, index...) -> the subschema's node
 
     def valid(self, v, node: Node, depth: int = 0) -> bool:
         s = node.schema
@@ -107,12 +108,16 @@ class Validator:
             raise UnsupportedSchemaError("schema recursion too deep to evaluate", "$ref", node.pointer)
         p = node.pointer
 
-        def sub(key, *more):
-            ptr = p + "/" + escape_pointer(key) + "".join("/" + escape_pointer(str(m)) for m in more)
-            value = s[key]
-            for m in more:
-                value = value[m]
-            return self.resolver.child(node, ptr, value)
+        def sub(key, *more):  # asked again and again for the candidates of an enum: remembered
+            at = (id(s), node.key, key, *more)
+            known = self._children.get(at)
+            if known is None:
+                ptr = p + "/" + escape_pointer(key) + "".join("/" + escape_pointer(str(m)) for m in more)
+                value = s[key]
+                for m in more:
+                    value = value[m]
+                known = self._children[at] = self.resolver.child(node, ptr, value)
+            return known
 
         for key in s:
             if key in REFUSED and not (key.startswith("unevaluated") and s[key] is True):
