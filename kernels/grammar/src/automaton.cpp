@@ -812,17 +812,25 @@ void write_runs_and_rows(const ByteRuns& r, Automaton* a) {
     a->row[s] = a->runs.size() > size_t(a->run_begin[s]) ? n_rows++ : -1;
   }
   a->run_begin[n] = static_cast<int32_t>(a->runs.size());
-  a->next.resize(size_t(n_rows) * 256);
+  // A class begins at every byte where some run begins or ends: each run is whole classes.
+  bool cut[257] = {};
+  for (const ByteRun& r : a->runs) cut[r.lo] = cut[r.hi + 1] = true;
+  int32_t k = 0;
+  for (int32_t b = 0; b < 256; ++b) a->byte_class[b] = static_cast<uint8_t>(k += b > 0 && cut[b]);
+  const int32_t width = a->n_classes = k + 1;
+  a->next.resize(size_t(n_rows) * width);
   for (int32_t s = 0; s < n; ++s) {
     if (a->row[s] < 0) continue;
-    int32_t* row = &a->next[size_t(a->row[s]) * 256];
-    int32_t b = 0;  // runs come in byte order: each entry is written once
+    a->row[s] *= width;  // where the row begins: no multiply per step
+    int32_t* row = &a->next[a->row[s]];
+    int32_t c = 0;  // runs come in byte order: each entry is written once
     for (const ByteRun* run = a->runs_begin(s); run != a->runs_end(s); ++run) {
-      std::fill(row + b, row + run->lo, -1);
-      std::fill(row + run->lo, row + run->hi + 1, run->to);
-      b = run->hi + 1;
+      const int32_t lo = a->byte_class[run->lo], hi = a->byte_class[run->hi];
+      std::fill(row + c, row + lo, -1);
+      std::fill(row + lo, row + hi + 1, run->to);
+      c = hi + 1;
     }
-    std::fill(row + b, row + 256, -1);
+    std::fill(row + c, row + width, -1);
   }
 }
 

@@ -22,7 +22,7 @@ struct ByteRun {
   int32_t lo, hi, to;  // the bytes lo..hi lead to state `to`
 };
 
-// Leaves new elements uninitialized on resize: the transition table is large (1 KiB per
+// Leaves new elements uninitialized on resize: the transition table is large (up to 1 KiB a
 // state) and every entry is written right after, so zeroing it first would be wasted work.
 template <class T>
 struct UninitializedAllocator : std::allocator<T> {
@@ -51,8 +51,13 @@ struct Automaton {
   std::vector<int32_t> start;        // rule -> start state, -1 when the rule has no automaton
   std::vector<int32_t> rule_of;      // state -> rule
   std::vector<uint8_t> final;        // state -> the rule may complete here
-  std::vector<int32_t> row;          // state -> row in `next`, -1 when no byte leaves it
-  std::vector<int32_t, UninitializedAllocator<int32_t>> next;  // 256 targets per row, -1 = none
+  std::vector<int32_t> row;          // state -> where its row begins in `next`, -1 when no byte leaves it
+  // Bytes that no state tells apart are one class, and a row has a target per class (-1 =
+  // none): a JSON grammar's rows are a few dozen wide instead of 256 (a large schema's tables
+  // were tens of megabytes, half of its compile).
+  uint8_t byte_class[256] = {};
+  int32_t n_classes = 0;
+  std::vector<int32_t, UninitializedAllocator<int32_t>> next;
   // The same transitions as runs of bytes with one target, per state in byte order: what the
   // compile-time passes read (a few per state instead of a row's 256 entries).
   std::vector<int32_t> run_begin;    // state -> first run; size n_states + 1
@@ -71,7 +76,11 @@ struct Automaton {
 
   int32_t n_states() const { return static_cast<int32_t>(rule_of.size()); }
   bool has_bytes(int32_t s) const { return row[s] >= 0; }
-  int32_t step(int32_t s, uint8_t byte) const { return row[s] < 0 ? -1 : next[row[s] * 256 + byte]; }
+  int32_t step(int32_t s, uint8_t byte) const {
+    return row[s] < 0 ? -1 : next[row[s] + byte_class[byte]];
+  }
+  // A state's row (has_bytes(s)): n_classes targets.
+  const int32_t* row_of(int32_t s) const { return &next[row[s]]; }
   const Call* calls_begin(int32_t s) const { return calls.data() + call_begin[s]; }
   const Call* calls_end(int32_t s) const { return calls.data() + call_begin[s + 1]; }
   const ByteRun* runs_begin(int32_t s) const { return runs.data() + run_begin[s]; }
@@ -80,7 +89,7 @@ struct Automaton {
 
 struct Limits {
   int64_t max_nfa_nodes = 2'000'000;
-  int32_t max_dfa_states = 131'072;  // 256 transitions each: at most 128 MiB of tables
+  int32_t max_dfa_states = 131'072;  // at most 256 transitions each: at most 128 MiB of tables
   // NFA nodes in all of one rule's DFA states together: the subset construction's memory and
   // time (a regex of 5,000 `#.+` reached the state limit only after a minute and gigabytes).
   int64_t max_subset_nodes = int64_t{1} << 24;

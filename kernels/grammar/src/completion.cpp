@@ -17,10 +17,10 @@ void compute_shortest(const Automaton& a, Shortest* out) {
   std::vector<std::vector<int32_t>> call_users(n);                    // input state -> call index
   std::vector<int32_t> call_src(a.calls.size()), pending(a.calls.size());
   for (int32_t s = 0; s < n; ++s) {
-    if (a.has_bytes(s)) {
-      const int32_t* row = &a.next[a.row[s] * 256];
-      for (int32_t b = 0; b < 256; ++b)  // byte ranges: one edge per run of equal targets
-        if (row[b] >= 0 && (b == 0 || row[b] != row[b - 1])) byte_pred[row[b]].push_back({s, b});
+    for (int32_t b = 0, prev = -1; b < 256 && a.has_bytes(s); ++b) {  // one edge per run of equal targets
+      const int32_t t = a.step(s, static_cast<uint8_t>(b));
+      if (t >= 0 && t != prev) byte_pred[t].push_back({s, b});
+      prev = t;
     }
     for (int32_t i = a.call_begin[s]; i < a.call_begin[s + 1]; ++i) {
       const int32_t start = a.start[a.calls[i].rule], next = a.calls[i].next;

@@ -373,8 +373,7 @@ bool MaskWalk::text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met
   // equal rows have the same future: the automaton keeps copies of a body's state (one after
   // each kind of character), which count once; `met` gets every state of the body met.
   const auto same = [&](int32_t s, int32_t t) {
-    const int32_t* row = &a_.next[a_.row[s] * 256];
-    return s == t || std::equal(row, row + 256, &a_.next[a_.row[t] * 256]);
+    return s == t || std::equal(a_.row_of(s), a_.row_of(s) + a_.n_classes, a_.row_of(t));
   };
   const auto arrive = [&](int32_t t) {
     if (t < 0 || !a_.plain[t]) return false;
