@@ -60,8 +60,9 @@ inline const int32_t* machine_edges_end(const int32_t* a) { return a + 2 + a[0] 
 constexpr int32_t kIrMagic = 0x54524C31;
 constexpr int32_t kIrVersion = 4;
 constexpr int32_t kMaxIrWords = 1 << 24;
-// Key bytes in all KEYS nodes together: each becomes two trie nodes of about 30 words, and the
-// tries' memory is reserved before the words are (MaskBench's largest schema has 26,186).
+// Key bytes in all KEYS nodes together: each becomes a node in each of two tries, about 30
+// words in all, and the tries' memory is reserved before the words are (MaskBench's largest
+// schema has 26,186).
 constexpr int64_t kMaxKeyBytes = 1 << 20;
 
 // Fills `ir` from the words, checking every offset, count and range; KEYS nodes are expanded.
