@@ -17,12 +17,7 @@ void compute_shortest(const Automaton& a, Shortest* out) {
   std::vector<std::vector<int32_t>> call_users(n);                    // input state -> call index
   std::vector<int32_t> call_src(a.calls.size()), pending(a.calls.size());
   for (int32_t s = 0; s < n; ++s) {
-    if (a.has_bytes(s))
-      for (int32_t b = 0, prev = -1; b < 256; ++b) {  // byte ranges: one edge per run of equal targets
-        const int32_t t = a.step(s, static_cast<uint8_t>(b));
-        if (t >= 0 && t != prev) byte_pred[t].push_back({s, b});
-        prev = t;
-      }
+    for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) byte_pred[r->to].push_back({s, r->lo});
     for (int32_t i = a.call_begin[s]; i < a.call_begin[s + 1]; ++i) {
       const int32_t start = a.start[a.calls[i].rule], next = a.calls[i].next;
       call_src[i] = s;
