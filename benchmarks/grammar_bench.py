@@ -3,10 +3,10 @@
     .venv/bin/python benchmarks/grammar_bench.py [--reps N] [--only native|wasm] [--no-install]
     python3 build.py bench grammar            (same thing, through the project's entry point)
 
-For six grammars -- built-in JSON (any JSON value), web-llm's EBNF JSON grammar, an arithmetic EBNF
-grammar, the regex \\d{4}-\\d{2}-\\d{2}, and two worst cases (an ambiguous EBNF grammar fed 300 "a"
-then their closing digits; a recursive anyOf schema of two object kinds, 1,000 levels deep) -- and
-one valid document each, it measures side by side in the same run:
+For seven grammars -- built-in JSON (any JSON value), web-llm's EBNF JSON grammar, an arithmetic
+EBNF grammar, the regex \\d{4}-\\d{2}-\\d{2}, and three worst cases (an ambiguous EBNF grammar fed
+300 "a" then their closing digits; a recursive anyOf schema of two object kinds, 1,000 levels deep;
+an ambiguous rule recursive twice over letters, fed 300 letters) -- and one valid document each, it measures side by side in the same run:
 
   (a) native:        Trellis (C++ core via ctypes)  vs  xgrammar and llguidance from PyPI;
   (b) wasm, node 20: Trellis wasm  vs  @mlc-ai/web-xgrammar, in one node process
@@ -192,6 +192,12 @@ TREE_SCHEMA = json.dumps({"anyOf": [
 TREE_DEPTH = 1000
 TREE_DOCUMENT = '{"children": [' * TREE_DEPTH + "]" + ', "kind": "a"}]' * (TREE_DEPTH - 1) + ', "kind": "b"}'
 
+# A fuzz finding: ambiguous, nullable and recursive twice in one alternative, over a letter class
+# (any even number of letters is a sentence, in many ways): every mask walks most of the vocabulary
+# with the real stack, a few hundred live frames deep.
+DOUBLY_RECURSIVE_EBNF = 'root ::= ([a-z] root root [a-z] | [a-z] root "!" [a-z])?'
+DOUBLY_RECURSIVE_DOCUMENT = ("structuredoutputinthebrowser" * 11)[:300]
+
 DATE_REGEX = r"\d{4}-\d{2}-\d{2}"
 DATE_DOCUMENT = "2026-11-30"
 
@@ -215,6 +221,8 @@ def grammar_specs() -> tuple[list[GrammarSpec], str]:
         GrammarSpec(f"regex `{DATE_REGEX}`", "regex", DATE_REGEX, DATE_DOCUMENT),
         GrammarSpec("ambiguous EBNF, 600 bytes", "ebnf", AMBIGUOUS_EBNF, AMBIGUOUS_DOCUMENT),
         GrammarSpec(f"recursive anyOf tree, {TREE_DEPTH} deep", "json_schema", TREE_SCHEMA, TREE_DOCUMENT),
+        GrammarSpec("doubly recursive ambiguous EBNF, 300 bytes", "ebnf", DOUBLY_RECURSIVE_EBNF,
+                    DOUBLY_RECURSIVE_DOCUMENT),
     ], source
 
 

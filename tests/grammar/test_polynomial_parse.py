@@ -79,6 +79,32 @@ def test_recursive_anyof_tree_1000_deep():
     """)
 
 
+def test_doubly_recursive_ambiguous_rule_300_letters_masks_exact():
+    """A fuzz finding: a nullable rule that calls itself twice in one alternative, over a letter
+    class. Hundreds of frames stay live (one per way the letters so far can nest), and most of
+    the vocabulary is left to the real stack: the old core walked the trie once per frame, and
+    its scratch state passed the parser's budget (GrammarLimitError) before 60 letters. The
+    frames are walked together now, and tokens that are one string of byte classes share their
+    steps (grammar.h: TokenWalker). Masks checked against accept_token over the vocabulary."""
+    run_child('''
+        g = compiler.compile_grammar('root ::= ([a-z] root root [a-z] | [a-z] root "!" [a-z])?')
+        m = GrammarMatcher(g)
+        mask = m.new_bitmask()
+        text = ("structuredoutputinthebrowser" * 11)[:300]
+        for i in range(0, len(text), 5):
+            m.fill_next_token_bitmask(mask)
+            if i in (0, 5, 150, 295):
+                for t in range(compiler.vocab.vocab_size):
+                    ok = m.accept_token(t)
+                    if ok:
+                        m.rollback(1)
+                    assert bool(mask[t >> 5] >> (t & 31) & 1) == bool(ok), (i, t)
+            assert m.accept_string(text[i:i + 5]), i
+        assert m.can_terminate()  # 300 letters: an even number
+        assert m.accept_string("a") and not m.can_terminate()  # letters alone: an even number
+    ''')
+
+
 def test_an_item_repeated_without_bound_keeps_the_live_frames_bounded():
     """A loop calls its item's rule anew at each position; when the caller waits in one state,
     those calls' joins are equal (parser.h: same_join) and their frames merge. Before, each

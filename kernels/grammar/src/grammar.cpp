@@ -686,16 +686,28 @@ bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool e
   return walk.met_check();
 }
 
-bool TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words,
+int32_t TokenWalker::keep(const StateSet& set) {
+  if (kept_frames_ + set.frames.size() > kMaxKeptFrames) return -1;
+  if (n_kept_ == static_cast<int32_t>(kept_.size())) kept_.emplace_back();
+  kept_[n_kept_] = set;  // keeps the slot's memory from earlier checks
+  kept_frames_ += set.frames.size();
+  return n_kept_++;
+}
+
+bool TokenWalker::check(const std::vector<int32_t>& frames, const std::vector<int32_t>& positions, uint32_t* words,
                         std::vector<int32_t>* valid_ids) {
   const Vocab& v = *g_.vocab;
-  if (levels_.size() < static_cast<size_t>(v.max_len + 1)) levels_.resize(v.max_len + 1);
-  levels_[0].frames.assign(1, frame);
+  const Automaton& a = g_.automaton;
+  if (levels_.size() < static_cast<size_t>(v.max_len + 1)) levels_.resize(v.max_len + 1), kept_at_.resize(v.max_len + 1);
+  levels_[0].frames = frames;
   levels_[0].can_end = false;
   const uint8_t* prev = nullptr;
   int32_t valid = 0;  // levels_[0..valid] hold the states along `prev`
   const size_t base = text_->size();
-  const bool checks = !g_.automaton.checks.empty();  // else no text is read
+  const bool checks = !a.checks.empty();  // else no text is read
+  steps_.clear();
+  n_kept_ = 0, kept_frames_ = 0;
+  kept_at_[0] = checks ? -1 : keep(levels_[0]);
   stepper_.set_mode(CheckMode::evaluate);  // only to learn whether a check was met
   for (int32_t pos : positions) {
     const int32_t id = v.order[pos], len = v.length(id);
@@ -705,12 +717,22 @@ bool TokenWalker::check(int32_t frame, const std::vector<int32_t>& positions, ui
     bool alive = true;
     for (; d < len; ++d) {
       if (levels_[d].dead()) { alive = false; break; }
+      const int32_t from = kept_at_[d];
+      const uint64_t key = uint64_t(from) << 8 | a.byte_class[b[d]];
+      const int32_t known = from < 0 ? FlatMap::kAbsent : steps_.find(key);
+      if (known >= 0) {
+        levels_[d + 1] = kept_[known];
+        kept_at_[d + 1] = known;
+        continue;
+      }
       if (checks) {
         text_->resize(base + d + 1);
         (*text_)[base + d] = b[d];
         stepper_.set_text(text_->data(), static_cast<int64_t>(base + d + 1));
       }
       stepper_.step(pool_, levels_[d], b[d], &levels_[d + 1]);
+      kept_at_[d + 1] = from < 0 ? -1 : keep(levels_[d + 1]);
+      if (kept_at_[d + 1] >= 0) steps_.put(key, kept_at_[d + 1]);
     }
     valid = d;
     prev = b;

@@ -209,24 +209,39 @@ struct Grammar {
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out);
 
-// Walks tokens from one frame with the real stack below it: the per-depth parser states are
+// Walks tokens from frames with the real stack below them: the per-depth parser states are
 // reused between consecutive tokens that share a prefix.
 class TokenWalker {
  public:
   // `text`: the bytes accepted so far, which checks read; tokens are appended while walked.
   TokenWalker(const Grammar& g, FramePool& pool, std::vector<uint8_t>* text)
       : g_(g), pool_(pool), text_(text), stepper_(g.automaton) {}
-  // Sets the bit of every token among `positions` (in Vocab::order) valid from `frame`, and
-  // appends its id to `valid_ids`. Returns whether a check read the text (the answer is then the
-  // text's, not only the frame's).
-  bool check(int32_t frame, const std::vector<int32_t>& positions, uint32_t* words, std::vector<int32_t>* valid_ids);
+  // Sets the bit of every token among `positions` (in Vocab::order) valid from some frame of
+  // `frames` (distinct), and appends its id to `valid_ids`. Returns whether a check read the text
+  // (the answer is then the text's, not only the frames').
+  bool check(const std::vector<int32_t>& frames, const std::vector<int32_t>& positions, uint32_t* words,
+             std::vector<int32_t>* valid_ids);
 
  private:
+  // A set stepped within this check (and kept), or -1: the memo is full or checks read the text.
+  int32_t keep(const StateSet& set);
+
   const Grammar& g_;
   FramePool& pool_;
   std::vector<uint8_t>* text_;
   Stepper stepper_;
   std::vector<StateSet> levels_;
+  // Bytes of one class (Automaton::byte_class) step every set alike, so tokens that are one
+  // string of classes share their steps, unless checks read the text: under an ambiguous
+  // grammar a step costs a closure over hundreds of frames, and most of a vocabulary is a few
+  // strings of classes. Within one check, steps_ maps (a kept set, a class) to the kept set
+  // after it; kept_ holds the sets, at most kMaxKeptFrames frames in all.
+  static constexpr size_t kMaxKeptFrames = size_t(1) << 22;
+  FlatMap steps_;
+  std::vector<StateSet> kept_;
+  int32_t n_kept_ = 0;
+  size_t kept_frames_ = 0;
+  std::vector<int32_t> kept_at_;  // per depth: levels_[d] as a kept set, or -1
 };
 
 }  // namespace tg

@@ -41,6 +41,7 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
   if (cur.terminated) return;
   scratch_.layer_on(pool_);
   seen_caches_.clear();
+  pending_.clear();
   constexpr size_t kMaxCallers = 256;  // beyond, the frame's own cache and the real stack
   for (int32_t id : cur.set.frames) {
     const int32_t state = pool_.get(id).state;
@@ -57,9 +58,10 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
         seen_caches_.push_back(&c);
         c.add_accepted(words, n_words);
       }
-      if (!c.uncertain.empty()) check_uncertain(id, c, words);
+      if (!c.uncertain.empty()) pending_.push_back({id, &c});
     }
   }
+  if (!pending_.empty()) check_uncertain(words);
   if (cur.set.can_end)
     for (int32_t id : v.stop_ids) words[id >> 5] |= 1u << (id & 31);
   scratch_.clear();
@@ -69,19 +71,34 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
 // they accept the same uncertain tokens, unless a check read the text: the answer is kept. Inside
 // a string, the body's frames have one parent, and every mask but the first finds it here; so do
 // the strings of the second record of an array.
-void Matcher::check_uncertain(int32_t frame, const TokenCache& c, uint32_t* words) {
+void Matcher::check_uncertain(uint32_t* words) {
   constexpr size_t kMaxKept = 1 << 16;  // token ids kept; past them the table starts again
-  const CheckedKey key{&c, names_.name(pool_, g_->automaton.n_states(), pool_.get(frame).parent)};
-  const auto known = checked_.find(key);
+  key_.clear();
+  for (const auto& [frame, c] : pending_)
+    key_.push_back({c, names_.name(pool_, g_->automaton.n_states(), pool_.get(frame).parent)});
+  std::sort(key_.begin(), key_.end());
+  key_.erase(std::unique(key_.begin(), key_.end()), key_.end());
+  const auto known = checked_.find(key_);
   if (known != checked_.end()) {
     for (int32_t id : known->second) words[id >> 5] |= 1u << (id & 31);
     return;
   }
+  walk_frames_.clear();
+  for (const auto& [frame, c] : pending_)  // a frame's pairs are consecutive
+    if (walk_frames_.empty() || walk_frames_.back() != frame) walk_frames_.push_back(frame);
+  positions_.clear();
+  for (size_t i = 0; i < key_.size(); ++i) {  // each cache once: key_ is sorted by cache
+    const std::vector<int32_t>& more = key_[i].first->uncertain;
+    if (i > 0 && key_[i - 1].first == key_[i].first) continue;
+    merged_.resize(positions_.size() + more.size());
+    merged_.erase(std::set_union(positions_.begin(), positions_.end(), more.begin(), more.end(), merged_.begin()), merged_.end());
+    positions_.swap(merged_);
+  }
   valid_.clear();
-  if (walker_.check(frame, c.uncertain, words, &valid_)) return;
+  if (walker_.check(walk_frames_, positions_, words, &valid_)) return;
   if (kept_ids_ + valid_.size() > kMaxKept) checked_.clear(), kept_ids_ = 0;
-  checked_.emplace(key, valid_);
-  kept_ids_ += valid_.size() + 1;
+  checked_.emplace(key_, valid_);
+  kept_ids_ += valid_.size() + key_.size();
 }
 
 bool Matcher::advance(const uint8_t* data, int32_t n, StateSet* out) {

@@ -53,8 +53,12 @@ class Matcher {
   // Digits computed by a check (check_digits) on a live frame's region text, then the
   // distances' completion, if the checks let it end: where searching digits is hopeless.
   int64_t digits_completion(const StateSet& from, std::vector<uint8_t>* out);
-  // Sets the bits of the tokens that cache `c` leaves to the real stack and that are valid from `frame`.
-  void check_uncertain(int32_t frame, const TokenCache& c, uint32_t* words);
+  // Sets the bits of the tokens that the caches of pending_ leave to the real stack and that are
+  // valid from their frames. The frames are walked together, one walk over the union of their
+  // tokens: a token is valid when it is from some frame, and a frame's cache refuses only what no
+  // stack accepts. An ambiguous grammar keeps a frame per derivation depth alive (hundreds after a
+  // few hundred bytes): a walk per frame would step the trie once each.
+  void check_uncertain(uint32_t* words);
 
   Grammar* g_;
   bool over_budget_ = false;
@@ -69,20 +73,23 @@ class Matcher {
   // Stacks by what they do, not where the regions in them start: the answers kept are those no
   // check read.
   FrameNames names_{false};
-  // check_uncertain's answers, by (cache, the name of the frame's parent): the valid tokens' ids.
-  struct CheckedKey {
-    const TokenCache* cache;
-    int32_t parent;
-    bool operator==(const CheckedKey& o) const { return cache == o.cache && parent == o.parent; }
-  };
+  // The (frame, cache) pairs of a mask whose caches leave tokens to the real stack.
+  std::vector<std::pair<int32_t, const TokenCache*>> pending_;
+  // check_uncertain's answers, by the sorted (cache, the name of the frame's parent) of the
+  // pairs walked: the valid tokens' ids.
+  using CheckedKey = std::vector<std::pair<const TokenCache*, int32_t>>;
   struct CheckedHash {
     size_t operator()(const CheckedKey& k) const {
-      return std::hash<const void*>()(k.cache) ^ (static_cast<size_t>(k.parent) * 0x9E3779B97F4A7C15ull);
+      size_t h = k.size();
+      for (const auto& [cache, parent] : k)
+        h = (h ^ std::hash<const void*>()(cache) ^ (static_cast<size_t>(parent) * 0x9E3779B97F4A7C15ull)) * 0x100000001B3ull;
+      return h;
     }
   };
   std::unordered_map<CheckedKey, std::vector<int32_t>, CheckedHash> checked_;
   size_t kept_ids_ = 0;  // in checked_, plus one per answer
-  std::vector<int32_t> valid_;
+  CheckedKey key_;
+  std::vector<int32_t> valid_, walk_frames_, positions_, merged_;
   TokenWalker walker_;  // after scratch_: it walks speculative frames there
 };
 
