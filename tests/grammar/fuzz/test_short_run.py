@@ -132,3 +132,14 @@ def test_the_schema_oracle_judges_no_float_arithmetic_on_long_numbers():
         check_schema_oracle({"type": "integer"}, {}, b"8656900138898862140." + b"0" * 20 + b"1", "here")
     # An exponent past what a Decimal holds is not judged (as a float it would be 0, a multiple).
     check_schema_oracle(one_of, {}, b"1." + b"0" * 20 + b"1e-99999999999999999999", "here")
+
+
+def test_the_schema_oracle_reads_the_schemas_long_numbers_as_the_texts():
+    """A const of 17 significant digits, written by the grammar exactly as the schema spells it,
+    was a Decimal in the text and a float in the schema, which no Decimal equals: the oracle said
+    the const's own text was invalid (a fuzz finding against the oracle, seed 20). Both sides read
+    alike now; a different number is still a disagreement."""
+    const = {"const": {"a": -3.7279715353317887e+37}}
+    check_schema_oracle(const, {}, b'{"a": -3.7279715353317887e+37}', "here")
+    with pytest.raises(Disagreement):
+        check_schema_oracle(const, {}, b'{"a": -3.7279715353317888e+37}', "here")

@@ -233,6 +233,12 @@ def check_schema_oracle(schema, options: dict, text: bytes, where: str) -> None:
     if options.get("draft") or isinstance(schema, str):
         return
     try:
+        # The schema's numbers read as the text's are: a const of 17 digits is the Decimal its
+        # text is too, not a float that no Decimal equals.
+        schema = json.loads(json.dumps(schema, ensure_ascii=False), parse_float=_exact_float)
+    except (_CannotJudge, RecursionError, TypeError, ValueError):  # not JSON the oracle can judge
+        return
+    try:
         value = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_float=_exact_float)
     except _CannotJudge:
         return
