@@ -397,6 +397,21 @@ def test_an_outlined_nullable_item_does_not_chain_empty_calls():
     assert ir.nullable(grammar.rules[root.item.name]) is False
 
 
+def test_a_class_spelled_5000_times_is_one_rule_called_5000_times(compiler):
+    """A fuzz finding (seed 21): `[\\p{L}\\d]` written 5,000 times built its byte trie 5,000 times
+    and inlined every copy, then was refused after 23 s ("more than 2,000,000 automaton nodes").
+    The class is one shared expression now, and an item the pattern uses again and again is a
+    rule of its own, which each use calls."""
+    from trellis.grammar import GrammarMatcher
+
+    grammar = parse_regex(r"[\p{L}\d]" * 5000)
+    assert sum(type(item) is ir.Ref for item in grammar.rules["root"].items) == 5000
+    m = GrammarMatcher(compiler.compile_regex(r"[\p{L}\d]" * 5000))
+    assert m.accept_string("é1a" * 1666 + "Ω7") and m.can_terminate()
+    assert not m.accept_string("x")
+    assert not GrammarMatcher(compiler.compile_regex(r"[\p{L}\d]" * 500)).accept_string("a" * 499 + " ")
+
+
 def test_quantifier_bounds_with_thousands_of_leading_zeros():
     """A fuzz finding: `int()` of more than 4,300 digits raises ValueError, zeros included."""
     from trellis.errors import GrammarLimitError

@@ -144,6 +144,7 @@ def _property_class(key: tuple[str, str], negate: bool) -> ir.Expr:
     return _factored(ir.char_class(_key_ranges(key), negate))
 
 
+@lru_cache(maxsize=1024)  # by the class (char_class's are shared): a pattern may spell `[\p{L}\d]` 5,000 times
 def _factored(expr: ir.Expr) -> ir.Expr:
     """A char_class expression (byte-set sequences) as a trie sharing leading byte sets: the core
     compiles `\\p{L}` about ten times faster so. Only for classes with property escapes, so that
@@ -522,13 +523,31 @@ def regex_expr(pattern: str) -> ir.Expr:
 
 # A repeated item whose copies would cost the core more than this many nodes becomes a rule of
 # its own, which every copy calls: `[\p{L}\p{N} ]{0,200}` is then one automaton for the class and
-# a chain of 200 calls, where inlined copies would need hundreds of thousands of states.
+# a chain of 200 calls, where inlined copies would need hundreds of thousands of states. So does
+# an item the pattern spells again and again (`[\p{L}\d]` 500 times: one shared expression).
 OUTLINE_NODES = 20_000
 
 
+def _uses(top: ir.Expr) -> dict[int, int]:
+    """How many times each distinct node of `top` is an item of another (by id)."""
+    uses: dict[int, int] = {}
+    stack, seen = [top], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        kids = e.items if type(e) in (ir.Seq, ir.Alt) else (e.item,) if type(e) is ir.Repeat else ()
+        for k in kids:
+            uses[id(k)] = uses.get(id(k), 0) + 1
+        stack.extend(kids)
+    return uses
+
+
 def _outline_repeated(top: ir.Expr, rules: dict[str, ir.Expr]) -> ir.Expr:
-    """`top` with large repeated items moved into rules (added to `rules`); iterative, and each
-    distinct item is sized and outlined once."""
+    """`top` with large repeated or reused items moved into rules (added to `rules`); iterative,
+    and each distinct item is sized and outlined once."""
+    uses = _uses(top)
     sizes: dict[int, int] = {}
     done: dict[int, ir.Expr] = {}
     stack = [top]
@@ -563,6 +582,11 @@ def _outline_repeated(top: ir.Expr, rules: dict[str, ir.Expr]) -> ir.Expr:
             out = type(e)(tuple(new_kids))
         else:
             out = e
+        used = uses.get(id(e), 0)
+        if used > 1 and kids and size * used > OUTLINE_NODES:
+            name = f"item{len(rules)}"
+            rules[name] = out
+            out, size = ir.Ref(name), 1
         sizes[id(e)] = size
         done[id(e)] = out
     return done[id(top)]

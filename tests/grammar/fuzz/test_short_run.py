@@ -134,12 +134,14 @@ def test_the_schema_oracle_judges_no_float_arithmetic_on_long_numbers():
     check_schema_oracle(one_of, {}, b"1." + b"0" * 20 + b"1e-99999999999999999999", "here")
 
 
-def test_the_schema_oracle_reads_the_schemas_long_numbers_as_the_texts():
-    """A const of 17 significant digits, written by the grammar exactly as the schema spells it,
-    was a Decimal in the text and a float in the schema, which no Decimal equals: the oracle said
-    the const's own text was invalid (a fuzz finding against the oracle, seed 20). Both sides read
-    alike now; a different number is still a disagreement."""
+def test_the_schema_oracle_takes_a_floats_own_spelling_for_that_float():
+    """A float const of 17 significant digits, written by the grammar as its repr, was a Decimal
+    in the text, which no float equals: the oracle said the const's own text was invalid (a fuzz
+    finding against the oracle, seed 20). The exact integer a large float is stays equal to it;
+    another number is still a disagreement."""
     const = {"const": {"a": -3.7279715353317887e+37}}
     check_schema_oracle(const, {}, b'{"a": -3.7279715353317887e+37}', "here")
     with pytest.raises(Disagreement):
         check_schema_oracle(const, {}, b'{"a": -3.7279715353317888e+37}', "here")
+    check_schema_oracle({"enum": [-5.122939065414451e+16]}, {}, b"-51229390654144512", "here")
+    check_schema_oracle({"enum": [-5.122939065414451e+16]}, {}, b"-5.122939065414451e+16", "here")

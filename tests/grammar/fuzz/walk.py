@@ -233,12 +233,6 @@ def check_schema_oracle(schema, options: dict, text: bytes, where: str) -> None:
     if options.get("draft") or isinstance(schema, str):
         return
     try:
-        # The schema's numbers read as the text's are: a const of 17 digits is the Decimal its
-        # text is too, not a float that no Decimal equals.
-        schema = json.loads(json.dumps(schema, ensure_ascii=False), parse_float=_exact_float)
-    except (_CannotJudge, RecursionError, TypeError, ValueError):  # not JSON the oracle can judge
-        return
-    try:
         value = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_float=_exact_float)
     except _CannotJudge:
         return
@@ -275,9 +269,10 @@ def _is_integer(checker, instance) -> bool:
 def _exact_float(literal: str):
     """A float, or a Decimal past 15 significant digits: comparisons with it stay exact, and
     float arithmetic on it (jsonschema's multipleOf) raises TypeError, which the oracle takes
-    for "cannot judge"; an exponent no Decimal holds is not judged at all."""
+    for "cannot judge"; an exponent no Decimal holds is not judged at all. A float's own
+    shortest spelling (repr) is that float: a schema's float const is written so."""
     digits = literal.lower().split("e")[0].replace("-", "").replace(".", "").lstrip("0")
-    if len(digits) <= 15:
+    if len(digits) <= 15 or repr(float(literal)) == literal:
         return float(literal)
     try:
         return Decimal(literal)
