@@ -412,6 +412,57 @@ def test_completions_of_integer_multiples_past_2_63(compiler, m, zeros, prefix, 
     assert matcher.accept_string(done) and matcher.can_terminate()
 
 
+@pytest.mark.parametrize("m", [2.220446049250313e-16, 0.3, 1.7e-9, 0.0000123457])
+def test_fractional_multiples_lead_to_no_dead_end(compiler, m):
+    """A multiple of m has at most m's decimals significant, and the free ones left may be too few
+    to reach a multiple: before, any fraction digits were allowed and the end check refused them
+    all (a fuzz finding, seed 21: 49 decimals under multipleOf 2^-52, no completion). Each
+    fraction digit is checked as it comes now (MULTIPLE_OF_PREFIX). Walks over the numeric
+    tokens: wherever they stop, a completion exists, and it is a multiple (Fraction)."""
+    from fractions import Fraction
+
+    compiled = compiler.compile_json_schema({"multipleOf": m})
+    vocab = compiler.vocab
+    numeric = [t for t, b in enumerate(vocab.token_bytes) if b and t not in vocab.special_ids
+               and set(b) <= set(b"0123456789.-")]
+    rng = random.Random(11)
+    for _ in range(30):
+        matcher = GrammarMatcher(compiled)
+        text = b""
+        for _ in range(rng.randrange(1, 25)):
+            choices = sorted(set(matcher.allowed_tokens()) & set(numeric))
+            if not choices:
+                break
+            token = rng.choice(choices)
+            assert matcher.accept_token(token)
+            text += vocab.token_bytes[token]
+        done = matcher.shortest_completion()
+        assert done is not None, f"dead end after {text!r}"
+        assert matcher.accept_string(done) and matcher.can_terminate(), (text, done)
+        assert (Fraction((text + done).decode()) / Fraction(repr(m))).denominator == 1, (text, done)
+    assert not accepts(compiled, "0.1") if m == 0.3 else True  # 0.1x is no multiple of 0.3
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.integers(1, 10**15 - 1), scale=st.integers(1, 40), prefix=st.from_regex(r"-?[1-9][0-9]{0,20}", fullmatch=True),
+       decimals=st.text("0123456789", max_size=45), dot=st.booleans())
+def test_completions_of_fractional_multiples(compiler, p, scale, prefix, decimals, dot):
+    """multipleOf P * 10^-s: a number in progress that the matcher accepts, with or without a
+    fraction, has a completion (the fewest fraction digits, check_digits), and it is a multiple."""
+    from fractions import Fraction
+
+    m = f"{p}e-{scale}"
+    if dot:
+        prefix += "." + decimals
+    matcher = GrammarMatcher(compiler.compile_json_schema(f'{{"multipleOf": {m}}}'))
+    if not matcher.accept_string(prefix):
+        return
+    done = matcher.shortest_completion()
+    assert done is not None, (m, prefix)
+    assert matcher.accept_string(done) and matcher.can_terminate(), (m, prefix, done)
+    assert (Fraction(prefix + done.decode()) / Fraction(repr(float(m)))).denominator == 1, (m, prefix, done)
+
+
 def test_a_region_no_check_reads_is_built_as_its_body(compiler):
     """A region is a call of its own, which the mask caches do not see past: a repeated region
     of one byte (a fuzz finding) sent every token to the slow path, 70 ms per mask. Regions that

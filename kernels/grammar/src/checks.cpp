@@ -1031,6 +1031,69 @@ bool scaled_multiple_digits(uint64_t p, int32_t q, const uint8_t* text, int64_t 
   return true;
 }
 
+// A plain number so far (`-`? digits, then maybe `.` and f digits): N, its digits as an integer
+// modulo P, and f (-1 without a '.'). False for any other text.
+bool read_plain(uint64_t p, const uint8_t* text, int64_t len, uint64_t* n, int64_t* f) {
+  int64_t i = len > 0 && text[0] == '-' ? 1 : 0, dot = -1;
+  *n = 0;
+  for (; i < len; ++i) {
+    if (text[i] == '.' && dot < 0) {
+      dot = i;
+      continue;
+    }
+    if (text[i] < '0' || text[i] > '9') return false;
+    *n = (mul_mod(*n, 10, p) + uint64_t(text[i] - '0')) % p;
+  }
+  *f = dot < 0 ? -1 : len - 1 - dot;
+  return true;
+}
+
+// The fewest fraction digits x (k of them, the smallest; `min` at least) after N.f, f < s, that
+// make a multiple of P * 10^-s: (N * 10^k + x) * 10^(s - f - k) a multiple of P. The factor
+// 10^(s - f - k) lends P its twos and fives (P2 = P / gcd(P, 10^(s - f - k))), so x is
+// -N * 10^k mod P2 when that fits in k digits, which it does by k = 19 (P2 < 2^63 < 10^19).
+// P / gcd(P, 10^tens): what of P a factor 10^tens does not already supply.
+uint64_t without_tens(uint64_t p, int64_t tens) {
+  for (; tens > 0 && (p % 2 == 0 || p % 5 == 0); --tens) p /= p % 10 == 0 ? 10 : p % 2 == 0 ? 2 : 5;
+  return p;
+}
+
+bool fraction_digits(uint64_t p, int64_t s, uint64_t n, int64_t f, int32_t min, std::vector<uint8_t>* out) {
+  uint64_t power = 1;  // 10^k
+  for (int64_t k = 0; k <= 19 && f + k <= s; ++k) {
+    if (k >= min) {
+      const uint64_t p2 = without_tens(p, s - f - k);
+      const uint64_t x = (p2 - mul_mod(n % p2, pow_mod(10, k, p2), p2)) % p2;
+      if (x < power) {
+        out->assign(size_t(k), '0');
+        uint64_t rest = x;
+        for (int64_t d = k - 1; d >= 0; --d, rest /= 10) (*out)[size_t(d)] = uint8_t('0' + rest % 10);
+        return true;
+      }
+    }
+    if (k < 19) power *= 10;
+  }
+  return false;
+}
+
+// The digits a plain number so far needs to become a multiple of P * 10^Q (none when it is one).
+// An integer in progress with Q < 0 takes integer digits: N * 10^-Q is then a multiple of P, which
+// leaves P2 = P / gcd(P, 10^-Q) to divide N (digits written after the point lend fewer tens). With
+// a fraction, fraction digits; past the scale -Q they add only zeros: the value must be a
+// multiple already (after a bare '.', the value of the text before it, and a '0' to write). False
+// for an integer and Q >= 0.
+bool fraction_completion(uint64_t p, int32_t q, const uint8_t* text, int64_t len, std::vector<uint8_t>* out) {
+  uint64_t n;
+  int64_t f;
+  out->clear();
+  if (!read_plain(p, text, len, &n, &f) || (f < 0 && q >= 0)) return false;
+  if (f < 0) return multiple_digits(without_tens(p, -int64_t(q)), text, len, out);
+  if (f < -int64_t(q)) return fraction_digits(p, -int64_t(q), n, f, f == 0 ? 1 : 0, out);
+  if (!multiple_of(p, q, text, f == 0 ? len - 1 : len)) return false;
+  if (f == 0) out->assign(1, '0');
+  return true;
+}
+
 }  // namespace
 
 bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len,
@@ -1040,6 +1103,7 @@ bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const u
     return false;
   const uint64_t p = divisor_of(params);
   const int32_t q = params[2];
+  if (q < 0 || std::find(text, text + len, uint8_t('.')) != text + len) return fraction_completion(p, q, text, len, out);
   const uint64_t divisor = integer_divisor(p, q);
   if (divisor > 0) return multiple_digits(divisor, text, len, out);
   return q > 0 && q <= kMaxScaleZeros && scaled_multiple_digits(p, q, text, len, out);
@@ -1055,6 +1119,7 @@ bool check_valid(int32_t kind, const int32_t* params, int32_t n_params) {
     case kBase64Json:
       return n_params == 0;
     case kMultipleOf:
+    case kMultipleOfPrefix:
       return n_params == 3 && params && params[0] >= 0 && divisor_of(params) > 0;
   }
   return false;
@@ -1071,6 +1136,10 @@ bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint
     case kRegexRefs: return regex_valid(text, len, true);
     case kRegexPrefix: return regex_valid(text, len, false);
     case kMultipleOf: return multiple_of(divisor_of(params), params[2], text, len);
+    case kMultipleOfPrefix: {
+      std::vector<uint8_t> digits;
+      return fraction_completion(divisor_of(params), params[2], text, len, &digits);
+    }
     case kBase64Json: return base64_json(text, len);
   }
   return false;

@@ -29,6 +29,10 @@ enum CheckKind : int32_t {
   // The start of an ECMAScript pattern, after a class, a {n,m} or a group name: nothing
   // kRegexRefs refuses whatever follows (a name repeated, a range or bound out of order).
   kRegexPrefix = 7,
+  // A plain number in progress with a fraction (`-`? digits `.` digits), params as kMultipleOf:
+  // more fraction digits (maybe none) can still make it a multiple. Placed after each fraction
+  // digit, it keeps a mask from leading into a number no digit completes.
+  kMultipleOfPrefix = 8,
 };
 
 // Whether `kind` is known and takes these parameter words (IR validation).
@@ -41,6 +45,8 @@ bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint
 // an integer in progress (`-`? digits), make it pass check `kind`; false where the check has
 // no such rule (kMultipleOf of an integer P * 10^Q has one, up to 2^20 zeros) or the text is no such
 // integer. A completion search cannot find them byte by byte: a 14-digit divisor may need 14.
+// kMultipleOf of any P * 10^Q also has one for a plain number with a fraction (`-`? digits `.`
+// digits?): fraction digits; and with Q < 0 for an integer in progress: integer digits.
 bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len,
                   std::vector<uint8_t>* out);
 
