@@ -1048,16 +1048,16 @@ bool read_plain(uint64_t p, const uint8_t* text, int64_t len, uint64_t* n, int64
   return true;
 }
 
-// The fewest fraction digits x (k of them, the smallest; `min` at least) after N.f, f < s, that
-// make a multiple of P * 10^-s: (N * 10^k + x) * 10^(s - f - k) a multiple of P. The factor
-// 10^(s - f - k) lends P its twos and fives (P2 = P / gcd(P, 10^(s - f - k))), so x is
-// -N * 10^k mod P2 when that fits in k digits, which it does by k = 19 (P2 < 2^63 < 10^19).
 // P / gcd(P, 10^tens): what of P a factor 10^tens does not already supply.
 uint64_t without_tens(uint64_t p, int64_t tens) {
   for (; tens > 0 && (p % 2 == 0 || p % 5 == 0); --tens) p /= p % 10 == 0 ? 10 : p % 2 == 0 ? 2 : 5;
   return p;
 }
 
+// The fewest fraction digits x (k of them, the smallest; `min` at least) after N.f, f < s, that
+// make a multiple of P * 10^-s: (N * 10^k + x) * 10^(s - f - k) a multiple of P. The factor
+// 10^(s - f - k) lends P its twos and fives (P2 = without_tens), so x is -N * 10^k mod P2 when
+// that fits in k digits, which it does by k = 19 (P2 < 2^63 < 10^19).
 bool fraction_digits(uint64_t p, int64_t s, uint64_t n, int64_t f, int32_t min, std::vector<uint8_t>* out) {
   uint64_t power = 1;  // 10^k
   for (int64_t k = 0; k <= 19 && f + k <= s; ++k) {
