@@ -595,25 +595,36 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
 
 def _check_refs(top: Expr, index: dict[str, int]) -> None:
     """GrammarError for a reference to no rule in a rule the root does not reach."""
+    for e in distinct_nodes(top):
+        if type(e) is Ref and e.name not in index:
+            raise GrammarError(f"undefined rule {e.name!r}")
+
+
+def children(e: Expr) -> tuple:
+    """An expression's subexpressions (a machine's: its edges' items)."""
+    t = type(e)
+    if t is Seq or t is Alt or t is And:
+        return e.items
+    if t is Repeat or t is Region:
+        return (e.item,)
+    if t is KeysExcept:
+        return (e.rest, e.heavy)
+    if t is Machine:
+        return tuple(x for _, x, _ in e.edges)
+    return ()
+
+
+def distinct_nodes(top: Expr):
+    """Each expression object under `top` once (expressions are DAGs), depth first, without
+    recursion (nesting is the user's)."""
     stack, seen = [top], set()
     while stack:
         e = stack.pop()
         if id(e) in seen:
             continue
         seen.add(id(e))
-        t = type(e)
-        if t is Ref and e.name not in index:
-            raise GrammarError(f"undefined rule {e.name!r}")
-        if t is Seq or t is Alt:
-            stack.extend(e.items)
-        elif t is Repeat or t is Region:
-            stack.append(e.item)
-        elif t is KeysExcept:
-            stack += (e.rest, e.heavy)
-        elif t is And:
-            stack.extend(e.items)
-        elif t is Machine:
-            stack.extend(x for _, x, _ in e.edges)
+        yield e
+        stack.extend(children(e))
 
 
 _LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children

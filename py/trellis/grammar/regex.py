@@ -531,16 +531,9 @@ OUTLINE_NODES = 20_000
 def _uses(top: ir.Expr) -> dict[int, int]:
     """How many times each distinct node of `top` is an item of another (by id)."""
     uses: dict[int, int] = {}
-    stack, seen = [top], set()
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        kids = e.items if type(e) in (ir.Seq, ir.Alt) else (e.item,) if type(e) is ir.Repeat else ()
-        for k in kids:
+    for e in ir.distinct_nodes(top):
+        for k in ir.children(e):
             uses[id(k)] = uses.get(id(k), 0) + 1
-        stack.extend(kids)
     return uses
 
 
