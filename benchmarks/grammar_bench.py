@@ -6,7 +6,8 @@
 For seven grammars -- built-in JSON (any JSON value), web-llm's EBNF JSON grammar, an arithmetic
 EBNF grammar, the regex \\d{4}-\\d{2}-\\d{2}, and three worst cases (an ambiguous EBNF grammar fed
 300 "a" then their closing digits; a recursive anyOf schema of two object kinds, 1,000 levels deep;
-an ambiguous rule recursive twice over letters, fed 300 letters) -- and one valid document each, it measures side by side in the same run:
+an ambiguous rule recursive twice over letters, fed 300 letters) -- and one valid document each,
+it measures side by side in the same run:
 
   (a) native:        Trellis (C++ core via ctypes)  vs  xgrammar and llguidance from PyPI;
   (b) wasm, node 20: Trellis wasm  vs  @mlc-ai/web-xgrammar, in one node process

@@ -444,8 +444,9 @@ def test_fractional_multiples_lead_to_no_dead_end(compiler, m):
 
 
 @settings(max_examples=60, deadline=None)
-@given(p=st.integers(1, 10**15 - 1), scale=st.integers(1, 40), prefix=st.from_regex(r"-?[1-9][0-9]{0,20}", fullmatch=True),
-       decimals=st.text("0123456789", max_size=45), dot=st.booleans())
+@given(p=st.integers(1, 10**15 - 1), scale=st.integers(1, 40),
+       prefix=st.from_regex(r"-?[1-9][0-9]{0,20}", fullmatch=True), decimals=st.text("0123456789", max_size=45),
+       dot=st.booleans())
 def test_completions_of_fractional_multiples(compiler, p, scale, prefix, decimals, dot):
     """multipleOf P * 10^-s: a number in progress that the matcher accepts, with or without a
     fraction, has a completion (the fewest fraction digits, check_digits), and it is a multiple."""

@@ -1103,7 +1103,8 @@ bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const u
     return false;
   const uint64_t p = divisor_of(params);
   const int32_t q = params[2];
-  if (q < 0 || std::find(text, text + len, uint8_t('.')) != text + len) return fraction_completion(p, q, text, len, out);
+  if (q < 0 || std::find(text, text + len, uint8_t('.')) != text + len)
+    return fraction_completion(p, q, text, len, out);
   const uint64_t divisor = integer_divisor(p, q);
   if (divisor > 0) return multiple_digits(divisor, text, len, out);
   return q > 0 && q <= kMaxScaleZeros && scaled_multiple_digits(p, q, text, len, out);

@@ -698,7 +698,8 @@ bool TokenWalker::check(const std::vector<int32_t>& frames, const std::vector<in
                         std::vector<int32_t>* valid_ids) {
   const Vocab& v = *g_.vocab;
   const Automaton& a = g_.automaton;
-  if (levels_.size() < static_cast<size_t>(v.max_len + 1)) levels_.resize(v.max_len + 1), kept_at_.resize(v.max_len + 1);
+  if (levels_.size() < static_cast<size_t>(v.max_len + 1))
+    levels_.resize(v.max_len + 1), kept_at_.resize(v.max_len + 1);
   levels_[0].frames = frames;
   levels_[0].can_end = false;
   const uint8_t* prev = nullptr;

@@ -91,7 +91,8 @@ void Matcher::check_uncertain(uint32_t* words) {
     const std::vector<int32_t>& more = key_[i].first->uncertain;
     if (i > 0 && key_[i - 1].first == key_[i].first) continue;
     merged_.resize(positions_.size() + more.size());
-    merged_.erase(std::set_union(positions_.begin(), positions_.end(), more.begin(), more.end(), merged_.begin()), merged_.end());
+    const auto end = std::set_union(positions_.begin(), positions_.end(), more.begin(), more.end(), merged_.begin());
+    merged_.erase(end, merged_.end());
     positions_.swap(merged_);
   }
   valid_.clear();

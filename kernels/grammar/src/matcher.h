@@ -81,8 +81,10 @@ class Matcher {
   struct CheckedHash {
     size_t operator()(const CheckedKey& k) const {
       size_t h = k.size();
-      for (const auto& [cache, parent] : k)
-        h = (h ^ std::hash<const void*>()(cache) ^ (static_cast<size_t>(parent) * 0x9E3779B97F4A7C15ull)) * 0x100000001B3ull;
+      for (const auto& [cache, parent] : k) {
+        h ^= std::hash<const void*>()(cache) ^ (static_cast<size_t>(parent) * 0x9E3779B97F4A7C15ull);
+        h *= 0x100000001B3ull;
+      }
       return h;
     }
   };

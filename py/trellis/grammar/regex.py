@@ -144,7 +144,7 @@ def _property_class(key: tuple[str, str], negate: bool) -> ir.Expr:
     return _factored(ir.char_class(_key_ranges(key), negate))
 
 
-@lru_cache(maxsize=1024)  # by the class (char_class's are shared): a pattern may spell `[\p{L}\d]` 5,000 times
+@lru_cache(maxsize=1024)  # char_class's are shared: a pattern may spell `[\p{L}\d]` 5,000 times
 def _factored(expr: ir.Expr) -> ir.Expr:
     """A char_class expression (byte-set sequences) as a trie sharing leading byte sets: the core
     compiles `\\p{L}` about ten times faster so. Only for classes with property escapes, so that
