@@ -412,16 +412,18 @@ def test_completions_of_integer_multiples_past_2_63(compiler, m, zeros, prefix, 
     assert matcher.accept_string(done) and matcher.can_terminate()
 
 
-@pytest.mark.parametrize("m", [2.220446049250313e-16, 0.3, 1.7e-9, 0.0000123457])
-def test_fractional_multiples_lead_to_no_dead_end(compiler, m):
+@pytest.mark.parametrize("m, bounds", [(2.220446049250313e-16, {}), (0.3, {}), (1.7e-9, {}), (0.0000123457, {}),
+                                       (2.220446049250313e-16, {"minimum": -3.5, "maximum": 1000}),
+                                       (1.7e-9, {"exclusiveMaximum": 0.25})])
+def test_fractional_multiples_lead_to_no_dead_end(compiler, m, bounds):
     """A multiple of m has at most m's decimals significant, and the free ones left may be too few
     to reach a multiple: before, any fraction digits were allowed and the end check refused them
-    all (a fuzz finding, seed 21: 49 decimals under multipleOf 2^-52, no completion). Each
-    fraction digit is checked as it comes now (MULTIPLE_OF_PREFIX). Walks over the numeric
-    tokens: wherever they stop, a completion exists, and it is a multiple (Fraction)."""
+    all (a fuzz finding, seed 21: 49 decimals under multipleOf 2^-52, no completion). Each digit
+    and point is checked as it comes now (MULTIPLE_OF_PREFIX), bounds or not. Walks over the
+    numeric tokens: wherever they stop, a completion exists, and it is a multiple (Fraction)."""
     from fractions import Fraction
 
-    compiled = compiler.compile_json_schema({"multipleOf": m})
+    compiled = compiler.compile_json_schema({"multipleOf": m, **bounds})
     vocab = compiler.vocab
     numeric = [t for t, b in enumerate(vocab.token_bytes) if b and t not in vocab.special_ids
                and set(b) <= set(b"0123456789.-")]

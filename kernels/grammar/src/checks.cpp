@@ -1077,17 +1077,23 @@ bool fraction_digits(uint64_t p, int64_t s, uint64_t n, int64_t f, int32_t min, 
 }
 
 // The digits a plain number so far needs to become a multiple of P * 10^Q (none when it is one).
-// An integer in progress with Q < 0 takes integer digits: N * 10^-Q is then a multiple of P, which
-// leaves P2 = P / gcd(P, 10^-Q) to divide N (digits written after the point lend fewer tens). With
-// a fraction, fraction digits; past the scale -Q they add only zeros: the value must be a
-// multiple already (after a bare '.', the value of the text before it, and a '0' to write). False
-// for an integer and Q >= 0.
+// An integer in progress with Q < 0 takes a '.' and fraction digits where some fit (the value
+// stays below the next integer, within bounds the text met), else integer digits: N * 10^-Q is
+// then a multiple of P, which leaves P2 = P / gcd(P, 10^-Q) to divide N. With a fraction,
+// fraction digits; past the scale -Q they add only zeros: the value must be a multiple already
+// (after a bare '.', the value of the text before it, and a '0' to write). False for an integer
+// and Q >= 0.
 bool fraction_completion(uint64_t p, int32_t q, const uint8_t* text, int64_t len, std::vector<uint8_t>* out) {
   uint64_t n;
   int64_t f;
   out->clear();
   if (!read_plain(p, text, len, &n, &f) || (f < 0 && q >= 0)) return false;
-  if (f < 0) return multiple_digits(without_tens(p, -int64_t(q)), text, len, out);
+  if (f < 0) {
+    const int64_t s = -int64_t(q);
+    if (!fraction_digits(p, s, n, 0, 1, out)) return multiple_digits(without_tens(p, s), text, len, out);
+    out->insert(out->begin(), '.');
+    return true;
+  }
   if (f < -int64_t(q)) return fraction_digits(p, -int64_t(q), n, f, f == 0 ? 1 : 0, out);
   if (!multiple_of(p, q, text, f == 0 ? len - 1 : len)) return false;
   if (f == 0) out->assign(1, '0');

@@ -46,7 +46,8 @@ bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint
 // no such rule (kMultipleOf of an integer P * 10^Q has one, up to 2^20 zeros) or the text is no such
 // integer. A completion search cannot find them byte by byte: a 14-digit divisor may need 14.
 // kMultipleOf of any P * 10^Q also has one for a plain number with a fraction (`-`? digits `.`
-// digits?): fraction digits; and with Q < 0 for an integer in progress: integer digits.
+// digits?): fraction digits; and with Q < 0 for an integer in progress: a '.' and fraction digits,
+// or integer digits.
 bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len,
                   std::vector<uint8_t>* out);
 

@@ -120,11 +120,8 @@ class NumberSchema:
             # into a text that no digit can complete.
             return _numbers.checked_integer_multiples(*_numbers.integer_bounds(lo, li, hi, hinc), multiples, ptr,
                                                       self.opt.zero_frac)
+        # Each digit and point checked as it comes: a multiple of m has at most m's decimals
+        # significant, and the ones left may be too few to reach a multiple (bounds or not).
         params = [_numbers.check_params(m, ptr) for m in multiples]
-        if expr is None:
-            # The point and each fraction digit checked as they come: a multiple of m has at most
-            # m's decimals significant, and the ones left may be too few to reach a multiple.
-            checks = [ir.Check(ir.MULTIPLE_OF_PREFIX, p) for p in params]
-            fraction = ir.seq(ir.literal("."), *checks, ir.repeat(ir.seq(_numbers.DIGIT, *checks), 1, None))
-            base = ir.seq(_numbers.MINUS, _numbers.UINT, ir.repeat(fraction, 0, 1))
+        base = _numbers.checked_as_written(base, [ir.Check(ir.MULTIPLE_OF_PREFIX, p) for p in params])
         return ir.Region(ir.seq(base, *(ir.Check(ir.MULTIPLE_OF, p) for p in params)))
