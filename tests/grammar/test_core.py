@@ -488,10 +488,10 @@ def test_and_validation(tiny):
         with pytest.raises(GrammarError, match="not regular"):
             tiny.core.grammar_compile(tiny._handle, words)
     words, _ = ir.serialize(ir.Grammar({"root": ir.And((a, a), (True, False))}))
-    # AND 2, flags, child, 1, child, 0
-    for at, value, message in ((-3, 0, "no wanted child"), (-1, 2, "neither wanted"), (-5, 2, "flags")):
+    node = words[-1]  # the root's body (the rule table is last): AND 2, flags, child, 1, child, 0
+    for at, value, message in ((4, 0, "no wanted child"), (6, 2, "neither wanted"), (2, 2, "flags")):
         broken = array("i", words)
-        broken[at] = value
+        broken[node + at] = value
         with pytest.raises(GrammarError, match=message):
             tiny.core.grammar_compile(tiny._handle, broken)
     with pytest.raises(GrammarError):
@@ -516,11 +516,11 @@ def test_automaton_node(tiny):
         matcher = GrammarMatcher(tiny.compile_ir(grammar))
         assert (matcher.accept_string(text) and matcher.can_terminate()) == ok, text
     words, _ = ir.serialize(ir.Grammar({"root": ir.Automaton([(0, 0x61, 0x62, 1)], [False, True])}))
-    # AUTOMATON 2, 1, accept0, accept1, from, lo, hi, to
-    for at, value, message in ((-6, 2, "neither accepting"), (-4, 2, "out of range"), (-1, 5, "out of range"),
-                               (-3, 300, "out of range"), (-2, 0x60, "out of range"), (-7, -1, "truncated")):
+    node = words[-1]  # the root's body (the rule table is last): AUTOMATON 2, 1, accept0, accept1, from, lo, hi, to
+    for at, value, message in ((3, 2, "neither accepting"), (5, 2, "out of range"), (8, 5, "out of range"),
+                               (6, 300, "out of range"), (7, 0x60, "out of range"), (2, -1, "truncated")):
         broken = array("i", words)
-        broken[at] = value
+        broken[node + at] = value
         with pytest.raises(GrammarError, match=message):
             tiny.core.grammar_compile(tiny._handle, broken)
 
@@ -548,12 +548,11 @@ def test_machine_node(tiny):
         matcher = GrammarMatcher(tiny.compile_ir(grammar))
         assert (matcher.accept_string(text) and matcher.can_terminate()) == ok, text
     words, _ = ir.serialize(ir.Grammar({"root": ir.Machine([(0, ir.literal("a"), 1)], [False, True])}))
-    # BYTES 1, a; MACHINE 2, 1, accept0, accept1, from, child, to
-    for at, value, message in ((-5, 2, "neither accepting"), (-3, 2, "out of range"), (-1, -1, "out of range"),
-                               (-2, 0, "not an earlier node"), (-2, len(words) - 8, "not an earlier node"),
-                               (-6, -1, "truncated")):
+    node = words[-1]  # the root's body (the rule table is last): MACHINE 2, 1, accept0, accept1, from, child, to
+    for at, value, message in ((3, 2, "neither accepting"), (5, 2, "out of range"), (7, -1, "out of range"),
+                               (6, 0, "not an earlier node"), (6, node, "not an earlier node"), (2, -1, "truncated")):
         broken = array("i", words)
-        broken[at] = value
+        broken[node + at] = value
         with pytest.raises(GrammarError, match=message):
             tiny.core.grammar_compile(tiny._handle, broken)
     # a machine of regular expressions is regular: an intersection may hold it, and it nothing else

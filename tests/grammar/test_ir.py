@@ -166,7 +166,8 @@ def deserialize(words, names):
             return ir.And(tuple(node(c) for c in pairs[0::2]), tuple(bool(w) for w in pairs[1::2]), bool(escaped))
         raise AssertionError(f"bad tag {tag} at {off}")
 
-    rules = {names[i]: node(words[4 + i]) for i in range(n_rules)}
+    table = len(words) - n_rules  # the rule table comes last
+    rules = {names[i]: node(words[table + i]) for i in range(n_rules)}
     return ir.Grammar(rules, names[root])
 
 

@@ -82,7 +82,7 @@ std::vector<uint8_t> read_regions(const Ir& ir) {
   }
   // Children precede their parents in the words: one forward pass.
   std::vector<uint8_t> reach(n, 0), read(n, 0);
-  for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) {
+  for (int32_t pos = Ir::kFirstNode; pos < ir.table; pos += ir.size(pos)) {
     const int32_t* a = ir.args(pos);
     switch (ir.kind(pos)) {
       case SEQ: case ALT:
@@ -108,7 +108,7 @@ std::vector<uint8_t> read_regions(const Ir& ir) {
 std::vector<int32_t> count_uses(const Ir& ir) {
   const int32_t n = static_cast<int32_t>(ir.words.size());
   std::vector<int32_t> starts;
-  for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) starts.push_back(pos);
+  for (int32_t pos = Ir::kFirstNode; pos < ir.table; pos += ir.size(pos)) starts.push_back(pos);
   // Parents come after their children, so one backward pass pushes counts down the DAG.
   std::vector<int64_t> occ(n, 0);
   for (int32_t r = 0; r < ir.n_rules; ++r) occ[ir.body(r)] += 1;
@@ -189,8 +189,7 @@ struct Intersections {
 
   Status build(const Ir& ir, const Limits& limits) {
     int64_t budget = std::min(limits.max_nfa_nodes, kMaxChildNfaNodes);  // the children's, all together
-    const int32_t n = static_cast<int32_t>(ir.words.size());
-    for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) {
+    for (int32_t pos = Ir::kFirstNode; pos < ir.table; pos += ir.size(pos)) {
       if (ir.kind(pos) != AND) continue;
       ByteDfa& d = dfa[pos];
       Status s = intersection_dfa(ir, pos, &budget, &d);
@@ -371,8 +370,7 @@ struct NodeRules {
   std::vector<int32_t> node_of_rule;  // (rule - n_rules) -> IR word offset
 
   NodeRules(const Ir& ir, const std::vector<uint8_t>& read_region) : rule_of_node(ir.words.size(), -1) {
-    const int32_t n = static_cast<int32_t>(ir.words.size());
-    for (int32_t pos = 4 + ir.n_rules; pos < n; pos += ir.size(pos)) {
+    for (int32_t pos = Ir::kFirstNode; pos < ir.table; pos += ir.size(pos)) {
       if (ir.kind(pos) == CHECK || read_region[pos]) {
         rule_of_node[pos] = ir.n_rules + static_cast<int32_t>(node_of_rule.size());
         node_of_rule.push_back(pos);

@@ -111,12 +111,13 @@ int32_t expand_keys(const int32_t* a, int32_t rest, int32_t heavy, std::vector<i
   return put(out, {ALT, 2, leave, stay});
 }
 
-// The words again with every KEYS node written out where it stood (offsets renumbered).
-Status expand(const int32_t* words, int64_t n, int64_t first, const std::vector<uint8_t>& is_node,
+// The words again with every KEYS node written out where it stood (offsets renumbered): the
+// header, the nodes in [first, end), then the rule table.
+Status expand(const int32_t* words, int64_t n, int64_t first, int64_t end, const std::vector<uint8_t>& is_node,
               std::vector<int32_t>* out) {
   out->assign(words, words + first);
   std::vector<int32_t> moved(n, -1);
-  for (int64_t pos = first; pos < n; ++pos) {
+  for (int64_t pos = first; pos < end; ++pos) {
     if (!is_node[pos]) continue;
     const int32_t* a = words + pos + 1;
     const int32_t at = static_cast<int32_t>(out->size());
@@ -154,7 +155,7 @@ Status expand(const int32_t* words, int64_t n, int64_t first, const std::vector<
     }
     if (out->size() > static_cast<size_t>(kMaxIrWords)) return Status::error(Code::limit, "grammar IR too large");
   }
-  for (int64_t r = 4; r < first; ++r) (*out)[r] = moved[words[r]];
+  for (int64_t r = end; r < n; ++r) out->push_back(moved[words[r]]);
   return {};
 }
 
@@ -169,16 +170,17 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
   if (words[1] != kIrVersion) return bad(1, "unsupported IR version");
   if (words[2] < 1 || int64_t(words[2]) + 4 > n_words) return bad(2, "bad rule count");
   if (words[3] < 0 || words[3] >= words[2]) return bad(3, "root rule out of range");
-  const int64_t n = n_words, first = 4 + int64_t(words[2]);
+  // The header, the nodes, then the rule table: one body offset per rule, in the last words.
+  const int64_t n = n_words, first = Ir::kFirstNode, end = n - int64_t(words[2]);
   std::vector<uint8_t> is_node(n_words, 0);
   std::vector<uint8_t> regular(n_words, 0);  // bytes, byte sets, and sequences, choices, repetitions of them
   int64_t key_bytes = 0;  // in all KEYS nodes: their tries' size, bounded before any is built
   const auto child_ok = [&](int64_t child, int64_t parent) {
     return child >= first && child < parent && is_node[child];
   };
-  for (int64_t pos = first; pos < n;) {
+  for (int64_t pos = first; pos < end;) {
     const int32_t* a = words + pos + 1;
-    const int64_t avail = n - pos - 1;  // operand words available
+    const int64_t avail = end - pos - 1;  // operand words available, up to the rule table
     int64_t size;
     switch (words[pos]) {
       case BYTES:
@@ -290,18 +292,19 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
     pos += size;
   }
   for (int32_t r = 0; r < words[2]; ++r) {
-    int32_t body = words[4 + r];
-    if (body < first || body >= n || !is_node[body]) return bad(4 + r, "rule body is not a node");
+    int32_t body = words[end + r];
+    if (body < first || body >= end || !is_node[body]) return bad(end + r, "rule body is not a node");
   }
   if (key_bytes > kMaxKeyBytes)
     return Status::error(Code::limit, "grammar IR too large: its KEYS nodes hold more than " +
                                           std::to_string(kMaxKeyBytes) + " key bytes");
   if (key_bytes > 0) {
-    Status s = expand(words, n, first, is_node, &ir->words);
+    Status s = expand(words, n, first, end, is_node, &ir->words);
     if (!s.ok()) return s;
   } else {
     ir->words.assign(words, words + n_words);
   }
+  ir->table = static_cast<int32_t>(ir->words.size()) - words[2];
   ir->n_rules = words[2];
   ir->root = words[3];
   return {};

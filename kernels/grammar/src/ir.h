@@ -28,10 +28,12 @@ enum Kind : int32_t {
 constexpr int32_t kAndJsonEscaped = 1;
 
 struct Ir {
+  static constexpr int32_t kFirstNode = 4;  // after the header; nodes lie in [kFirstNode, table)
   std::vector<int32_t> words;
   int32_t n_rules = 0;
   int32_t root = 0;
-  int32_t body(int32_t rule) const { return words[4 + rule]; }
+  int32_t table = 0;  // where the rule bodies' offsets start, one word per rule, to the end
+  int32_t body(int32_t rule) const { return words[table + rule]; }
   int32_t kind(int32_t node) const { return words[node]; }
   // Operands of a node, after its kind word.
   const int32_t* args(int32_t node) const { return &words[node + 1]; }
@@ -58,7 +60,7 @@ inline const int32_t* machine_edges(const int32_t* a) { return a + 2 + a[0]; }
 inline const int32_t* machine_edges_end(const int32_t* a) { return a + 2 + a[0] + 3 * a[1]; }
 
 constexpr int32_t kIrMagic = 0x54524C31;
-constexpr int32_t kIrVersion = 4;
+constexpr int32_t kIrVersion = 5;
 constexpr int32_t kMaxIrWords = 1 << 24;
 // Key bytes in all KEYS nodes together: each becomes a node in each of two tries, about 30
 // words in all, and the tries' memory is reserved before the words are (MaskBench's largest

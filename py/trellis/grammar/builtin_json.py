@@ -40,6 +40,8 @@ _NUMBER = seq(
     ),
 )
 
+_PRELUDE = ir.Prelude(_STRING, _NUMBER)  # written once for all its grammars
+
 
 def _list(open_: str, item: ir.Expr, close: str) -> ir.Expr:
     """`open ws [ item ws *( "," ws item ws ) ] close` — the RFC's ws around every token."""
@@ -88,4 +90,4 @@ def json_text_rules(prefix: str, ws: ir.Expr) -> dict[str, ir.Expr]:
 def builtin_json_grammar(distinct_keys: bool = False) -> ir.Grammar:
     """Any JSON value, surrounded by optional whitespace (RFC 8259 JSON-text); with
     `distinct_keys`, no object repeats a key (what a generator should write)."""
-    return ir.Grammar(dict(_rules(distinct_keys)), "root")
+    return ir.Grammar(dict(_rules(distinct_keys)), "root", prelude=_PRELUDE)

@@ -65,7 +65,8 @@ def _json_object(source=None) -> ir.Grammar:
 
     g = builtin_json_grammar(distinct_keys=True)
     ws = repeat(byte_set([(0x20, 0x20), (0x09, 0x0A), (0x0D, 0x0D)]), 0, None)
-    return ir.Grammar({**g.rules, "json_object_root": seq(ws, Ref("object"), ws)}, "json_object_root")
+    return ir.Grammar({**g.rules, "json_object_root": seq(ws, Ref("object"), ws)}, "json_object_root",
+                      prelude=g.prelude)
 
 
 def _structural_tag(source, *, canonical_integers: bool = False, any_whitespace: bool = True,

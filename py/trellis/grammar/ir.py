@@ -8,7 +8,7 @@ needs to know about code points.
 `serialize` flattens a grammar into int32 words (layout below, mirrored in
 kernels/grammar/src/ir.cpp):
 
-    [MAGIC, VERSION, n_rules, root_index, body_offset[0..n_rules) ..., nodes ...]
+    [MAGIC, VERSION, n_rules, root_index, nodes ..., body_offset[0..n_rules)]
     node BYTES:   1, n, b_0 .. b_{n-1}
     node BYTESET: 2, n, lo_0, hi_0, .. lo_{n-1}, hi_{n-1}   (inclusive byte ranges)
     node SEQ:     3, n, child_offset_0 ..                   (n == 0: the empty string)
@@ -37,7 +37,9 @@ MACHINE is the same with an expression on each edge (Machine: a counting automat
 such as an object's members in schema order, in one node instead of a rule per state).
 
 Offsets index the word array; a child always precedes its parent, so the tree is acyclic
-by construction and the core can validate it in one pass.
+by construction and the core can validate it in one pass. The rule table comes last so that
+the first nodes sit at the same offsets in every grammar: a front-end's Prelude (the
+expressions nearly all its grammars hold) is written once and its words reused.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from functools import lru_cache
 from ..errors import GrammarError, GrammarLimitError
 
 MAGIC = 0x54524C31  # "TRL1"
-VERSION = 4
+VERSION = 5
 BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION, KEYS, AND, AUTOMATON, MACHINE = range(1, 13)
 # Check kinds (kernels/grammar/src/checks.h).
 UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON, REGEX_PREFIX, MULTIPLE_OF_PREFIX = range(1, 9)
@@ -318,6 +320,7 @@ class Grammar:
     # Where rules come from, for error messages: (line, column) in a source text, or for a
     # schema's rules (keyword, JSON pointer).
     positions: dict[str, tuple] = field(default_factory=dict)
+    prelude: Prelude | None = None  # written first (serialization speed only)
 
     def serialize(self) -> tuple[array, list[str]]:
         return serialize(self)
@@ -556,6 +559,29 @@ def _utf8_sequences(lo: int, hi: int) -> list[Expr]:
 # ---- serialization ------------------------------------------------------------------
 
 
+class Prelude:
+    """Expressions that nearly every grammar of a front-end holds (JSON's string characters and
+    numbers), written once: serialize starts a grammar that names this prelude from their words,
+    at the same offsets in every grammar (the rule table comes last), and from the writer's
+    tables, so that each costs one lookup instead of a walk. They hold no rule reference, whose
+    words would depend on the grammar's rule names."""
+
+    def __init__(self, *exprs: Expr):
+        self.exprs = exprs  # kept alive: the writer's tables know them by id
+        self._start: tuple | None = None
+
+    def start(self) -> tuple:
+        """(words, leaves, nodes, by_id) after writing the prelude; built once, then shared."""
+        if self._start is None:
+            writer = _Writer([MAGIC, VERSION, 0, 0], {})
+            for e in self.exprs:
+                if any(type(x) is Ref for x in distinct_nodes(e)):
+                    raise ValueError(f"a prelude expression refers to a rule: {e!r}")
+                writer.emit(e)
+            self._start = (writer.words, writer.leaves, writer.nodes, writer.by_id)
+        return self._start
+
+
 def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     """Flatten to int32 words (see module doc) plus the rule names by index.
 
@@ -567,8 +593,10 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     index = {name: i for i, name in enumerate(names)}
     if grammar.root not in index:
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
-    words = [MAGIC, VERSION, len(names), index[grammar.root]] + [-1] * len(names)  # an array at the end
-    writer = _Writer(words, index)
+    writer = _Writer([MAGIC, VERSION, 0, 0], index, grammar.prelude)
+    words = writer.words
+    words[2], words[3] = len(names), index[grammar.root]
+    bodies = [-1] * len(names)  # the rule table, written after the nodes
     writer.reach(index[grammar.root])
     reached = writer.reached
     first_with: dict[int, str] = {}  # body offset -> the first rule written with that body
@@ -580,13 +608,14 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
             name = names[i]
             at = writer.emit(grammar.rules[name])
             first = first_with.setdefault(at, name)
-            words[4 + i] = at if first == name else writer.leaf(Ref(first), Ref)
+            bodies[i] = at if first == name else writer.leaf(Ref(first), Ref)
         if len(reached) < len(names):
             nothing = writer.leaf(ByteSet(()), ByteSet)  # the empty choice
             for i, name in enumerate(names):
                 if not writer.marked[i]:
                     _check_refs(grammar.rules[name], index)
-                    words[4 + i] = nothing
+                    bodies[i] = nothing
+    words += bodies
     try:
         return array("i", words), names
     except OverflowError:  # a check parameter; repetition bounds are checked where they are written
@@ -638,11 +667,13 @@ class _Writer:
     no expression is ever hashed or compared in depth); `by_id` skips objects already written
     (expressions are DAGs)."""
 
-    def __init__(self, words: list[int], index: dict[str, int]):
-        self.words, self.index = words, index
-        self.leaves: dict = {}
-        self.nodes: dict[tuple, int] = {}
-        self.by_id: dict[int, int] = {}
+    def __init__(self, header: list[int], index: dict[str, int], prelude: Prelude | None = None):
+        self.index = index
+        if prelude is None:
+            self.words, self.leaves, self.nodes, self.by_id = header, {}, {}, {}
+        else:  # copies: this grammar's nodes join them
+            words, leaves, nodes, by_id = prelude.start()
+            self.words, self.leaves, self.nodes, self.by_id = list(words), dict(leaves), dict(nodes), dict(by_id)
         self.reached: list[int] = []  # rule indices referred to so far, in order
         self.marked = bytearray(len(index))
 
