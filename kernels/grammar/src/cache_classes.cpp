@@ -115,11 +115,13 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
       ++size[cls[s]];
       i = s;
     }
-    // Next round: the states leading to one that moved.
+    // Next round: the states leading to one that moved, but those alone in their class (a
+    // class only ever splits: most states of an object's chain of members are alone after a
+    // round or two, and were looked at again every round after).
     dirty.clear();
     for (int32_t t : changed)
       for (int32_t k = pred_begin[t]; k < pred_begin[t + 1]; ++k)
-        if (stamp[preds[k]] != round) {
+        if (stamp[preds[k]] != round && size[cls[preds[k]]] > 1) {
           stamp[preds[k]] = round;
           dirty.push_back(preds[k]);
         }

@@ -688,37 +688,34 @@ class _Writer:
         push, pop = stack.append, stack.pop
         while stack:
             expr = stack[-1]
+            if id(expr) in by_id:  # written while it waited
+                pop()
+                continue
             t = type(expr)
-            if t is Seq or t is Alt:  # inner children first, in order (pushed last to first)
+            if t is Seq or t is Alt:  # children first, in order (pushed last to first)
                 waiting = False
                 for item in reversed(expr.items):
-                    if type(item) not in _LEAVES and id(item) not in by_id:
+                    if id(item) not in by_id:
                         push(item)
                         waiting = True
                 if waiting:
                     continue
-            elif (t is Repeat or t is Region) and type(expr.item) not in _LEAVES and id(expr.item) not in by_id:
-                push(expr.item)
-                continue
+            elif t is Repeat or t is Region:
+                if id(expr.item) not in by_id:
+                    push(expr.item)
+                    continue
             elif t is KeysExcept or t is And or t is Machine:
                 waiting = False
                 for item in ((expr.heavy, expr.rest) if t is KeysExcept else reversed(expr.items) if t is And
                              else [x for _, x, _ in reversed(expr.edges)]):
-                    if type(item) not in _LEAVES and id(item) not in by_id:
+                    if id(item) not in by_id:
                         push(item)
                         waiting = True
                 if waiting:
                     continue
             pop()
-            if t in _LEAVES:
-                self.leaf(expr, t)
-            elif id(expr) not in by_id:  # not written while it waited
-                by_id[id(expr)] = self.inner(expr, t)
-        return self.offset(top)
-
-    def offset(self, expr: Expr) -> int:
-        t = type(expr)
-        return self.leaf(expr, t) if t in _LEAVES else self.by_id[id(expr)]
+            by_id[id(expr)] = self.leaf(expr, t) if t in _LEAVES else self.inner(expr, t)
+        return by_id[id(top)]
 
     def leaf(self, expr: Expr, t) -> int:
         key = expr.name if t is Ref else expr.data if t is Bytes else expr.ranges
@@ -740,31 +737,31 @@ class _Writer:
         return known
 
     def inner(self, expr: Expr, t) -> int:
-        """The offset of an inner node, whose children are written already."""
-        offset = self.offset
+        """The offset of an inner node, whose children are written already (in by_id)."""
+        by_id = self.by_id
         if t is Seq or t is Alt:
-            node = (SEQ if t is Seq else ALT, len(expr.items), *[offset(item) for item in expr.items])
+            node = (SEQ if t is Seq else ALT, len(expr.items), *[by_id[id(item)] for item in expr.items])
         elif t is Repeat:
             for bound in (expr.min, expr.max or 0):
                 if bound > MAX_COUNT:
                     raise GrammarLimitError(f"repetition bound {bound} exceeds the limit {MAX_COUNT}")
-            node = (REPEAT, expr.min, -1 if expr.max is None else expr.max, offset(expr.item))
+            node = (REPEAT, expr.min, -1 if expr.max is None else expr.max, by_id[id(expr.item)])
         elif t is Check:
             node = (CHECK, expr.kind, len(expr.params), *expr.params)
         elif t is Region:
-            node = (REGION, offset(expr.item))
+            node = (REGION, by_id[id(expr.item)])
         elif t is KeysExcept:
-            node = (KEYS, len(expr.keys), offset(expr.rest), offset(expr.heavy),
+            node = (KEYS, len(expr.keys), by_id[id(expr.rest)], by_id[id(expr.heavy)],
                     *[w for key in expr.keys for w in (len(key), *key)])
         elif t is Automaton:
             node = (AUTOMATON, len(expr.accept), len(expr.runs), *map(int, expr.accept),
                     *[w for run in expr.runs for w in run])
         elif t is Machine:
             node = (MACHINE, len(expr.accept), len(expr.edges), *map(int, expr.accept),
-                    *[w for a, x, b in expr.edges for w in (a, offset(x), b)])
+                    *[w for a, x, b in expr.edges for w in (a, by_id[id(x)], b)])
         elif t is And:
             node = (AND, len(expr.items), int(expr.escaped),
-                    *[w for item, want in zip(expr.items, expr.wants) for w in (offset(item), int(want))])
+                    *[w for item, want in zip(expr.items, expr.wants) for w in (by_id[id(item)], int(want))])
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
         known = self.nodes.get(node)
