@@ -656,6 +656,28 @@ def distinct_nodes(top: Expr):
         stack.extend(children(e))
 
 
+def rebuild(top: Expr, build) -> Expr:
+    """`top` rebuilt bottom-up through its sequences, choices and repetitions (other expressions
+    are leaves here), without recursion: `build(e, kids, new_kids)` gives the replacement of
+    each distinct expression `e` from its subexpressions `kids` and their replacements."""
+    done: dict[int, Expr] = {}
+    stack = [top]
+    while stack:
+        e = stack[-1]
+        if id(e) in done:
+            stack.pop()
+            continue
+        t = type(e)
+        kids = e.items if t is Seq or t is Alt else (e.item,) if t is Repeat else ()
+        pending = [k for k in kids if id(k) not in done]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        done[id(e)] = build(e, kids, [done[id(k)] for k in kids])
+    return done[id(top)]
+
+
 _LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children
 
 

@@ -538,24 +538,12 @@ def _uses(top: ir.Expr) -> dict[int, int]:
 
 
 def _outline_repeated(top: ir.Expr, rules: dict[str, ir.Expr]) -> ir.Expr:
-    """`top` with large repeated or reused items moved into rules (added to `rules`); iterative,
-    and each distinct item is sized and outlined once."""
+    """`top` with large repeated or reused items moved into rules (added to `rules`); each
+    distinct item is sized and outlined once (ir.rebuild)."""
     uses = _uses(top)
     sizes: dict[int, int] = {}
-    done: dict[int, ir.Expr] = {}
-    stack = [top]
-    while stack:
-        e = stack[-1]
-        if id(e) in done:
-            stack.pop()
-            continue
-        kids = e.items if type(e) in (ir.Seq, ir.Alt) else (e.item,) if type(e) is ir.Repeat else ()
-        pending = [k for k in kids if id(k) not in done]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        new_kids = [done[id(k)] for k in kids]
+
+    def build(e: ir.Expr, kids, new_kids) -> ir.Expr:
         size = 1 + sum(sizes[id(k)] for k in kids) + (len(e.data) if type(e) is ir.Bytes else 0)
         if type(e) is ir.Repeat:
             copies = max(e.min, 1) + 1 if e.max is None else e.max
@@ -581,5 +569,6 @@ def _outline_repeated(top: ir.Expr, rules: dict[str, ir.Expr]) -> ir.Expr:
             rules[name] = out
             out, size = ir.Ref(name), 1
         sizes[id(e)] = size
-        done[id(e)] = out
-    return done[id(top)]
+        return out
+
+    return ir.rebuild(top, build)

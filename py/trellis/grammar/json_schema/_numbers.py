@@ -320,34 +320,23 @@ MAX_LISTED_MULTIPLES = 256
 
 def checked_as_written(number: ir.Expr, checks: list[ir.Expr]) -> ir.Expr:
     """A number's expression (sequences, choices, repetitions of digits, '.', '-') with `checks`
-    after each digit and point it writes; iterative (bounds may have thousands of digits), shared
-    subexpressions rebuilt once."""
+    after each digit and point it writes (bounds may have thousands of digits: ir.rebuild)."""
     def byte_checked(b: int) -> ir.Expr:
         return ir.seq(ir.literal(chr(b)), *checks) if chr(b) in "0123456789." else ir.literal(chr(b))
 
-    done: dict[int, ir.Expr] = {}
-    stack = [number]
-    while stack:
-        e = stack[-1]
+    def build(e: ir.Expr, kids, new_kids) -> ir.Expr:
         t = type(e)
-        kids = e.items if t in (ir.Seq, ir.Alt) else (e.item,) if t is ir.Repeat else ()
-        pending = [k for k in kids if id(k) not in done]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
         if t is ir.Bytes:
-            out = ir.seq(*map(byte_checked, e.data))
-        elif t is ir.ByteSet:
-            out = ir.seq(e, *checks) if e.ranges and all(0x2E <= lo and hi <= 0x39 for lo, hi in e.ranges) else e
-        elif t is ir.Repeat:
-            out = ir.repeat(done[id(e.item)], e.min, e.max)
-        elif t in (ir.Seq, ir.Alt):
-            out = (ir.seq if t is ir.Seq else ir.alt)(*(done[id(k)] for k in kids))
-        else:
-            out = e
-        done[id(e)] = out
-    return done[id(number)]
+            return ir.seq(*map(byte_checked, e.data))
+        if t is ir.ByteSet:
+            return ir.seq(e, *checks) if e.ranges and all(0x2E <= lo and hi <= 0x39 for lo, hi in e.ranges) else e
+        if t is ir.Repeat:
+            return ir.repeat(new_kids[0], e.min, e.max)
+        if t is ir.Seq or t is ir.Alt:
+            return (ir.seq if t is ir.Seq else ir.alt)(*new_kids)
+        return e
+
+    return ir.rebuild(number, build)
 
 
 def checked_integer_multiples(ilo: int | None, ihi: int | None, multiples: list[Decimal],
