@@ -86,17 +86,22 @@ void Matcher::check_uncertain(uint32_t* words) {
   walk_frames_.clear();
   for (const auto& [frame, c] : pending_)  // a frame's pairs are consecutive
     if (walk_frames_.empty() || walk_frames_.back() != frame) walk_frames_.push_back(frame);
-  positions_.clear();
-  for (size_t i = 0; i < key_.size(); ++i) {  // each cache once: key_ is sorted by cache
-    const std::vector<int32_t>& more = key_[i].first->uncertain;
-    if (i > 0 && key_[i - 1].first == key_[i].first) continue;
-    merged_.resize(positions_.size() + more.size());
-    const auto end = std::set_union(positions_.begin(), positions_.end(), more.begin(), more.end(), merged_.begin());
-    merged_.erase(end, merged_.end());
-    positions_.swap(merged_);
+  // The union of the caches' uncertain positions; one cache (the common case) lends its own.
+  const std::vector<int32_t>* positions = &key_.front().first->uncertain;
+  if (key_.front().first != key_.back().first) {
+    positions_.clear();
+    for (size_t i = 0; i < key_.size(); ++i) {  // each cache once: key_ is sorted by cache
+      const std::vector<int32_t>& more = key_[i].first->uncertain;
+      if (i > 0 && key_[i - 1].first == key_[i].first) continue;
+      merged_.resize(positions_.size() + more.size());
+      const auto end = std::set_union(positions_.begin(), positions_.end(), more.begin(), more.end(), merged_.begin());
+      merged_.erase(end, merged_.end());
+      positions_.swap(merged_);
+    }
+    positions = &positions_;
   }
   valid_.clear();
-  if (walker_.check(walk_frames_, positions_, words, &valid_)) return;
+  if (walker_.check(walk_frames_, *positions, words, &valid_)) return;
   if (kept_ids_ + valid_.size() > kMaxKept) checked_.clear(), kept_ids_ = 0;
   checked_.emplace(key_, valid_);
   kept_ids_ += valid_.size() + key_.size();
