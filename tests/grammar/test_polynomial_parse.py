@@ -152,3 +152,25 @@ def test_a_parser_past_its_budget_is_a_limit_error_until_reset():
         m = GrammarMatcher(compiler.compile_builtin_json())
         assert m.accept_string(doc) and m.can_terminate()
     ''')
+
+
+def test_a_long_text_at_once_past_the_work_limit_is_refused():
+    """Fuzz seed 24's hang: two unbounded repetitions of one byte in a row (a structural tag's
+    sequence of two regexes), fed their 131,070-byte completion in one accept, keep every split
+    point alive: about n^2/2 frame steps, over an hour. One accept now stops at the work limit
+    (matcher.h: Matcher::kMaxStepWork) with GrammarLimitError naming it, refused, the matcher as
+    it was: it goes on, and the same text fed in pieces is accepted."""
+    run_child('''
+        from trellis.errors import GrammarLimitError
+        run = {"type": "regex", "pattern": "(?:\\\\\\\\|\\\\\\\\){65535,}"}
+        m = GrammarMatcher(compiler.compile_structural_tag({"type": "sequence", "elements": [run, run]}))
+        try:
+            m.accept_string(b"\\\\" * 131_070)
+            raise AssertionError("no limit")
+        except GrammarLimitError as e:
+            assert "268,435,456" in str(e), e
+        assert m.history_length == 0 and m.accept_string(b"\\\\" * 70_000) and not m.can_terminate()
+        m = GrammarMatcher(compiler.compile_structural_tag({"type": "sequence", "elements": [run, run]}))
+        for _ in range(10):
+            assert m.accept_string(b"\\\\" * 2_000)
+    ''')

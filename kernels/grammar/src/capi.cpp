@@ -97,6 +97,10 @@ auto guarded(Body&& body) -> decltype(body()) {
 constexpr const char* kOverBudget =
     "parser state too large: more than 16,777,216 frames and edges (an ambiguous grammar fed a long text): reset the matcher";
 static_assert(tg::FramePool::kMaxNodes == 16777216, "kOverBudget names the limit");
+constexpr const char* kOverWork =
+    "parser work too large: more than 268,435,456 frame steps in one accept (an ambiguous grammar fed a long text at "
+    "once): refused, the matcher is as it was";
+static_assert(tg::Matcher::kMaxStepWork == 268435456, "kOverWork names the limit");
 
 // A call that changes the matcher: refused while the matcher is broken, and the matcher
 // stays broken when the call stops on an exception (the flag is cleared only on return).
@@ -109,6 +113,7 @@ int32_t changing(tg_matcher* matcher, Body&& body) {
   if (matcher->m.over_budget())  // stays broken: what it holds is too large to go on with
     return fail_fixed(tg::Code::limit, kOverBudget);
   matcher->broken = false;
+  if (matcher->m.over_work()) return fail_fixed(tg::Code::limit, kOverWork);
   return result;
 }
 

@@ -15,7 +15,7 @@ Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton), walker_(*g, scratc
 
 void Matcher::reset() {
   const Automaton& a = g_->automaton;
-  over_budget_ = false;
+  over_budget_ = over_work_ = false;
   pool_.init(a.n_states());
   checked_.clear(), kept_ids_ = 0;  // its keys name frames of the pool
   names_.clear();
@@ -112,7 +112,14 @@ bool Matcher::advance(const uint8_t* data, int32_t n, StateSet* out) {
   const size_t base = text_.size();
   StateSet* bufs[2] = {&a_, &b_};
   int32_t i = 0;
+  int64_t work = 0;  // frames stepped by this call
+  over_work_ = false;
   for (; i < n && !in->dead() && !over_budget_; ++i) {
+    work += static_cast<int64_t>(in->frames.size());
+    if (work > kMaxStepWork) {
+      over_work_ = true;
+      break;
+    }
     StateSet* next = bufs[i & 1];
     step(pool_, *in, data[i], next);
     in = next;

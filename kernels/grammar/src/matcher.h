@@ -34,6 +34,13 @@ class Matcher {
   // A parser pool passed FramePool::kMaxNodes: the call that did it stopped early (a byte
   // refused, a mask left short) and the matcher holds until reset.
   bool over_budget() const { return over_budget_; }
+  // The frames one accept may step, one per live frame per byte: an ambiguous grammar fed a long
+  // text at once keeps many frames alive at every byte, quadratic time in all (two unbounded
+  // repetitions of one byte in a row, 2n bytes: about n^2/2 steps). Past it the accept stops,
+  // refused, and the matcher is as it was before (here about 1.5 s of stepping).
+  static constexpr int64_t kMaxStepWork = int64_t(1) << 28;
+  // The last accept stopped at kMaxStepWork (cleared by the next).
+  bool over_work() const { return over_work_; }
 
  private:
   struct Entry {
@@ -62,6 +69,7 @@ class Matcher {
 
   Grammar* g_;
   bool over_budget_ = false;
+  bool over_work_ = false;
   FramePool pool_, scratch_;
   Stepper stepper_;
   std::vector<Entry> history_;

@@ -24,7 +24,8 @@ hold; the core refuses the rest, the same way on every transport. When the core 
 out of memory it raises GrammarLimitError ("out of memory ..."), and so it does when the
 parser's state passes 16,777,216 frames and edges (an ambiguous grammar fed a long text; "parser
 state too large ..."); a matcher whose call was cut short either way refuses further calls until
-reset().
+reset(). One accept that would step more than 268,435,456 frames (an ambiguous grammar fed a long
+text at once: "parser work too large ...") is refused the same way, the matcher as it was before.
 """
 
 from __future__ import annotations
