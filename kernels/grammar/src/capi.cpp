@@ -113,7 +113,7 @@ int32_t changing(tg_matcher* matcher, Body&& body) {
   if (matcher->m.over_budget())  // stays broken: what it holds is too large to go on with
     return fail_fixed(tg::Code::limit, kOverBudget);
   matcher->broken = false;
-  if (matcher->m.over_work()) return fail_fixed(tg::Code::limit, kOverWork);
+  if (matcher->m.take_over_work()) return fail_fixed(tg::Code::limit, kOverWork);
   return result;
 }
 

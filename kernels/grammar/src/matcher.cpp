@@ -113,7 +113,6 @@ bool Matcher::advance(const uint8_t* data, int32_t n, StateSet* out) {
   StateSet* bufs[2] = {&a_, &b_};
   int32_t i = 0;
   int64_t work = 0;  // frames stepped by this call
-  over_work_ = false;
   for (; i < n && !in->dead() && !over_budget_; ++i) {
     work += static_cast<int64_t>(in->frames.size());
     if (work > kMaxStepWork) {

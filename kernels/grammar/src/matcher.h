@@ -39,8 +39,8 @@ class Matcher {
   // repetitions of one byte in a row, 2n bytes: about n^2/2 steps). Past it the accept stops,
   // refused, and the matcher is as it was before (here about 1.5 s of stepping).
   static constexpr int64_t kMaxStepWork = int64_t(1) << 28;
-  // The last accept stopped at kMaxStepWork (cleared by the next).
-  bool over_work() const { return over_work_; }
+  // Whether an accept stopped at kMaxStepWork since the last asking (each call reports its own).
+  bool take_over_work() { return std::exchange(over_work_, false); }
 
  private:
   struct Entry {

@@ -573,7 +573,7 @@ class Prelude:
     def start(self) -> tuple:
         """(words, leaves, nodes, by_id) after writing the prelude; built once, then shared."""
         if self._start is None:
-            writer = _Writer([MAGIC, VERSION, 0, 0], {})
+            writer = _Writer({})
             for e in self.exprs:
                 if any(type(x) is Ref for x in distinct_nodes(e)):
                     raise ValueError(f"a prelude expression refers to a rule: {e!r}")
@@ -593,7 +593,7 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     index = {name: i for i, name in enumerate(names)}
     if grammar.root not in index:
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
-    writer = _Writer([MAGIC, VERSION, 0, 0], index, grammar.prelude)
+    writer = _Writer(index, grammar.prelude.start() if grammar.prelude else None)
     words = writer.words
     words[2], words[3] = len(names), index[grammar.root]
     bodies = [-1] * len(names)  # the rule table, written after the nodes
@@ -689,13 +689,12 @@ class _Writer:
     no expression is ever hashed or compared in depth); `by_id` skips objects already written
     (expressions are DAGs)."""
 
-    def __init__(self, header: list[int], index: dict[str, int], prelude: Prelude | None = None):
+    def __init__(self, index: dict[str, int], start: tuple | None = None):
+        """`start`: a prelude's (words, leaves, nodes, by_id), copied (this grammar's nodes join
+        them); else the header alone, n_rules and the root for serialize to fill in."""
         self.index = index
-        if prelude is None:
-            self.words, self.leaves, self.nodes, self.by_id = header, {}, {}, {}
-        else:  # copies: this grammar's nodes join them
-            words, leaves, nodes, by_id = prelude.start()
-            self.words, self.leaves, self.nodes, self.by_id = list(words), dict(leaves), dict(nodes), dict(by_id)
+        words, leaves, nodes, by_id = start or ((MAGIC, VERSION, 0, 0), {}, {}, {})
+        self.words, self.leaves, self.nodes, self.by_id = list(words), dict(leaves), dict(nodes), dict(by_id)
         self.reached: list[int] = []  # rule indices referred to so far, in order
         self.marked = bytearray(len(index))
 
