@@ -763,6 +763,14 @@ NEGATION_SCHEMAS = [
     {"if": {"properties": {"a": {"const": 1}}, "required": ["a"]}, "then": {"required": ["b"]},
      "else": {"properties": {"b": {"type": "null"}}}},
     {"type": "object", "dependentSchemas": {"a": {"properties": {"b": {"type": "integer"}}}}},
+    # at most one of a, b, c not null: each pair of `if`s contradicts itself, and is cut off early
+    {"type": "object", "properties": {k: {"type": ["integer", "null"]} for k in "abc"},
+     "allOf": [{"if": {"not": {"properties": {k: {"const": None}}}},
+                "then": {"properties": {o: {"const": None} for o in "abc" if o != k}}} for k in "abc"]},
+    # oneOf branches told apart by a key their parent requires (a discriminator)
+    {"type": "object", "required": ["a"], "oneOf": [
+        {"properties": {"a": {"const": 1}, "b": {"type": "integer"}}, "required": ["b"]},
+        {"properties": {"a": {"const": 2}}, "required": ["c"]}, {"properties": {"a": {"enum": [3, "s"]}}}]},
 ]
 
 
@@ -773,6 +781,23 @@ def test_negations_match_jsonschema(compiler, index, value):
     schema = NEGATION_SCHEMAS[index]
     expected = jsonschema.Draft202012Validator(schema).is_valid(value)
     assert matches(compiler, schema, json.dumps(value), property_order="any") == expected, (schema, value)
+
+
+def test_contradicting_cases_stop_splitting(compiler):
+    """Combinators split a context into cases; a case that contradicts itself on a required key
+    ends there. Twelve exclusive if/then pairs, and twelve oneOf branches told apart by a key the
+    parent requires, compile (each once split into more than the limit's 800 cases) and are exact."""
+    keys = [f"k{i}" for i in range(12)]
+    exclusive = {"type": "object", "properties": {k: {"type": ["integer", "null"]} for k in keys},
+                 "allOf": [{"if": {"not": {"properties": {k: {"const": None}}}},
+                            "then": {"properties": {o: {"const": None} for o in keys if o != k}}} for k in keys]}
+    assert matches(compiler, exclusive, '{"k0": null, "k3": 4, "k7": null}')
+    assert not matches(compiler, exclusive, '{"k0": 1, "k3": 4}')
+    tagged = {"type": "object", "required": ["kind"], "oneOf": [
+        {"properties": {"kind": {"const": f"t{i}"}}, "required": [f"f{i}"]} for i in range(12)]}
+    assert matches(compiler, tagged, '{"kind": "t5", "f5": 0}')
+    assert not matches(compiler, tagged, '{"kind": "t5", "f4": 0}')
+    assert not matches(compiler, tagged, '{"f5": 0}')
 
 
 def cross_resource(ids=("https://x.test/root", "other"), defs="$defs", key="o", root_min=True):

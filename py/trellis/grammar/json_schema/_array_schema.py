@@ -157,7 +157,7 @@ class ArraySchema:
         counted = []  # (numbers of the values the contains subschema accepts, min, max)
         for n, mn, mx in contains:
             cnode = self.child(n, "contains")
-            counted.append(({i for i, v in enumerate(values) if self.validator.valid(v, cnode)},
+            counted.append(({i for i, v in enumerate(values) if self.validator.holds(v, cnode)},
                             *self.contains_bounds(n, mn, mx)))
         exprs = [self.const_expr(v, depth=self.depth + 1) for v in values]
         last = len(positions) - 1
@@ -203,7 +203,7 @@ class ArraySchema:
             atoms = self.static_atoms(expanded)
             if atoms <= {"null", "boolean"} and all(self.type_only(n) is not None for n in expanded):
                 values = [v for v, a in ((None, "null"), (True, "boolean"), (False, "boolean")) if a in atoms]
-        values = None if values is None else [v for v in values if all(self.validator.valid(v, n) for n in expanded)]
+        values = None if values is None else [v for v in values if all(self.validator.holds(v, n) for n in expanded)]
         if values is None or len(values) > 8:
             raise UnsupportedSchemaError("uniqueItems is only supported for items from a small finite set",
                                          "uniqueItems", at.pointer)

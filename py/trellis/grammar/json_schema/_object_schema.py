@@ -147,7 +147,7 @@ class ObjectSchema:
                 if k not in names and not any(
                         _text.pattern_search(p, k, unode.pointer, "patternProperties") for _, p in pats):
                     knodes.append(unode)
-            ok = k not in forbidden and all(self.validator.valid(k, pn) for pn in name_nodes)
+            ok = k not in forbidden and all(self.validator.holds(k, pn) for pn in name_nodes)
             key_nodes[k] = knodes
             value = self.value(knodes) if ok else ir.NOTHING
             if value == ir.NOTHING:
@@ -268,7 +268,7 @@ class ObjectSchema:
             finite = self.finite_values(expanded)
             if finite is not None:
                 names_finite = [v for v in finite if isinstance(v, str)
-                                and all(self.validator.valid(v, n) for n in expanded)]
+                                and all(self.validator.holds(v, n) for n in expanded)]
             names = self.string_facts(expanded)
             names_lo, names_hi, names_exprs = names.lo, names.hi, names.parts
         parts = []

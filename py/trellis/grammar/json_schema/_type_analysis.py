@@ -9,7 +9,7 @@ import itertools
 
 from ...errors import UnsupportedSchemaError
 from ._keywords import ANNOTATIONS, ATOMS, NUMBER_KEYWORDS, REF_KEYWORDS, REFUSED_KEYWORDS, STRING_KEYWORDS, TYPE_ATOMS
-from ._negate import INTERNAL
+from ._negate import INTERNAL, NOT_CONST
 from ._refs import Node
 from ._validate import atom_of, canon, json_equal
 
@@ -139,7 +139,7 @@ class TypeAnalysis:
 
         def shape(k):
             if k not in shapes:
-                shapes[k] = self.object_shape(branches[k])
+                shapes[k] = self.object_shape(nodes + [branches[k]])
             return shapes[k]
 
         for i, j in itertools.combinations(range(len(branches)), 2):
@@ -155,9 +155,38 @@ class TypeAnalysis:
             return False
         return True
 
-    def object_shape(self, branch: Node):
-        """(required keys, closed key set or None, {key: [property schema nodes]}) of a branch."""
-        expanded = self.expand([branch]) or []
+    def object_impossible(self, expanded: list[Node]) -> bool:
+        """Whether no object satisfies the (expanded) context, seen cheaply: a key it requires has
+        no value that all of its `properties` entries admit (by type, enum/const and excluded
+        constants). True is certain; False may be wrong (the body then finds out)."""
+        required = set()
+        for n in expanded:
+            req = n.schema.get("required")
+            if type(req) is list:
+                required.update(k for k in req if type(k) is str)
+        for k in required:
+            entries = [self.child(n, "properties", k) for n in expanded
+                       if type(n.schema.get("properties")) is dict and k in n.schema["properties"]]
+            if entries and self.no_value(entries):
+                return True
+        return False
+
+    def no_value(self, nodes: list[Node]) -> bool:
+        """Whether no value satisfies every node, seen cheaply (True is certain)."""
+        expanded = self.expand(nodes)
+        if expanded is None or not self.static_atoms(expanded):
+            return True
+        cands = self.finite_values(expanded)
+        if cands is None:
+            return False
+        excluded = [n.schema[NOT_CONST] for n in expanded if NOT_CONST in n.schema]
+        return all(any(json_equal(c, x) for x in excluded) for c in cands)
+
+    def object_shape(self, nodes: list[Node]):
+        """(required keys, closed key set or None, {key: [property schema nodes]}) of a context: a
+        branch with the context it is in (a key the context requires tells branches apart by their
+        values for it, as a discriminator at the parent's level does)."""
+        expanded = self.expand(nodes) or []
         required, props = set(), {}
         closed = None
         for n in expanded:

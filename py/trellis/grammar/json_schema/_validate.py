@@ -95,6 +95,18 @@ class Validator:
         self.resolver = resolver
         self.depth_limit = depth_limit
         self._children: dict = {}  # (schema's id, node's key, keyword, index...) -> the subschema's node
+        self._held: dict = {}  # holds()'s answers
+
+    def holds(self, v, node: Node) -> bool:
+        """valid(v, node), remembered for scalars: the converter asks about an enum's candidates
+        against the same nodes in every case that combinators split off."""
+        if type(v) is list or type(v) is dict:
+            return self.valid(v, node)
+        key = (node.key, type(v), v)
+        known = self._held.get(key)
+        if known is None:
+            known = self._held[key] = self.valid(v, node)
+        return known
 
     def valid(self, v, node: Node, depth: int = 0) -> bool:
         s = node.schema

@@ -136,6 +136,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.validator = Validator(self.resolver)
         self.rules: dict[str, ir.Expr] = {}
         self.names: dict = {}
+        self._empty: set = set()  # value()'s keys of contexts found empty before a body
         self.counter = itertools.count()
         self.layouts = Layouts(options.any_whitespace, options.max_whitespace, options.indent,
                                options.separators, self.rules)
@@ -315,6 +316,15 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         if name is None and key == _ANY_CONTEXT and not self.layouts.by_depth and not self.prefix:
             name = self.names[key] = self.any_value()
         elif name is None:
+            if done and "object" in atoms and self.object_impossible(expanded):
+                # A case a combinator split off contradicts itself on a required key: no objects
+                # here, and no splitting below it (n exclusive if/then pairs would split 2^n ways
+                # before each case found itself empty in its body).
+                atoms = frozenset(atoms) - {"object"}
+                if not atoms:
+                    self._empty.add(key)
+            if key in self._empty:
+                return ir.NOTHING
             hint = "v" + _NOT_ALNUM.sub("_", (expanded[0].pointer if expanded else "any")[-40:])
             name = self.fresh(hint if depth is None else f"{hint}_d{depth}")
             self.names[key] = name
@@ -392,8 +402,14 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             # 28,000 names was half a schema's conversion).
             asked = [n for n in nodes if not _ENUM_ONLY.issuperset(n.schema)]
             keep = [v for v in cands if atom_of(v) in atoms and all(
-                self.validator.valid(v, n) for n in (asked if type(v) is str else nodes))]
+                self.validator.holds(v, n) for n in (asked if type(v) is str else nodes))]
             return ir.alt(*(self.const_expr(v, integer="frac" not in atoms) for v in keep))
+        # a `not` that is not about types alone: its negation joins the context first
+        # (one case, no split; what it requires is seen when combinators split the context below)
+        for n in nodes:
+            marker = (n.key, "not")
+            if "not" in n.schema and marker not in done and self.type_only(self.child(n, "not")) is None:
+                return self.value(nodes + [self.negation(self.child(n, "not"))], frozenset(atoms), done | {marker})
         # if / then / else: per atom when the condition is about the type alone, else
         # (if ∧ then) ∨ (¬if ∧ else)
         for n in nodes:
@@ -442,11 +458,6 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                         return ir.alt(*(self.value(nodes + [b] + negs[:i] + negs[i + 1:], frozenset(atoms),
                                                    done | {marker}) for i, b in enumerate(branches)))
                     return ir.alt(*(self.value(nodes + [b], frozenset(atoms), done | {marker}) for b in branches))
-        # a `not` that is not about types alone: its negation joins the context
-        for n in nodes:
-            marker = (n.key, "not")
-            if "not" in n.schema and marker not in done and self.type_only(self.child(n, "not")) is None:
-                return self.value(nodes + [self.negation(self.child(n, "not"))], frozenset(atoms), done | {marker})
         # dependentSchemas that are more than a type or a required list: key absent, or
         # key present and the dependent schema holds
         if "object" in atoms:
