@@ -771,6 +771,9 @@ NEGATION_SCHEMAS = [
     {"type": "object", "required": ["a"], "oneOf": [
         {"properties": {"a": {"const": 1}, "b": {"type": "integer"}}, "required": ["b"]},
         {"properties": {"a": {"const": 2}}, "required": ["c"]}, {"properties": {"a": {"enum": [3, "s"]}}}]},
+    # told apart on objects by patterns; a non-object satisfies both (so none of it is valid)
+    {"required": ["a"], "properties": {"a": {"type": "string"}}, "oneOf": [
+        {"properties": {"a": {"pattern": "^s"}, "b": {"type": "integer"}}}, {"properties": {"a": {"pattern": "x$"}}}]},
 ]
 
 
@@ -798,6 +801,14 @@ def test_contradicting_cases_stop_splitting(compiler):
     assert matches(compiler, tagged, '{"kind": "t5", "f5": 0}')
     assert not matches(compiler, tagged, '{"kind": "t5", "f4": 0}')
     assert not matches(compiler, tagged, '{"f5": 0}')
+    # told apart on objects by their file names' patterns; for other values every branch holds
+    files = {"required": ["file"], "properties": {"file": {"type": "string"}}, "oneOf": [
+        {"properties": {"file": {"pattern": f"\\.{ext}$"}, f"{ext}_option": {"type": "integer"}}}
+        for ext in ("js", "css", "html", "md", "py", "rs", "go", "c", "h", "ts", "kt", "rb")]}
+    assert matches(compiler, files, '{"file": "a.css", "css_option": 1}')
+    assert not matches(compiler, files, '{"file": "a.css", "css_option": "x"}')
+    assert not matches(compiler, files, '{"file": "a.txt"}')
+    assert not matches(compiler, files, '"a.css"')  # a string: all twelve branches hold
 
 
 def cross_resource(ids=("https://x.test/root", "other"), defs="$defs", key="o", root_min=True):

@@ -9,6 +9,7 @@ import itertools
 
 from ...errors import UnsupportedSchemaError
 from ._keywords import ANNOTATIONS, ATOMS, NUMBER_KEYWORDS, REF_KEYWORDS, REFUSED_KEYWORDS, STRING_KEYWORDS, TYPE_ATOMS
+from . import _dfa, _text
 from ._negate import INTERNAL, NOT_CONST
 from ._refs import Node
 from ._validate import atom_of, canon, json_equal
@@ -126,8 +127,10 @@ class TypeAnalysis:
                     cands = [c for c in cands if canon(c) in keys]
         return cands
 
-    def disjoint(self, nodes, branches, atoms) -> bool:
-        """Whether no value can satisfy two of the branches (in this context): then oneOf is anyOf."""
+    def disjoint_atoms(self, nodes, branches, atoms) -> set:
+        """The atoms of `atoms` on which no value satisfies two of the branches (in this context):
+        there oneOf is anyOf. Objects may be told apart where other atoms are not (branches about
+        properties alone all hold for a string)."""
         branch_atoms = [self.static_atoms(nodes + [b]) & atoms for b in branches]
         finite: dict = {}
         shapes: dict = {}
@@ -142,18 +145,20 @@ class TypeAnalysis:
                 shapes[k] = self.object_shape(nodes + [branches[k]])
             return shapes[k]
 
+        clear = set(atoms)
         for i, j in itertools.combinations(range(len(branches)), 2):
-            shared = branch_atoms[i] & branch_atoms[j]
+            shared = branch_atoms[i] & branch_atoms[j] & clear
             if not shared:
                 continue
             if fin(i) is not None and fin(j) is not None:
                 if not any(json_equal(a, b) for a in fin(i) for b in fin(j)):
                     continue
-                return False
-            if shared == {"object"} and self.objects_disjoint(shape(i), shape(j)):
-                continue
-            return False
-        return True
+                clear -= shared
+            elif "object" in shared and self.objects_disjoint(shape(i), shape(j)):
+                clear -= shared - {"object"}
+            else:
+                clear -= shared
+        return clear
 
     def object_impossible(self, expanded: list[Node]) -> bool:
         """Whether no object satisfies the (expanded) context, seen cheaply: a key it requires has
@@ -217,4 +222,30 @@ class TypeAnalysis:
                     return True
                 if not (self.static_atoms(props_a[k]) & self.static_atoms(props_b[k])):
                     return True
+                if self.patterns_disjoint(props_a[k], props_b[k]):
+                    return True
         return False
+
+    def patterns_disjoint(self, a: list[Node], b: list[Node]) -> bool:
+        """Whether no string matches the patterns of both contexts, where each admits strings
+        alone and has a pattern (a file name ending in ".js" and one in ".css"): the product of
+        their automata is empty. Remembered per pair of pattern lists."""
+        sides = []
+        for nodes in (a, b):
+            expanded = self.expand(nodes)
+            if expanded is None:
+                return True
+            patterns = tuple(sorted({n.schema["pattern"] for n in expanded if type(n.schema.get("pattern")) is str}))
+            if not patterns or self.static_atoms(expanded) - {"string"}:
+                return False
+            sides.append(patterns)
+        key = tuple(sorted(sides))
+        known = self._patterns_disjoint.get(key)
+        if known is None:
+            try:
+                d = _dfa.intersect([_text.pattern_dfa(p, "") for side in key for p in side])
+                known = not any(d.accept)
+            except UnsupportedSchemaError:  # unsupported or too large: the bodies say so, if they build it
+                known = False
+            self._patterns_disjoint[key] = known
+        return known

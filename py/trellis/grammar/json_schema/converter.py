@@ -160,6 +160,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.negator = Negator(self)
         self.bodies: list = []  # value rules named but not built yet (see value)
         self._type_only: dict = {}
+        self._patterns_disjoint: dict = {}  # patterns_disjoint's answers
         self._expanded: dict = {}  # expand's answers by the nodes' keys
         self._shared: dict = {}  # shared()'s rules by their expression
         self.prefix = ""  # of every rule name made here (ANY_PREFIX while building any value)
@@ -452,12 +453,13 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                         sets = [list(c) for r in range(1, len(branches) + 1)
                                 for c in itertools.combinations(branches, r)]
                         return ir.alt(*(self.value(nodes + c, frozenset(atoms), done | {marker}) for c in sets))
-                    if comb == "oneOf" and not self.disjoint(nodes, branches, atoms):
-                        # exactly one: bᵢ ∧ ⋀ⱼ≠ᵢ ¬bⱼ
+                    clear = frozenset(atoms) if comb == "anyOf" else frozenset(self.disjoint_atoms(nodes, branches, atoms))
+                    parts = [self.value(nodes + [b], clear, done | {marker}) for b in branches] if clear else []
+                    if clear != atoms:  # exactly one: bᵢ ∧ ⋀ⱼ≠ᵢ ¬bⱼ, where branches may overlap
                         negs = [self.negation(b) for b in branches]
-                        return ir.alt(*(self.value(nodes + [b] + negs[:i] + negs[i + 1:], frozenset(atoms),
-                                                   done | {marker}) for i, b in enumerate(branches)))
-                    return ir.alt(*(self.value(nodes + [b], frozenset(atoms), done | {marker}) for b in branches))
+                        parts += [self.value(nodes + [b] + negs[:i] + negs[i + 1:], frozenset(atoms - clear),
+                                             done | {marker}) for i, b in enumerate(branches)]
+                    return ir.alt(*parts)
         # dependentSchemas that are more than a type or a required list: key absent, or
         # key present and the dependent schema holds
         if "object" in atoms:
