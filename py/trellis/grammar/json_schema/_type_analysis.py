@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import itertools
 
-from ...errors import UnsupportedSchemaError
+from ...errors import GrammarError, UnsupportedSchemaError
 from ._keywords import ANNOTATIONS, ATOMS, NUMBER_KEYWORDS, REF_KEYWORDS, REFUSED_KEYWORDS, STRING_KEYWORDS, TYPE_ATOMS
 from . import _dfa, _text
 from ._negate import INTERNAL, NOT_CONST
 from ._refs import Node
 from ._validate import atom_of, canon, json_equal
+
+
+# Pairs of patterns compared per schema (each a product automaton, up to milliseconds): oneOf
+# branches are compared pairwise, and a schema with hundreds of them must not spend seconds here.
+MAX_PATTERN_PAIRS = 128
 
 
 class TypeAnalysis:
@@ -241,11 +246,13 @@ class TypeAnalysis:
             sides.append(patterns)
         key = tuple(sorted(sides))
         known = self._patterns_disjoint.get(key)
+        if known is None and len(self._patterns_disjoint) >= MAX_PATTERN_PAIRS:
+            return False  # the cases are then split as if the branches could overlap (and counted)
         if known is None:
             try:
                 d = _dfa.intersect([_text.pattern_dfa(p, "") for side in key for p in side])
                 known = not any(d.accept)
-            except UnsupportedSchemaError:  # unsupported or too large: the bodies say so, if they build it
-                known = False
+            except (UnsupportedSchemaError, GrammarError):  # unsupported or too large: the bodies that
+                known = False  # build them say so, with their pointers
             self._patterns_disjoint[key] = known
         return known

@@ -14,20 +14,24 @@ depend on it, see _refs.py). A context is compiled by:
 2. splitting on type-only `if` (per atom, `then` or `else` joins the context);
 3. if any subschema has `enum`/`const`: the finite set of candidates, each checked
    against the whole context by the exact validator, becomes the grammar;
-4. distributing `anyOf` and `oneOf` (the latter only when its branches are provably
-   disjoint: per atom at most one branch admits the atom, or the overlapping branches are
-   finite sets of distinct values); an `anyOf` whose annotations an `unevaluated*` keyword
-   reads distributes over the non-empty sets of its branches, every branch that holds counting;
-5. per atom, the keywords of that atom from every subschema together (numbers: exact
+4. any other `not` joins the context as its negation (_negate.py);
+5. splitting into cases on `if` ((if ∧ then) ∨ (¬if ∧ else)), `anyOf` and `oneOf`: a oneOf is
+   an anyOf on the atoms where no two branches can both hold (told apart by type, by distinct
+   finite values, or, for objects, by a key the context requires: its values, types or
+   patterns), and bᵢ ∧ ⋀ⱼ≠ᵢ ¬bⱼ on the others; an `anyOf` whose annotations an `unevaluated*`
+   keyword reads distributes over the non-empty sets of its branches, every branch that holds
+   counting. A case that contradicts itself on a required key is empty at once: no body, and
+   no splitting below it;
+6. per atom, the keywords of that atom from every subschema together (numbers: exact
    digit-level ranges and multiples; strings: pattern/format/length intersected (ir.And);
    arrays: prefix items, counts, contains; objects: properties in any order with required
    tracking, or in schema order when counts must be tracked; an additional key is "none of
    the known names", a trie built directly, or a DFA product with patterns/propertyNames).
 
-Where: this module holds the contexts (expand, value, body: steps 1-4) and the rules;
+Where: this module holds the contexts (expand, value, body: steps 1-5) and the rules;
 _type_analysis.py what a context admits without building it (atoms, finite values, oneOf
-disjointness); _evaluated.py what unevaluated* keywords read and strict mode's closing; step 5
-per atom in _number_schema.py, _string_schema.py, _array_schema.py and _object_schema.py (each
+disjointness, contradictions); _evaluated.py what unevaluated* keywords read and strict mode's
+closing; step 6 per atom in _number_schema.py, _string_schema.py, _array_schema.py and _object_schema.py (each
 gathers the keywords of its type into a facts record, then builds from it), mixins of the
 Converter; _state_machine.py the counting automata they share.
 
@@ -453,7 +457,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                         sets = [list(c) for r in range(1, len(branches) + 1)
                                 for c in itertools.combinations(branches, r)]
                         return ir.alt(*(self.value(nodes + c, frozenset(atoms), done | {marker}) for c in sets))
-                    clear = frozenset(atoms) if comb == "anyOf" else frozenset(self.disjoint_atoms(nodes, branches, atoms))
+                    clear = frozenset(atoms if comb == "anyOf" else self.disjoint_atoms(nodes, branches, atoms))
                     parts = [self.value(nodes + [b], clear, done | {marker}) for b in branches] if clear else []
                     if clear != atoms:  # exactly one: bᵢ ∧ ⋀ⱼ≠ᵢ ¬bⱼ, where branches may overlap
                         negs = [self.negation(b) for b in branches]
