@@ -681,6 +681,19 @@ def rebuild(top: Expr, build) -> Expr:
 _LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children
 
 
+def _kids(expr: Expr, t) -> tuple:
+    """The children a node's words name, in their order (Seq and Alt: their items)."""
+    if t is Repeat or t is Region:
+        return (expr.item,)
+    if t is KeysExcept:
+        return (expr.rest, expr.heavy)
+    if t is And:
+        return expr.items
+    if t is Machine:
+        return tuple(x for _, x, _ in expr.edges)
+    return ()
+
+
 class _Writer:
     """Writes expressions as IR nodes, children first, without recursion (nesting is the user's).
 
@@ -704,38 +717,39 @@ class _Writer:
             self.reached.append(rule)
 
     def emit(self, top: Expr) -> int:
-        by_id = self.by_id
+        by_id, leaf, inner = self.by_id, self.leaf, self.inner
         stack = [top]
-        push, pop = stack.append, stack.pop
+        pop = stack.pop
         while stack:
             expr = stack[-1]
             if id(expr) in by_id:  # written while it waited
                 pop()
                 continue
             t = type(expr)
-            if t is Seq or t is Alt:  # children first, in order (pushed last to first)
-                waiting = False
-                for item in reversed(expr.items):
-                    if id(item) not in by_id:
-                        push(item)
-                        waiting = True
-                if waiting:
-                    continue
-            elif t is Repeat or t is Region:
-                if id(expr.item) not in by_id:
-                    push(expr.item)
-                    continue
-            elif t is KeysExcept or t is And or t is Machine:
-                waiting = False
-                for item in ((expr.heavy, expr.rest) if t is KeysExcept else reversed(expr.items) if t is And
-                             else [x for _, x, _ in reversed(expr.edges)]):
-                    if id(item) not in by_id:
-                        push(item)
-                        waiting = True
-                if waiting:
-                    continue
+            if t in _LEAVES:
+                pop()
+                by_id[id(expr)] = leaf(expr, t)
+                continue
+            # The children's offsets, leaves written on the way; children that are inner nodes and
+            # not written yet go first (pushed last to first), then this node is looked at again.
+            offsets, waiting = [], None
+            for item in (expr.items if t is Seq or t is Alt else _kids(expr, t)):
+                at = by_id.get(id(item))
+                if at is None:
+                    ti = type(item)
+                    if ti in _LEAVES:
+                        at = by_id[id(item)] = leaf(item, ti)
+                    else:
+                        if waiting is None:
+                            waiting = []
+                        waiting.append(item)
+                        continue
+                offsets.append(at)
+            if waiting is not None:
+                stack.extend(reversed(waiting))
+                continue
             pop()
-            by_id[id(expr)] = self.leaf(expr, t) if t in _LEAVES else self.inner(expr, t)
+            by_id[id(expr)] = inner(expr, t, offsets)
         return by_id[id(top)]
 
     def leaf(self, expr: Expr, t) -> int:
@@ -757,32 +771,30 @@ class _Writer:
                 words.extend(key if t is Bytes else [v for r in key for v in r])
         return known
 
-    def inner(self, expr: Expr, t) -> int:
-        """The offset of an inner node, whose children are written already (in by_id)."""
-        by_id = self.by_id
+    def inner(self, expr: Expr, t, kids: list[int]) -> int:
+        """The offset of an inner node, from its children's offsets (in _kids' order)."""
         if t is Seq or t is Alt:
-            node = (SEQ if t is Seq else ALT, len(expr.items), *[by_id[id(item)] for item in expr.items])
+            node = (SEQ if t is Seq else ALT, len(kids), *kids)
         elif t is Repeat:
             for bound in (expr.min, expr.max or 0):
                 if bound > MAX_COUNT:
                     raise GrammarLimitError(f"repetition bound {bound} exceeds the limit {MAX_COUNT}")
-            node = (REPEAT, expr.min, -1 if expr.max is None else expr.max, by_id[id(expr.item)])
+            node = (REPEAT, expr.min, -1 if expr.max is None else expr.max, kids[0])
         elif t is Check:
             node = (CHECK, expr.kind, len(expr.params), *expr.params)
         elif t is Region:
-            node = (REGION, by_id[id(expr.item)])
+            node = (REGION, kids[0])
         elif t is KeysExcept:
-            node = (KEYS, len(expr.keys), by_id[id(expr.rest)], by_id[id(expr.heavy)],
-                    *[w for key in expr.keys for w in (len(key), *key)])
+            node = (KEYS, len(expr.keys), kids[0], kids[1], *[w for key in expr.keys for w in (len(key), *key)])
         elif t is Automaton:
             node = (AUTOMATON, len(expr.accept), len(expr.runs), *map(int, expr.accept),
                     *[w for run in expr.runs for w in run])
         elif t is Machine:
             node = (MACHINE, len(expr.accept), len(expr.edges), *map(int, expr.accept),
-                    *[w for a, x, b in expr.edges for w in (a, by_id[id(x)], b)])
+                    *[w for (a, _, b), x in zip(expr.edges, kids) for w in (a, x, b)])
         elif t is And:
             node = (AND, len(expr.items), int(expr.escaped),
-                    *[w for item, want in zip(expr.items, expr.wants) for w in (by_id[id(item)], int(want))])
+                    *[w for x, want in zip(kids, expr.wants) for w in (x, int(want))])
         else:
             raise TypeError(f"not an IR expression: {expr!r}")
         known = self.nodes.get(node)
