@@ -165,6 +165,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.bodies: list = []  # value rules named but not built yet (see value)
         self._type_only: dict = {}
         self._patterns_disjoint: dict = {}  # patterns_disjoint's answers
+        self._pattern_work = 0  # counted against MAX_PATTERN_WORK
         self._expanded: dict = {}  # expand's answers by the nodes' keys
         self._shared: dict = {}  # shared()'s rules by their expression
         self.prefix = ""  # of every rule name made here (ANY_PREFIX while building any value)
