@@ -15,7 +15,6 @@ only grows, and specialization ends. A document without such names keeps `dyn` N
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urldefrag
 
 from ...errors import UnsupportedSchemaError
@@ -26,23 +25,27 @@ DEFAULT_BASE = "https://trellis.invalid/schema.json"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-@dataclass(frozen=True)
 class Node:
-    schema: object  # dict or bool
-    base: str
-    pointer: str  # JSON pointer from the document root, "" for the root
-    dyn: tuple | None = None  # sorted (anchor name, resource URI) bindings, see the module docstring
+    """A subschema where it is: its value, its base URI, its JSON pointer from the document root
+    ("" for the root) and, where a $dynamicRef can depend on it, the sorted (anchor name,
+    resource URI) bindings of its dynamic scope (see the module docstring). Never changed once
+    built; `key` (what tells nodes apart, memo tables' keys) is made once, as nodes are asked for
+    it thousands of times in a conversion."""
 
-    @property
-    def key(self) -> tuple:
-        return (self.base, self.pointer) if self.dyn is None else (self.base, self.pointer, self.dyn)
+    __slots__ = ("schema", "base", "pointer", "dyn", "key")
+
+    def __init__(self, schema, base: str, pointer: str, dyn: tuple | None = None):
+        self.schema, self.base, self.pointer, self.dyn = schema, base, pointer, dyn
+        self.key = (base, pointer) if dyn is None else (base, pointer, dyn)
 
     def __hash__(self):
         return hash(self.key)
 
     def __eq__(self, other):
-        return (isinstance(other, Node) and self.base == other.base and self.pointer == other.pointer
-                and self.dyn == other.dyn)
+        return isinstance(other, Node) and self.key == other.key
+
+    def __repr__(self):
+        return f"Node({self.base!r}, {self.pointer!r}{'' if self.dyn is None else f', {self.dyn!r}'})"
 
 
 def _defrag(uri: str) -> tuple[str, str]:

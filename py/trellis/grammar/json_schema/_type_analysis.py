@@ -171,28 +171,41 @@ class TypeAnalysis:
         """Whether no object satisfies the (expanded) context, seen cheaply: a key it requires has
         no value that all of its `properties` entries admit (by type, enum/const and excluded
         constants). True is certain; False may be wrong (the body then finds out)."""
-        required = set()
-        for n in expanded:
-            req = n.schema.get("required")
-            if type(req) is list:
-                required.update(k for k in req if type(k) is str)
+        facts = [self.required_facts(n) for n in expanded]
+        required = set().union(*[req for req, _ in facts])
         for k in required:
-            entries = [self.child(n, "properties", k) for n in expanded
-                       if type(n.schema.get("properties")) is dict and k in n.schema["properties"]]
+            entries = tuple(props[k] for _, props in facts if k in props)
             if entries and self.no_value(entries):
                 return True
         return False
 
-    def no_value(self, nodes: list[Node]) -> bool:
-        """Whether no value satisfies every node, seen cheaply (True is certain)."""
-        expanded = self.expand(nodes)
-        if expanded is None or not self.static_atoms(expanded):
-            return True
-        cands = self.finite_values(expanded)
-        if cands is None:
-            return False
-        excluded = [n.schema[NOT_CONST] for n in expanded if NOT_CONST in n.schema]
-        return all(any(json_equal(c, x) for x in excluded) for c in cands)
+    def required_facts(self, n: Node) -> tuple:
+        """(the keys n requires, {key: n's `properties` entry} for the keys some context may require),
+        remembered per node: cases ask about the nodes they share again and again."""
+        known = self._required_facts.get(n.key)
+        if known is None:
+            req = n.schema.get("required")
+            props = n.schema.get("properties")
+            known = self._required_facts[n.key] = (
+                frozenset(k for k in req if type(k) is str) if type(req) is list else frozenset(),
+                {k: self.child(n, "properties", k) for k in props} if type(props) is dict else {})
+        return known
+
+    def no_value(self, nodes: tuple[Node, ...]) -> bool:
+        """Whether no value satisfies every node, seen cheaply (True is certain). Remembered: the
+        cases one context splits into ask again about the entries they share."""
+        key = tuple(n.key for n in nodes)
+        known = self._no_value.get(key)
+        if known is None:
+            expanded = self.expand(nodes)
+            if expanded is None or not self.static_atoms(expanded):
+                known = True
+            else:
+                cands = self.finite_values(expanded)
+                excluded = [n.schema[NOT_CONST] for n in expanded if NOT_CONST in n.schema]
+                known = cands is not None and all(any(json_equal(c, x) for x in excluded) for c in cands)
+            self._no_value[key] = known
+        return known
 
     def object_shape(self, nodes: list[Node]):
         """(required keys, closed key set or None, {key: [property schema nodes]}) of a context: a

@@ -164,6 +164,8 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.negator = Negator(self)
         self.bodies: list = []  # value rules named but not built yet (see value)
         self._type_only: dict = {}
+        self._no_value: dict = {}  # no_value's answers
+        self._required_facts: dict = {}  # required_facts' answers
         self._patterns_disjoint: dict = {}  # patterns_disjoint's answers
         self._pattern_work = 0  # counted against MAX_PATTERN_WORK
         self._expanded: dict = {}  # expand's answers by the nodes' keys
