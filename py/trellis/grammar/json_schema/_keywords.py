@@ -124,10 +124,14 @@ def subschemas(key, value, pointer: str, depth: int) -> list[tuple[str, object]]
 def check_value(value, key: str | None, pointer: str, depth: int, constrains: bool = True, where: str = "") -> None:
     """`value` (found at `where` inside keyword `key`, `depth` containers deep when it is one) is
     JSON within the limits; with `constrains`, its strings and keys are UTF-8."""
-    if type(value) is str:  # most values are (titles, descriptions): no walk for them
+    t = type(value)
+    if t is str:  # most values are (titles, descriptions): no walk for them
         if constrains:
             _check_text(value, key, pointer, where)
         return
+    if value is None or t is bool or (t is int and -_INT_LIMIT < value < _INT_LIMIT) or (
+            t is float and value - value == 0):  # a float minus itself is 0 unless NaN or infinite
+        return  # the other scalars JSON holds: nothing to walk
     try:
         for v, at, d in walk_json(value, where):
             if isinstance(v, str):
