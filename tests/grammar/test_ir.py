@@ -244,6 +244,27 @@ def test_serialize_shares_equal_subtrees():
     assert len(words) - len(single) == 2 + 3  # only the SEQ node is new
 
 
+def test_prelude_rules_come_first_written_once(compiler):
+    from tests.grammar.conftest import accepts
+
+    ws = ir.repeat(ir.byte_set([(0x20, 0x20)]), 0, 3)
+    value = ir.alt(ir.literal("v"), ir.seq(ir.literal("["), ir.Ref("p.value"), ir.Ref("ws"), ir.literal("]")))
+    prelude = ir.Prelude(ir.literal("s"), rules={"ws": ws, "p.value": value})
+    rules = {"root": ir.seq(ir.Ref("p.value"), ir.Ref("ws"), ir.Ref("same")), "same": ir.alt(ir.literal("v"), ir.seq(
+        ir.literal("["), ir.Ref("p.value"), ir.Ref("ws"), ir.literal("]"))), "ws": ws, "p.value": value}
+    words, names = ir.Grammar(rules, prelude=prelude).serialize()
+    assert names == ["ws", "p.value", "root", "same"]
+    alone, _ = ir.Grammar({"root": ir.Ref("p.value"), "ws": ws, "p.value": value}, prelude=prelude).serialize()
+    body_end = max(words[-4:-2]) + 1  # the prelude's words are the same in every grammar that holds it
+    assert words[4:body_end] == alone[4:body_end]
+    back = deserialize(words, names)
+    assert back.rules["p.value"] == value and back.rules["ws"] == ws and back.rules["same"] == ir.Ref("p.value")
+    grammar = compiler.compile_ir(ir.Grammar(rules, prelude=prelude))
+    assert accepts(grammar, "[[v ]  ] v") and not accepts(grammar, "[v")
+    with pytest.raises(GrammarError, match="prelude"):  # an equal rule that is not the prelude's own
+        ir.Grammar({**rules, "ws": ir.repeat(ir.byte_set([(0x20, 0x20)]), 0, 3)}, prelude=prelude).serialize()
+
+
 def test_serialize_errors_are_grammar_errors():
     with pytest.raises(GrammarError):
         ir.Grammar({"root": ir.Ref("missing")}).serialize()

@@ -560,26 +560,34 @@ def _utf8_sequences(lo: int, hi: int) -> list[Expr]:
 
 
 class Prelude:
-    """Expressions that nearly every grammar of a front-end holds (JSON's string characters and
-    numbers), written once: serialize starts a grammar that names this prelude from their words,
-    at the same offsets in every grammar (the rule table comes last), and from the writer's
-    tables, so that each costs one lookup instead of a walk. They hold no rule reference, whose
-    words would depend on the grammar's rule names."""
+    """What nearly every grammar of a front-end holds, written once: expressions (JSON's string
+    characters and numbers) and rules (a JSON Schema's "any value" for one set of options).
+    serialize starts a grammar that names this prelude from their words, at the same offsets in
+    every grammar (the rule table comes last), and from the writer's tables, so that each costs
+    one lookup instead of a walk. The expressions hold no rule reference; the rules refer to each
+    other only, and are the grammar's first rules, in this order, with these very bodies."""
 
-    def __init__(self, *exprs: Expr):
+    def __init__(self, *exprs: Expr, rules: dict[str, Expr] | None = None):
         self.exprs = exprs  # kept alive: the writer's tables know them by id
+        self.rules = dict(rules or {})
         self._start: tuple | None = None
 
     def start(self) -> tuple:
-        """(words, leaves, nodes, by_id) after writing the prelude; built once, then shared."""
+        """(words, leaves, nodes, by_id, the rules' body offsets) after writing the prelude; built
+        once, then shared."""
         if self._start is None:
-            writer = _Writer({})
+            writer = _Writer({name: i for i, name in enumerate(self.rules)})
             for e in self.exprs:
                 if any(type(x) is Ref for x in distinct_nodes(e)):
                     raise ValueError(f"a prelude expression refers to a rule: {e!r}")
                 writer.emit(e)
-            self._start = (writer.words, writer.leaves, writer.nodes, writer.by_id)
+            bodies = _write_rules(writer, list(self.rules), self.rules, range(len(self.rules)), {})
+            self._start = (writer.words, writer.leaves, writer.nodes, writer.by_id, bodies)
         return self._start
+
+    def fits(self, grammar: Grammar) -> bool:
+        """Whether the grammar holds this prelude's rules as they are (the same objects)."""
+        return all(grammar.rules.get(name) is body for name, body in self.rules.items())
 
 
 def serialize(grammar: Grammar) -> tuple[array, list[str]]:
@@ -588,28 +596,30 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     Rules are written as the root reaches them; a rule it never reaches matches nothing there
     (its references are still checked), and a rule whose body is written already, as an
     earlier rule's, becomes a reference to that rule (the core inlines it): equal bodies are
-    equal words, so the core builds each automaton once."""
-    names = list(grammar.rules)
+    equal words, so the core builds each automaton once. A prelude's rules come first, written
+    already."""
+    prelude = grammar.prelude
+    if prelude is not None and prelude.rules and not prelude.fits(grammar):
+        raise GrammarError("a grammar's rules differ from its prelude's")
+    fixed = prelude.rules if prelude is not None else {}
+    names = [*fixed, *(name for name in grammar.rules if name not in fixed)]
     index = {name: i for i, name in enumerate(names)}
     if grammar.root not in index:
         raise GrammarError(f"the start rule {grammar.root!r} is not defined")
-    writer = _Writer(index, grammar.prelude.start() if grammar.prelude else None)
+    start = prelude.start() if prelude is not None else None
+    writer = _Writer(index, start)
     words = writer.words
     words[2], words[3] = len(names), index[grammar.root]
     bodies = [-1] * len(names)  # the rule table, written after the nodes
-    writer.reach(index[grammar.root])
-    reached = writer.reached
     first_with: dict[int, str] = {}  # body offset -> the first rule written with that body
+    for i, name in enumerate(fixed):
+        bodies[i] = start[4][i]
+        first_with.setdefault(bodies[i], name)
+        writer.marked[i] = 1
+    writer.reach(index[grammar.root])
     with nesting_guard("the grammar"):
-        k = 0
-        while k < len(reached):  # grows while the rules are written
-            i = reached[k]
-            k += 1
-            name = names[i]
-            at = writer.emit(grammar.rules[name])
-            first = first_with.setdefault(at, name)
-            bodies[i] = at if first == name else writer.leaf(Ref(first), Ref)
-        if len(reached) < len(names):
+        _write_rules(writer, names, grammar.rules, writer.reached, first_with, bodies)
+        if len(fixed) + len(writer.reached) < len(names):
             nothing = writer.leaf(ByteSet(()), ByteSet)  # the empty choice
             for i, name in enumerate(names):
                 if not writer.marked[i]:
@@ -620,6 +630,23 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
         return array("i", words), names
     except OverflowError:  # a check parameter; repetition bounds are checked where they are written
         raise GrammarLimitError(f"a number in the grammar exceeds the IR's limit {MAX_COUNT}") from None
+
+
+def _write_rules(writer: _Writer, names: list[str], rules: dict, order, first_with: dict, bodies=None) -> list:
+    """Writes the rules `order` gives (indices into names; a list may grow while they are
+    written, as references reach rules), each body once: a rule whose body is an earlier rule's
+    becomes a reference to that rule. Returns `bodies`, the offsets by rule index."""
+    if bodies is None:
+        bodies = [-1] * len(names)
+    k = 0
+    while k < len(order):
+        i = order[k]
+        k += 1
+        name = names[i]
+        at = writer.emit(rules[name])
+        first = first_with.setdefault(at, name)
+        bodies[i] = at if first == name else writer.leaf(Ref(first), Ref)
+    return bodies
 
 
 def _check_refs(top: Expr, index: dict[str, int]) -> None:
@@ -703,10 +730,10 @@ class _Writer:
     (expressions are DAGs)."""
 
     def __init__(self, index: dict[str, int], start: tuple | None = None):
-        """`start`: a prelude's (words, leaves, nodes, by_id), copied (this grammar's nodes join
-        them); else the header alone, n_rules and the root for serialize to fill in."""
+        """`start`: a prelude's (words, leaves, nodes, by_id, ...), copied (this grammar's nodes
+        join them); else the header alone, n_rules and the root for serialize to fill in."""
         self.index = index
-        words, leaves, nodes, by_id = start or ((MAGIC, VERSION, 0, 0), {}, {}, {})
+        words, leaves, nodes, by_id = start[:4] if start else ((MAGIC, VERSION, 0, 0), {}, {}, {})
         self.words, self.leaves, self.nodes, self.by_id = list(words), dict(leaves), dict(nodes), dict(by_id)
         self.reached: list[int] = []  # rule indices referred to so far, in order
         self.marked = bytearray(len(index))

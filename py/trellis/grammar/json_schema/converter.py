@@ -83,8 +83,10 @@ MAX_RULES = 15000
 # The rules of any JSON value (additional properties, `items: true`, ...) per conversion options:
 # built once, then reused by every conversion with those options (most schemas allow additional
 # properties, and each built that value again: about 0.05 ms of a typical schema's 0.5). Their
-# names start with ANY_PREFIX, which no other rule name has. At most ANY_VALUE_OPTIONS sets of
-# options are kept (separators are the caller's strings: a server must not grow without bound).
+# names start with ANY_PREFIX, which no other rule name has; they are the prelude of the grammars
+# that hold them (written once: 40 of a typical grammar's 160 us of serialization). At most
+# ANY_VALUE_OPTIONS sets of options are kept (separators are the caller's strings: a server must
+# not grow without bound).
 _ANY_VALUE: dict = {}
 ANY_VALUE_OPTIONS = 64
 ANY_PREFIX = "any."
@@ -171,6 +173,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self._expanded: dict = {}  # expand's answers by the nodes' keys
         self._shared: dict = {}  # shared()'s rules by their expression
         self.prefix = ""  # of every rule name made here (ANY_PREFIX while building any value)
+        self.prelude = PRELUDE  # any_value's, with its rules, once they are used
 
     # ---- entry ---------------------------------------------------------------------------
 
@@ -180,7 +183,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.rules["root"] = root
         # When no JSON value is valid, this is the empty language: the core says so (is_empty).
         # Rules the root does not reach, and equal bodies, are ir.serialize's to leave out.
-        return ir.Grammar(self.rules, "root", self.sites, PRELUDE)
+        return ir.Grammar(self.rules, "root", self.sites, self.prelude)
 
     def fresh(self, hint: str) -> str:
         n = next(self.counter)
@@ -349,14 +352,16 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         if known is None:
             conv = type(self)(True, opt, self.draft7)
             conv.prefix = ANY_PREFIX
-            before = set(conv.rules)  # the layout's, which this conversion has too
             root = conv.value([]).name
             conv.build_bodies()
             conv.negator = None
-            known = (root, {k: v for k, v in conv.rules.items() if k not in before})
+            # Its rules and the layout's it refers to (equal to this conversion's), written once as
+            # a prelude of every grammar that holds them.
+            known = (root, ir.Prelude(*PRELUDE.exprs, rules=conv.rules))
             if len(_ANY_VALUE) < ANY_VALUE_OPTIONS:
                 _ANY_VALUE[key] = known
-        self.rules.update(known[1])
+        self.rules.update(known[1].rules)
+        self.prelude = known[1]
         return known[0]
 
     def at(self, depth: int) -> None:
