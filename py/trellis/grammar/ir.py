@@ -573,8 +573,8 @@ class Prelude:
         self._start: tuple | None = None
 
     def start(self) -> tuple:
-        """(words, leaves, nodes, by_id, the rules' body offsets) after writing the prelude; built
-        once, then shared."""
+        """(words, leaves, nodes, by_id, the rules' body offsets, the words as an int32 array)
+        after writing the prelude; built once, then shared."""
         if self._start is None:
             writer = _Writer({name: i for i, name in enumerate(self.rules)})
             for e in self.exprs:
@@ -582,7 +582,7 @@ class Prelude:
                     raise ValueError(f"a prelude expression refers to a rule: {e!r}")
                 writer.emit(e)
             bodies = _write_rules(writer, list(self.rules), self.rules, range(len(self.rules)), {})
-            self._start = (writer.words, writer.leaves, writer.nodes, writer.by_id, bodies)
+            self._start = (writer.words, writer.leaves, writer.nodes, writer.by_id, bodies, array("i", writer.words))
         return self._start
 
     def fits(self, grammar: Grammar) -> bool:
@@ -627,7 +627,12 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
                     bodies[i] = nothing
     words += bodies
     try:
-        return array("i", words), names
+        if start is None:
+            return array("i", words), names
+        out = start[5][:]  # the prelude's words as int32 already (converting each int costs ~17 ns)
+        out.fromlist(words[len(out):])
+        out[2], out[3] = words[2], words[3]
+        return out, names
     except OverflowError:  # a check parameter; repetition bounds are checked where they are written
         raise GrammarLimitError(f"a number in the grammar exceeds the IR's limit {MAX_COUNT}") from None
 
