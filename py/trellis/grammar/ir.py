@@ -435,7 +435,16 @@ def folded_repeat(atom: Expr, lo: int, hi: int | None) -> Expr:
     """(X{a,b}){lo,hi} as one repetition of X where the counts of X it allows form one range (nested
     repetitions cost the core a parse frame per split point): k copies write k*a..k*b Xs, and the
     ranges of consecutive k meet once k*(b - a) >= a - 1, always when b is unbounded. With lo = 0 and
-    a > 1 the empty text stands apart: (X{lo*a..})?. For the front-ends' quantifiers (regex, EBNF)."""
+    a > 1 the empty text stands apart: (X{lo*a..})?. A nullable X repeats as X without the empty
+    text, from 0: the same strings (empty copies pad any count up to hi), and a parser that does not
+    open every copy at once (`(a|b*){16,100001}` opened 100,001 before its first byte: seconds per
+    mask). For the front-ends' quantifiers (regex, EBNF)."""
+    if hi != 0 and nullable(atom):
+        body = nonempty(atom)
+        if body is not None:
+            if body == NOTHING:  # only the empty text
+                return EMPTY
+            atom, lo = body, 0
     if type(atom) is not Repeat or hi == 0:
         return repeat(atom, lo, hi)
     a, b = atom.min, atom.max
@@ -713,19 +722,6 @@ def rebuild(top: Expr, build) -> Expr:
 _LEAVES = frozenset({Ref, Bytes, ByteSet})  # written by their contents, with no children
 
 
-def _kids(expr: Expr, t) -> tuple:
-    """The children a node's words name, in their order (Seq and Alt: their items)."""
-    if t is Repeat or t is Region:
-        return (expr.item,)
-    if t is KeysExcept:
-        return (expr.rest, expr.heavy)
-    if t is And:
-        return expr.items
-    if t is Machine:
-        return tuple(x for _, x, _ in expr.edges)
-    return ()
-
-
 class _Writer:
     """Writes expressions as IR nodes, children first, without recursion (nesting is the user's).
 
@@ -765,7 +761,7 @@ class _Writer:
             # The children's offsets, leaves written on the way; children that are inner nodes and
             # not written yet go first (pushed last to first), then this node is looked at again.
             offsets, waiting = [], None
-            for item in (expr.items if t is Seq or t is Alt else _kids(expr, t)):
+            for item in (expr.items if t is Seq or t is Alt else children(expr)):
                 at = by_id.get(id(item))
                 if at is None:
                     ti = type(item)
@@ -804,7 +800,7 @@ class _Writer:
         return known
 
     def inner(self, expr: Expr, t, kids: list[int]) -> int:
-        """The offset of an inner node, from its children's offsets (in _kids' order)."""
+        """The offset of an inner node, from its children's offsets (in `children` order)."""
         if t is Seq or t is Alt:
             node = (SEQ if t is Seq else ALT, len(kids), *kids)
         elif t is Repeat:
