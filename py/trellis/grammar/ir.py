@@ -49,6 +49,7 @@ from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from ..errors import GrammarError, GrammarLimitError
 
@@ -568,6 +569,18 @@ def _utf8_sequences(lo: int, hi: int) -> list[Expr]:
 # ---- serialization ------------------------------------------------------------------
 
 
+class _Written(NamedTuple):
+    """A prelude as written: the words (a list, and as int32), the writer's tables, and the offsets
+    of its rules' bodies."""
+
+    words: list
+    leaves: dict
+    nodes: dict
+    by_id: dict
+    bodies: list
+    int32: array
+
+
 class Prelude:
     """What nearly every grammar of a front-end holds, written once: expressions (JSON's string
     characters and numbers) and rules (a JSON Schema's "any value" for one set of options).
@@ -579,11 +592,10 @@ class Prelude:
     def __init__(self, *exprs: Expr, rules: dict[str, Expr] | None = None):
         self.exprs = exprs  # kept alive: the writer's tables know them by id
         self.rules = dict(rules or {})
-        self._start: tuple | None = None
+        self._start: _Written | None = None
 
-    def start(self) -> tuple:
-        """(words, leaves, nodes, by_id, the rules' body offsets, the words as an int32 array)
-        after writing the prelude; built once, then shared."""
+    def start(self) -> _Written:
+        """The prelude written; built once, then shared."""
         if self._start is None:
             writer = _Writer({name: i for i, name in enumerate(self.rules)})
             for e in self.exprs:
@@ -591,7 +603,8 @@ class Prelude:
                     raise ValueError(f"a prelude expression refers to a rule: {e!r}")
                 writer.emit(e)
             bodies = _write_rules(writer, list(self.rules), self.rules, range(len(self.rules)), {})
-            self._start = (writer.words, writer.leaves, writer.nodes, writer.by_id, bodies, array("i", writer.words))
+            self._start = _Written(writer.words, writer.leaves, writer.nodes, writer.by_id, bodies,
+                                   array("i", writer.words))
         return self._start
 
     def fits(self, grammar: Grammar) -> bool:
@@ -622,7 +635,7 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     bodies = [-1] * len(names)  # the rule table, written after the nodes
     first_with: dict[int, str] = {}  # body offset -> the first rule written with that body
     for i, name in enumerate(fixed):
-        bodies[i] = start[4][i]
+        bodies[i] = start.bodies[i]
         first_with.setdefault(bodies[i], name)
         writer.marked[i] = 1
     writer.reach(index[grammar.root])
@@ -638,7 +651,7 @@ def serialize(grammar: Grammar) -> tuple[array, list[str]]:
     try:
         if start is None:
             return array("i", words), names
-        out = start[5][:]  # the prelude's words as int32 already (converting each int costs ~17 ns)
+        out = start.int32[:]  # the prelude's words as int32 already (converting each int costs ~17 ns)
         out.fromlist(words[len(out):])
         out[2], out[3] = words[2], words[3]
         return out, names
@@ -730,11 +743,12 @@ class _Writer:
     no expression is ever hashed or compared in depth); `by_id` skips objects already written
     (expressions are DAGs)."""
 
-    def __init__(self, index: dict[str, int], start: tuple | None = None):
-        """`start`: a prelude's (words, leaves, nodes, by_id, ...), copied (this grammar's nodes
-        join them); else the header alone, n_rules and the root for serialize to fill in."""
+    def __init__(self, index: dict[str, int], start: _Written | None = None):
+        """`start`: a written prelude, whose words and tables are copied (this grammar's nodes join
+        them); else the header alone, n_rules and the root for serialize to fill in."""
         self.index = index
-        words, leaves, nodes, by_id = start[:4] if start else ((MAGIC, VERSION, 0, 0), {}, {}, {})
+        words, leaves, nodes, by_id = ((MAGIC, VERSION, 0, 0), {}, {}, {}) if start is None else (
+            start.words, start.leaves, start.nodes, start.by_id)
         self.words, self.leaves, self.nodes, self.by_id = list(words), dict(leaves), dict(nodes), dict(by_id)
         self.reached: list[int] = []  # rule indices referred to so far, in order
         self.marked = bytearray(len(index))

@@ -180,8 +180,8 @@ class TypeAnalysis:
         return False
 
     def required_facts(self, n: Node) -> tuple:
-        """(the keys n requires, {key: n's `properties` entry} for the keys some context may require),
-        remembered per node: cases ask about the nodes they share again and again."""
+        """(the keys n requires, {key: n's `properties` entry}), remembered per node: the cases a
+        context splits into ask about the nodes they share again and again."""
         known = self._required_facts.get(n.key)
         if known is None:
             req = n.schema.get("required")
@@ -211,19 +211,15 @@ class TypeAnalysis:
         """(required keys, closed key set or None, {key: [property schema nodes]}) of a context: a
         branch with the context it is in (a key the context requires tells branches apart by their
         values for it, as a discriminator at the parent's level does)."""
-        expanded = self.expand(nodes) or []
         required, props = set(), {}
         closed = None
-        for n in expanded:
-            s = n.schema
-            req = s.get("required", [])
-            if isinstance(req, list):
-                required.update(k for k in req if isinstance(k, str))
-            for k in s.get("properties", {}) if isinstance(s.get("properties"), dict) else ():
-                props.setdefault(k, []).append(self.child(n, "properties", k))
-            if s.get("additionalProperties") is False and not s.get("patternProperties"):
-                names = set(s.get("properties", {}))
-                closed = names if closed is None else closed & names
+        for n in self.expand(nodes) or []:
+            req, entries = self.required_facts(n)
+            required |= req
+            for k, entry in entries.items():
+                props.setdefault(k, []).append(entry)
+            if n.schema.get("additionalProperties") is False and not n.schema.get("patternProperties"):
+                closed = set(entries) if closed is None else closed & set(entries)
         return required, closed, props
 
     def objects_disjoint(self, a, b) -> bool:
