@@ -774,6 +774,13 @@ NEGATION_SCHEMAS = [
     # told apart on objects by patterns; a non-object satisfies both (so none of it is valid)
     {"required": ["a"], "properties": {"a": {"type": "string"}}, "oneOf": [
         {"properties": {"a": {"pattern": "^s"}, "b": {"type": "integer"}}}, {"properties": {"a": {"pattern": "x$"}}}]},
+    # told apart by what each branch's patternProperties or additionalProperties say of a key another requires
+    {"oneOf": [
+        {"type": "object", "properties": {"a": {"type": "string"}}, "patternProperties": {"^(b|c)$": {"type": "null"}},
+         "required": ["a"]},
+        {"type": "object", "properties": {"b": {"type": "integer"}}, "patternProperties": {"^(a|c)$": {"type": "null"}},
+         "required": ["b"]},
+        {"type": "object", "additionalProperties": {"type": "integer"}, "required": ["c"]}]},
 ]
 
 
@@ -789,7 +796,8 @@ def test_negations_match_jsonschema(compiler, index, value):
 def test_contradicting_cases_stop_splitting(compiler):
     """Combinators split a context into cases; a case that contradicts itself on a required key
     ends there. Twelve exclusive if/then pairs, and twelve oneOf branches told apart by a key the
-    parent requires, compile (each once split into more than the limit's 800 cases) and are exact."""
+    parent requires (or one each branch requires), compile (each once split into more than the
+    limit's 800 cases, or refused) and are exact."""
     keys = [f"k{i}" for i in range(12)]
     exclusive = {"type": "object", "properties": {k: {"type": ["integer", "null"]} for k in keys},
                  "allOf": [{"if": {"not": {"properties": {k: {"const": None}}}},
@@ -809,6 +817,14 @@ def test_contradicting_cases_stop_splitting(compiler):
     assert not matches(compiler, files, '{"file": "a.css", "css_option": "x"}')
     assert not matches(compiler, files, '{"file": "a.txt"}')
     assert not matches(compiler, files, '"a.css"')  # a string: all twelve branches hold
+    # told apart by the key each requires, which the others' patternProperties hold null
+    ids = [f"id{i}" for i in range(12)]
+    exclusive_ids = {"oneOf": [
+        {"type": "object", "properties": {k: {"type": "string"}}, "required": [k],
+         "patternProperties": {"^(" + "|".join(o for o in ids if o != k) + ")$": {"type": "null"}}} for k in ids]}
+    assert matches(compiler, exclusive_ids, '{"id3": "x", "id4": null}')
+    assert not matches(compiler, exclusive_ids, '{"id3": "x", "id4": "y"}')
+    assert not matches(compiler, exclusive_ids, '{"id3": null, "id4": null}')
 
 
 def cross_resource(ids=("https://x.test/root", "other"), defs="$defs", key="o", root_min=True):

@@ -15,7 +15,7 @@ import time
 from . import ir
 from .constraints import ConstraintService
 from .core import Core, load_core, release
-from .frontends import serialized
+from .frontends import preload, serialized
 from .gc_pause import gc_paused
 from .matcher import CompiledGrammar
 from .vocabulary import Vocabulary
@@ -30,6 +30,7 @@ class GrammarCompiler:
         self.core = core if isinstance(core, Core) else load_core(core)
         self._handle = self.core.vocab_new(vocab.vocab_size, vocab.token_bytes, vocab.special_ids, vocab.stop_ids)
         self.constraints = ConstraintService(self, max_cached_grammars, max_cache_bytes)
+        preload()
 
     def __del__(self):
         release(getattr(self, "core", None), "vocab", self)

@@ -208,38 +208,50 @@ class TypeAnalysis:
         return known
 
     def object_shape(self, nodes: list[Node]):
-        """(required keys, closed key set or None, {key: [property schema nodes]}) of a context: a
-        branch with the context it is in (a key the context requires tells branches apart by their
-        values for it, as a discriminator at the parent's level does)."""
-        required, props = set(), {}
-        closed = None
-        for n in self.expand(nodes) or []:
-            req, entries = self.required_facts(n)
-            required |= req
-            for k, entry in entries.items():
-                props.setdefault(k, []).append(entry)
-            if n.schema.get("additionalProperties") is False and not n.schema.get("patternProperties"):
-                closed = set(entries) if closed is None else closed & set(entries)
-        return required, closed, props
+        """(required keys, expanded nodes) of a context: a branch with the context it is in (a key
+        the context requires tells branches apart by their values for it, as a discriminator at
+        the parent's level does)."""
+        expanded = self.expand(nodes) or []
+        required = set()
+        for n in expanded:
+            required |= self.required_facts(n)[0]
+        return required, expanded
+
+    def key_entries(self, expanded: list[Node], k: str) -> list[Node] | None:
+        """The schemas a value for key k must satisfy in a context, as object() reads them: its
+        `properties` entry and the `patternProperties` that match it, else `additionalProperties`.
+        None where a pattern cannot be read (then nothing is claimed)."""
+        out = []
+        for n in expanded:
+            s = n.schema
+            hit = k in self.required_facts(n)[1]
+            if hit:
+                out.append(self.required_facts(n)[1][k])
+            pats = s.get("patternProperties")
+            if type(pats) is dict:
+                for p in pats:
+                    try:
+                        if not _text.pattern_search(p, k, n.pointer, "patternProperties"):
+                            continue
+                    except (UnsupportedSchemaError, GrammarError, UnicodeError):
+                        return None
+                    out.append(self.child(n, "patternProperties", p))
+                    hit = True
+            if not hit and "additionalProperties" in s:
+                out.append(self.child(n, "additionalProperties"))
+        return out
 
     def objects_disjoint(self, a, b) -> bool:
-        for (req1, _, props1), (_, closed2, props2) in ((a, b), (b, a)):
-            for k in req1:
-                if closed2 is not None and k not in closed2:
-                    return True  # required in one, not allowed in the other
-                if any(n.schema is False for n in props2.get(k, ())):
-                    return True
-        req_a, _, props_a = a
-        req_b, _, props_b = b
-        for k in req_a & req_b:
-            if k in props_a and k in props_b:
-                va, vb = self.finite_values(props_a[k]), self.finite_values(props_b[k])
-                if va is not None and vb is not None and not any(json_equal(x, y) for x in va for y in vb):
-                    return True
-                if not (self.static_atoms(props_a[k]) & self.static_atoms(props_b[k])):
-                    return True
-                if self.patterns_disjoint(props_a[k], props_b[k]):
-                    return True
+        """Whether no object satisfies both shapes: a key one requires has no value that both
+        admit (by type, enum/const, `false`, or patterns no string matches together). Properties
+        an `unevaluatedProperties` adds are left out: fewer constraints, so a True stays certain."""
+        (req_a, exp_a), (req_b, exp_b) = a, b
+        for k in req_a | req_b:
+            ea, eb = self.key_entries(exp_a, k), self.key_entries(exp_b, k)
+            if ea is None or eb is None:
+                continue
+            if self.no_value(tuple(ea + eb)) or (ea and eb and self.patterns_disjoint(ea, eb)):
+                return True
         return False
 
     def patterns_disjoint(self, a: list[Node], b: list[Node]) -> bool:
