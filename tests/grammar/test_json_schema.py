@@ -781,6 +781,14 @@ NEGATION_SCHEMAS = [
         {"type": "object", "properties": {"b": {"type": "integer"}}, "patternProperties": {"^(a|c)$": {"type": "null"}},
          "required": ["b"]},
         {"type": "object", "additionalProperties": {"type": "integer"}, "required": ["c"]}]},
+    # ifs that test one key's value, split once per value (a non-object meets every if)
+    {"allOf": [
+        {"if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["b"]},
+         "else": {"properties": {"b": {"type": "string"}}}},
+        {"if": {"properties": {"a": {"enum": [2, "s", 1.0]}}, "required": ["a"]},
+         "then": {"properties": {"c": {"type": "integer"}}}},
+        {"if": {"properties": {"a": {"enum": [None, True]}}}, "then": {"properties": {"x1": False}},
+         "else": {"required": ["c"], "type": ["object", "integer"]}}]},
 ]
 
 
@@ -825,6 +833,23 @@ def test_contradicting_cases_stop_splitting(compiler):
     assert matches(compiler, exclusive_ids, '{"id3": "x", "id4": null}')
     assert not matches(compiler, exclusive_ids, '{"id3": "x", "id4": "y"}')
     assert not matches(compiler, exclusive_ids, '{"id3": null, "id4": null}')
+
+
+def test_if_chains_on_one_key_match_jsonschema(compiler):
+    """ifs that test one key's value (a discriminator written as ifs) are split once, a case per
+    value: every object over a few keys and values, and some non-objects, against jsonschema."""
+    schema = NEGATION_SCHEMAS[-1]
+    assert "if" in schema["allOf"][0]
+    grammar = compiler.compile_ir(json_schema_to_grammar(schema, property_order="any"))
+    absent = object()
+    values = [dict((k, v) for k, v in zip("abcx", combo) if v is not absent) for combo in itertools.product(
+        [absent, 1, 1.0, 2, "s", None, "t", True], [absent, "x", 3], [absent, 4, "y"], [absent, 0])]
+    values = [{("x1" if k == "x" else k): v for k, v in d.items()} for d in values] + [1, "s", None, [], 2.5]
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in values:
+        matcher = GrammarMatcher(grammar)
+        got = matcher.accept_string(json.dumps(value)) and matcher.can_terminate()
+        assert got == validator.is_valid(value), value
 
 
 def cross_resource(ids=("https://x.test/root", "other"), defs="$defs", key="o", root_min=True):

@@ -191,11 +191,14 @@ class Resolver:
             return known
         if not isinstance(value, (dict, bool)):
             raise UnsupportedSchemaError(f"reference {ref!r} is not a schema", keyword, at.pointer)
-        self._walk(value, resource.base, pointer, register=False)  # not walked yet (inside an unknown keyword)
+        # not walked yet (inside an unknown keyword, such as a folder of definitions): checked
+        # now, and remembered, as the next reference to it would check it again
+        self._walk(value, resource.base, pointer, register=False)
         base = resource.base
         if isinstance(value, dict) and isinstance(value.get("$id"), str):
             base = _defrag(join(base, value["$id"]))[0]
-        return Node(value, base, pointer)
+        node = self.by_pointer[pointer] = Node(value, base, pointer)
+        return node
 
     # ---- dynamic scope ($dynamicRef) --------------------------------------------------------
 

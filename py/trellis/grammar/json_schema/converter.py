@@ -71,13 +71,38 @@ from ._object_schema import ObjectSchema
 from ._refs import Node, Resolver, escape_pointer
 from ._string_schema import StringSchema
 from ._type_analysis import TypeAnalysis
-from ._validate import Validator, atom_of
+from ._validate import Validator, atom_of, canon, json_equal
 
 __all__ = ["ANNOTATIONS", "DEFAULT_MAX_WHITESPACE", "REFUSED_KEYWORDS", "Converter", "Options",
            "to_grammar"]
 
 _NOT_ALNUM = re.compile(r"[\W_]")  # \w is str.isalnum() and "_"
 _ENUM_ONLY = ANNOTATIONS | {"enum", "const", "type"}  # keywords a value of its own enum always meets
+_NOTES = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly"})
+
+
+def _key_test(cond):
+    """(key, its values, whether required) where an `if` holds for an object exactly when the key
+    is absent (unless required) or its value is one of a few scalars; else None."""
+    if type(cond) is not dict or not cond.keys() - _NOTES <= {"properties", "required"}:
+        return None
+    props = cond.get("properties")
+    if type(props) is not dict or len(props) != 1:
+        return None
+    (key, sub), = props.items()
+    if type(sub) is not dict or not sub.keys() - _NOTES or not sub.keys() - _NOTES <= {"const", "enum"}:
+        return None
+    values = [sub["const"]] if "const" in sub else []
+    if "enum" in sub:
+        if type(sub["enum"]) is not list or ("const" in sub and not any(json_equal(values[0], x) for x in sub["enum"])):
+            return None
+        values = [x for x in sub["enum"] if not values or json_equal(values[0], x)]
+    if not all(x is None or type(x) in (bool, int, float, str) for x in values):
+        return None
+    required = cond.get("required", [])
+    if required not in ([], [key]):
+        return None
+    return key, values, bool(required)
 DEFAULT_MAX_WHITESPACE = 20
 MAX_RULES = 15000
 # The rules of any JSON value (additional properties, `items: true`, ...) per conversion options:
@@ -423,6 +448,9 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             marker = (n.key, "not")
             if "not" in n.schema and marker not in done and self.type_only(self.child(n, "not")) is None:
                 return self.value(nodes + [self.negation(self.child(n, "not"))], frozenset(atoms), done | {marker})
+        switch = self.if_switch(nodes, atoms, done)
+        if switch is not None:
+            return switch
         # if / then / else: per atom when the condition is about the type alone, else
         # (if ∧ then) ∨ (¬if ∧ else)
         for n in nodes:
@@ -506,6 +534,53 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         if "object" in atoms:
             parts.append(self.nested(self.object, nodes))
         return ir.alt(*parts)
+
+    def if_switch(self, nodes, atoms, done) -> ir.Expr | None:
+        """if/then pairs that test one key's value (a discriminator written as ifs: `if:
+        {properties: {kind: {const: "a"}}}`), split once: a case per value they name, one where
+        the key is absent and one for any other value, each holding the `then`s or `else`s that
+        follow. Split one `if` at a time, n of them made about n^2/2 cases (each "yes" case goes on
+        through the later ifs while the key may be absent). None where fewer than two test one key."""
+        if any(k in m.schema for m in nodes for k in ("unevaluatedProperties", "unevaluatedItems")):
+            return None  # what an `if` evaluates counts there: the general split keeps it
+        groups: dict = {}
+        for n in nodes:
+            s = n.schema
+            if "if" in s and (n.key, "if") not in done and ("then" in s or "else" in s):
+                test = _key_test(s["if"])
+                if test is not None:
+                    groups.setdefault(test[0], []).append((n, *test[1:]))
+        group = max(groups.values(), key=len, default=[])
+        if len(group) < 2:
+            return None
+        first = group[0][0]
+        key = _key_test(first.schema["if"])[0]
+        named = list({canon(v): v for _, values, _ in group for v in values}.values())
+        done = done | {(n.key, "if") for n, _, _ in group}
+
+        def outcome(holds) -> list:
+            return [self.child(n, "then" if holds(values, required) else "else") for n, values, required in group
+                    if ("then" if holds(values, required) else "else") in n.schema]
+
+        k = escape_pointer(key)
+        cases = []
+        if atoms - {"object"}:  # not an object: `properties` and `required` hold
+            cases.append((nodes + outcome(lambda values, required: True), frozenset(atoms - {"object"})))
+        if "object" in atoms:
+            obj = frozenset({"object"})
+            absent = self.synth(first, f"switch/{k}/absent", {"properties": {key: False}})
+            cases.append((nodes + [absent] + outcome(lambda values, required: not required), obj))
+            for v in named:
+                tag = escape_pointer(json.dumps(v))
+                is_v = self.synth(first, f"switch/{k}/is/{tag}", {"required": [key], "properties": {key: {"const": v}}})
+                cases.append((nodes + [is_v] + outcome(lambda values, required: any(json_equal(v, x) for x in values)),
+                               obj))
+            tag = escape_pointer(json.dumps(named))
+            other = self.synth(first, f"switch/{k}/other/{tag}",
+                               {"required": [key], "properties": {key: {"not": {"enum": named}}}})
+            cases.append((nodes + [other] + outcome(lambda values, required: False), obj))
+        self.distribute("if", first, len(cases))
+        return ir.alt(*(self.value(c, a, done) for c, a in cases))
 
     # ---- constants -----------------------------------------------------------------------------
 
