@@ -132,6 +132,13 @@ def check_value(value, key: str | None, pointer: str, depth: int, constrains: bo
     if value is None or t is bool or (t is int and -_INT_LIMIT < value < _INT_LIMIT) or (
             t is float and value - value == 0):  # a float minus itself is 0 unless NaN or infinite
         return  # the other scalars JSON holds: nothing to walk
+    if t is list and all(type(x) is str for x in value):  # `required`, `type`, enums of names (28,000 in one)
+        _check_depth(depth, key, pointer)
+        if constrains:
+            for i, x in enumerate(value):
+                if not x.isascii():
+                    _check_text(x, key, pointer, f"{where}/{i}")
+        return
     try:
         for v, at, d in walk_json(value, where):
             if isinstance(v, str):

@@ -137,14 +137,15 @@ def _non_ascii(ch: str) -> ir.Expr:
     return ir.alt(ir.Bytes(ch.encode("utf-8")), ir.seq(*(_u_escape(u) for u in units)))
 
 
-def string_literal(s: str) -> ir.Expr:
+def string_literal(s: str, shared: bool = True) -> ir.Expr:
     """The JSON text of the string `s`, quotes included: ASCII as `encode_string` writes it, and
     each other character raw or escaped. Both are the same string to a validator, and the
     escape spells a character whose raw bytes a vocabulary lacks (SmolLM2 has no token starting
-    with 0xF1 or 0xF2, so an enum value holding U+9104D was a dead end)."""
+    with 0xF1 or 0xF2, so an enum value holding U+9104D was a dead end). `shared`: one node per
+    text (keys come again and again; not an enum's many values, which would push them out)."""
     text = encode_string(s)
     if text.isascii():  # the common case, without a look at each character
-        return ir.literal(text)
+        return ir.literal(text) if shared else ir.Bytes(text.encode())
     text.encode("utf-8")  # a lone surrogate is refused here, as before
     parts: list[ir.Expr] = []
     run = []

@@ -37,6 +37,8 @@ def json_type(v) -> str:
 
 
 def atom_of(v) -> str:
+    if type(v) is str:  # most candidates (enums of names)
+        return "string"
     t = json_type(v)
     return {"integer": "int", "number": "frac"}.get(t, t)
 
@@ -57,6 +59,8 @@ def json_equal(a, b) -> bool:
 
 def canon(v):
     """A hashable key with JSON equality: canon(a) == canon(b) iff json_equal(a, b)."""
+    if type(v) is str:
+        return ("s", v)
     t = json_type(v)
     if t in ("integer", "number"):
         d = _dec(v)

@@ -439,9 +439,15 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             # an allowed type (a candidate is in each enum): only the others are asked (an enum of
             # 28,000 names was half a schema's conversion).
             asked = [n for n in nodes if not _ENUM_ONLY.issuperset(n.schema)]
-            keep = [v for v in cands if atom_of(v) in atoms and all(
-                self.validator.holds(v, n) for n in (asked if type(v) is str else nodes))]
-            return ir.alt(*(self.const_expr(v, integer="frac" not in atoms) for v in keep))
+            strings, integer = "string" in atoms, "frac" not in atoms
+            keep = []
+            for v in cands:
+                if type(v) is str:
+                    if strings and (not asked or all(self.validator.holds(v, n) for n in asked)):
+                        keep.append(_text.string_literal(v, shared=False))
+                elif atom_of(v) in atoms and all(self.validator.holds(v, n) for n in nodes):
+                    keep.append(self.const_expr(v, integer=integer))
+            return ir.alt(*keep)
         # a `not` that is not about types alone: its negation joins the context first
         # (one case, no split; what it requires is seen when combinators split the context below)
         for n in nodes:
@@ -541,8 +547,6 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         the key is absent and one for any other value, each holding the `then`s or `else`s that
         follow. Split one `if` at a time, n of them made about n^2/2 cases (each "yes" case goes on
         through the later ifs while the key may be absent). None where fewer than two test one key."""
-        if any(k in m.schema for m in nodes for k in ("unevaluatedProperties", "unevaluatedItems")):
-            return None  # what an `if` evaluates counts there: the general split keeps it
         groups: dict = {}
         for n in nodes:
             s = n.schema
@@ -551,8 +555,8 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                 if test is not None:
                     groups.setdefault(test[0], []).append((n, *test[1:]))
         group = max(groups.values(), key=len, default=[])
-        if len(group) < 2:
-            return None
+        if len(group) < 2 or any(k in m.schema for m in nodes for k in ("unevaluatedProperties", "unevaluatedItems")):
+            return None  # (where unevaluated* reads what an `if` evaluates, the general split keeps it)
         first = group[0][0]
         key = _key_test(first.schema["if"])[0]
         named = list({canon(v): v for _, values, _ in group for v in values}.values())
@@ -587,6 +591,8 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
     def const_expr(self, v, integer: bool = False, depth: int | None = None) -> ir.Expr:
         """The texts of the constant `v` at `depth` (None: the containers' now); `integer`: where
         only integers are allowed (draft-04's integers have no fraction, so `1.0` is not spelled there)."""
+        if type(v) is str:
+            return _text.string_literal(v)
         if v is None:
             return ir.literal("null")
         if v is True:
