@@ -99,6 +99,7 @@ class Resolver:
         self.by_pointer: dict[str, Node] = {}  # document pointer -> node
         self.dynamic_anchors: dict[tuple[str, str], Node] = {}  # (resource URI, name) -> node
         self.dynamic_names: set[str] = set()  # the anchor names of the $dynamicRefs
+        self._resolved: dict[tuple[str, str], Node] = {}  # (base URI, reference) -> its target
         base = DEFAULT_BASE
         if isinstance(root, dict) and isinstance(root.get("$id"), str):
             base = _defrag(join(DEFAULT_BASE, root["$id"]))[0] or DEFAULT_BASE
@@ -161,6 +162,12 @@ class Resolver:
     def resolve(self, node: Node, ref, keyword: str = "$ref") -> Node:
         if not isinstance(ref, str):
             raise UnsupportedSchemaError(f"{keyword} must be a string", keyword, node.pointer)
+        known = self._resolved.get((node.base, ref))  # URI parsing is most of a resolution
+        if known is None:
+            known = self._resolved[(node.base, ref)] = self._resolve(node, ref, keyword)
+        return known
+
+    def _resolve(self, node: Node, ref: str, keyword: str) -> Node:
         target = join(node.base, ref)
         uri, fragment = _defrag(target)
         if uri not in self.resources:
