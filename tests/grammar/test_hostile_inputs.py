@@ -122,6 +122,18 @@ def test_schemas_deeper_than_the_limit_are_a_limit_error(compiler):
     assert info.value.pointer == "/items" * 2001  # the 2001st schema inside: the integer one
 
 
+@pytest.mark.parametrize("dialect", [{}, {"$schema": "http://json-schema.org/draft-04/schema#"}])
+def test_deep_values_name_their_keyword_and_the_limit(compiler, dialect):
+    """An enum value 100,000 arrays deep: the limit, the keyword and the pointer, in every dialect
+    (the checks before the walk, which look for keywords to rewrite, leave it to the walk)."""
+    value = []
+    for _ in range(100_000):
+        value = [value]
+    with pytest.raises(SchemaLimitError) as info:
+        compiler.compile_json_schema({**dialect, "properties": {"a": {"enum": [value]}}})
+    assert "2000" in str(info.value) and info.value.keyword == "enum" and info.value.pointer == "/properties/a"
+
+
 # ---- UnicodeEncodeError: lone surrogates ---------------------------------------------------
 
 

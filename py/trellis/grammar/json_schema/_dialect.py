@@ -78,6 +78,12 @@ def _draft6_forms(out: dict, _scope, _pointer) -> None:
 
 def draft6_forms(schema):
     """The schema with draft-04's boolean exclusive bounds and `id` in draft-06's forms."""
+    try:  # most draft-04 documents name none of the keywords this rewrites: no copy of them
+        text = json.dumps(schema)
+    except (TypeError, ValueError, RecursionError):  # not JSON, or deep: the rewrite's walk says where
+        text = '"id"'
+    if not any(k in text for k in ('"id"', '"$id"', '"exclusiveMaximum"', '"exclusiveMinimum"')):
+        return schema
     return _rewrite(schema, _draft6_forms)
 
 
@@ -121,6 +127,6 @@ def dynamic_forms(schema):
     """The schema with 2019-09's `$recursiveRef` / `$recursiveAnchor` in 2020-12's forms."""
     try:
         present = "$recursiveRef" in json.dumps(schema)  # C-fast; a walk costs as much as the rewrite
-    except (TypeError, ValueError):  # not JSON: the converter says what is wrong with it
+    except (TypeError, ValueError, RecursionError):  # not JSON, or deep: the converter's walk says where
         return schema
     return _rewrite(schema, _recursive_forms, enter=_recursive_scope) if present else schema
