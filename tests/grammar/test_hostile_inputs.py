@@ -124,14 +124,20 @@ def test_schemas_deeper_than_the_limit_are_a_limit_error(compiler):
 
 @pytest.mark.parametrize("dialect", [{}, {"$schema": "http://json-schema.org/draft-04/schema#"}])
 def test_deep_values_name_their_keyword_and_the_limit(compiler, dialect):
-    """An enum value 100,000 arrays deep: the limit, the keyword and the pointer, in every dialect
-    (the checks before the walk, which look for keywords to rewrite, leave it to the walk)."""
+    """An enum value 100,000 arrays deep, and 100,000 nested `not`s: the limit (with the keyword
+    and pointer where they are inside one), in every dialect (the dialects' rewrites before the
+    walk check the depth as they go, or leave it to the walk)."""
     value = []
     for _ in range(100_000):
         value = [value]
     with pytest.raises(SchemaLimitError) as info:
         compiler.compile_json_schema({**dialect, "properties": {"a": {"enum": [value]}}})
     assert "2000" in str(info.value) and info.value.keyword == "enum" and info.value.pointer == "/properties/a"
+    chain = {}
+    for _ in range(100_000):
+        chain = {"not": chain}
+    with pytest.raises(SchemaLimitError, match="deeper than 2000"):
+        compiler.compile_json_schema({**dialect, **chain})
 
 
 # ---- UnicodeEncodeError: lone surrogates ---------------------------------------------------

@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 
 from ...errors import UnsupportedSchemaError
-from ._keywords import subschemas
+from ._keywords import SCHEMA_KEYWORDS, SCHEMA_LIST_KEYWORDS, SCHEMA_MAP_KEYWORDS, check_depth
+from ._refs import escape_pointer
 
 _FLAGS = (("exclusiveMaximum", "maximum"), ("exclusiveMinimum", "minimum"))
 _ANNOTATED_FORMAT = ("json-schema.org/draft/2020-12/", "json-schema.org/draft/2019-09/")
@@ -43,24 +44,27 @@ def format_is_annotation(schema) -> bool:
 
 def _rewrite(schema, edit, pointer: str = "", depth: int = 0, scope=None, enter=None):
     """`schema` with `edit(out, scope, pointer)` applied to every schema object, innermost first; `enter(schema,
-    scope)` gives the scope of a schema object and its subschemas (None: no scope)."""
+    scope)` gives the scope of a schema object and its subschemas (None: no scope). Keywords are
+    not checked here: the walk after it checks every one (_keywords.subschemas), and this copy
+    only goes where subschemas are (a value of another shape is copied as it is)."""
     if not isinstance(schema, dict):
         return schema
+    check_depth(depth, pointer)
     if enter is not None:
         scope = enter(schema, scope)
     out = {}
     for key, value in schema.items():
-        subs = subschemas(key, value, pointer, depth)  # also checks the keyword's shape
-        if not subs:
-            out[key] = value
-        elif subs[0][0] == "":
+        t = type(value)
+        if t is dict and key in SCHEMA_KEYWORDS:
             out[key] = _rewrite(value, edit, f"{pointer}/{key}", depth + 1, scope, enter)
-        elif isinstance(value, list):
+        elif t is list and key in SCHEMA_LIST_KEYWORDS:
             out[key] = [_rewrite(s, edit, f"{pointer}/{key}/{i}", depth + 2, scope, enter)
                         for i, s in enumerate(value)]
-        else:
-            out[key] = {name: _rewrite(s, edit, f"{pointer}/{key}/{name}", depth + 2, scope, enter)
+        elif t is dict and key in SCHEMA_MAP_KEYWORDS:
+            out[key] = {name: _rewrite(s, edit, f"{pointer}/{key}/{escape_pointer(name)}", depth + 2, scope, enter)
                         for name, s in value.items()}
+        else:
+            out[key] = value
     edit(out, scope, pointer)
     return out
 
