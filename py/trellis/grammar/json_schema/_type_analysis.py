@@ -224,9 +224,10 @@ class TypeAnalysis:
         out = []
         for n in expanded:
             s = n.schema
-            hit = k in self.required_facts(n)[1]
+            entry = self.required_facts(n)[1].get(k)
+            hit = entry is not None
             if hit:
-                out.append(self.required_facts(n)[1][k])
+                out.append(entry)
             pats = s.get("patternProperties")
             if type(pats) is dict:
                 for p in pats:

@@ -78,31 +78,9 @@ __all__ = ["ANNOTATIONS", "DEFAULT_MAX_WHITESPACE", "REFUSED_KEYWORDS", "Convert
 
 _NOT_ALNUM = re.compile(r"[\W_]")  # \w is str.isalnum() and "_"
 _ENUM_ONLY = ANNOTATIONS | {"enum", "const", "type"}  # keywords a value of its own enum always meets
+# what an `if`'s key test may say beside it (ANNOTATIONS holds $id, $defs, ...: not plain notes there)
 _NOTES = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly"})
 
-
-def _key_test(cond):
-    """(key, its values, whether required) where an `if` holds for an object exactly when the key
-    is absent (unless required) or its value is one of a few scalars; else None."""
-    if type(cond) is not dict or not cond.keys() - _NOTES <= {"properties", "required"}:
-        return None
-    props = cond.get("properties")
-    if type(props) is not dict or len(props) != 1:
-        return None
-    (key, sub), = props.items()
-    if type(sub) is not dict or not sub.keys() - _NOTES or not sub.keys() - _NOTES <= {"const", "enum"}:
-        return None
-    values = [sub["const"]] if "const" in sub else []
-    if "enum" in sub:
-        if type(sub["enum"]) is not list or ("const" in sub and not any(json_equal(values[0], x) for x in sub["enum"])):
-            return None
-        values = [x for x in sub["enum"] if not values or json_equal(values[0], x)]
-    if not all(x is None or type(x) in (bool, int, float, str) for x in values):
-        return None
-    required = cond.get("required", [])
-    if required not in ([], [key]):
-        return None
-    return key, values, bool(required)
 DEFAULT_MAX_WHITESPACE = 20
 MAX_RULES = 15000
 # The rules of any JSON value (additional properties, `items: true`, ...) per conversion options:
@@ -130,6 +108,30 @@ PROPERTY_ORDERS = ("schema", "any")
 # a bound: arrays and objects nest at most this many levels (deeper values are not generated).
 MAX_INDENT_DEPTH = 32
 CONTAINERS = frozenset({"array", "object"})
+
+
+def _key_test(cond):
+    """(key, its values, whether required) where an `if` holds for an object exactly when the key
+    is absent (unless required) or its value is one of a few scalars; else None."""
+    if type(cond) is not dict or not cond.keys() - _NOTES <= {"properties", "required"}:
+        return None
+    props = cond.get("properties")
+    if type(props) is not dict or len(props) != 1:
+        return None
+    (key, sub), = props.items()
+    if type(sub) is not dict or not sub.keys() - _NOTES or not sub.keys() - _NOTES <= {"const", "enum"}:
+        return None
+    values = [sub["const"]] if "const" in sub else []
+    if "enum" in sub:
+        if type(sub["enum"]) is not list or ("const" in sub and not any(json_equal(values[0], x) for x in sub["enum"])):
+            return None
+        values = [x for x in sub["enum"] if not values or json_equal(values[0], x)]
+    if not all(x is None or type(x) in (bool, int, float, str) for x in values):
+        return None
+    required = cond.get("required", [])
+    if required not in ([], [key]):
+        return None
+    return key, values, bool(required)
 
 
 class Options:
@@ -554,17 +556,16 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                 test = _key_test(s["if"])
                 if test is not None:
                     groups.setdefault(test[0], []).append((n, *test[1:]))
-        group = max(groups.values(), key=len, default=[])
+        key, group = max(groups.items(), key=lambda kv: len(kv[1]), default=(None, []))
         if len(group) < 2 or any(k in m.schema for m in nodes for k in ("unevaluatedProperties", "unevaluatedItems")):
             return None  # (where unevaluated* reads what an `if` evaluates, the general split keeps it)
         first = group[0][0]
-        key = _key_test(first.schema["if"])[0]
         named = list({canon(v): v for _, values, _ in group for v in values}.values())
         done = done | {(n.key, "if") for n, _, _ in group}
 
-        def outcome(holds) -> list:
-            return [self.child(n, "then" if holds(values, required) else "else") for n, values, required in group
-                    if ("then" if holds(values, required) else "else") in n.schema]
+        def outcome(holds) -> list:  # the then or else of each if, as holds(values, required) says
+            picked = [(n, "then" if holds(values, required) else "else") for n, values, required in group]
+            return [self.child(n, branch) for n, branch in picked if branch in n.schema]
 
         k = escape_pointer(key)
         cases = []
