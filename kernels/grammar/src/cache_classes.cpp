@@ -1,10 +1,68 @@
 #include "cache_classes.h"
 
 #include <algorithm>
+#include <climits>
+#include <deque>
 
 #include "signature_table.h"
 
 namespace tg {
+
+namespace {
+
+// The fewest bytes a non-nullable rule consumes, up to `cap`: a breadth-first search from its
+// start to the nearest completion, where a call costs 0 bytes if its rule is nullable and 1
+// otherwise (a lower bound, so no rule's search waits on another's: any lower bound keeps the
+// classes below exact). Asked only for the rules that large states call; each searched once.
+class MinLengths {
+ public:
+  MinLengths(const Automaton& a, const std::vector<uint8_t>& nullable, int32_t cap)
+      : a_(a), nullable_(nullable), cap_(cap), known_(a.start.size(), -1), depth_(a.n_states(), -1) {}
+
+  int32_t of(int32_t rule) {
+    if (nullable_[rule]) return 0;
+    int32_t& m = known_[rule];
+    if (m < 0) m = search(rule);
+    return m;
+  }
+
+ private:
+  int32_t search(int32_t rule) {
+    const int32_t start = a_.start[rule];
+    if (start < 0) return 1;
+    int32_t found = cap_;
+    std::deque<int32_t> todo{start};
+    touched_.assign(1, start);
+    depth_[start] = 0;
+    while (!todo.empty()) {
+      const int32_t s = todo.front();
+      todo.pop_front();
+      const int32_t d = depth_[s];
+      if (d >= found) break;  // the deque holds depths d and d + 1 in order: nothing nearer is left
+      if (a_.final[s]) {
+        found = d;
+        break;
+      }
+      const auto reach = [&](int32_t t, int32_t cost) {
+        if (depth_[t] >= 0 && depth_[t] <= d + cost) return;
+        if (depth_[t] < 0) touched_.push_back(t);
+        depth_[t] = d + cost;
+        if (cost == 0) todo.push_front(t); else todo.push_back(t);
+      };
+      for (const ByteRun* r = a_.runs_begin(s); r != a_.runs_end(s); ++r) reach(r->to, 1);
+      for (const Call* c = a_.calls_begin(s); c != a_.calls_end(s); ++c) reach(c->next, nullable_[c->rule] ? 0 : 1);
+    }
+    for (int32_t t : touched_) depth_[t] = -1;
+    return std::max(found, 1);
+  }
+
+  const Automaton& a_;
+  const std::vector<uint8_t>& nullable_;
+  const int32_t cap_;
+  std::vector<int32_t> known_, depth_, touched_;
+};
+
+}  // namespace
 
 std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) {
   const int32_t n = a.n_states();
@@ -24,23 +82,36 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   // Each round refines the classes by one more byte of depth. Only a state with a successor
   // whose class split in the last round can split now, so a round looks at those alone (a
   // chain splits one position per round), and ids stay stable: of a class's states looked at,
-  // those with the class's old signature (or else the first group) keep its id.
-  std::vector<int32_t> pred_begin(n + 1, 0), preds;
+  // those with the class's old signature (or else the first group) keep its id. A call to a
+  // rule that consumes at least m bytes reaches its return state m bytes later: the return's
+  // class m - 1 rounds back is what counts (a string's 16-character blocks would otherwise
+  // split a 255-character bound into a class per block, and its caches with them).
+  MinLengths min_length(a, nullable, horizon + 1);
+  std::vector<int32_t> pred_begin(n + 1, 0), preds, delays, hist_of(n, -1);
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> hists;  // (depth, class) from depth 0, per return state
   {
-    // predecessors by target, in two passes over the edges (counts, then places)
+    // predecessors by target, with the rounds until a move of the target reaches them, in two
+    // passes over the edges (counts, then places)
     const auto each_edge = [&](auto&& f) {
       for (int32_t s = 0; s < n; ++s) {
         if (!large[s]) continue;
-        for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) f(r->to, s);
+        for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) f(r->to, s, 1);
         for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
-          if (!nullable[c->rule]) f(c->next, s);
+          if (!nullable[c->rule]) {
+            const int32_t m = min_length.of(c->rule);
+            if (m <= horizon) f(c->next, s, m);  // else its return lies beyond the horizon
+          }
       }
     };
-    each_edge([&](int32_t t, int32_t) { ++pred_begin[t + 1]; });
+    each_edge([&](int32_t t, int32_t, int32_t) { ++pred_begin[t + 1]; });
     for (int32_t t = 0; t < n; ++t) pred_begin[t + 1] += pred_begin[t];
     preds.resize(pred_begin[n]);
+    delays.resize(pred_begin[n]);
     std::vector<int32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
-    each_edge([&](int32_t t, int32_t s) { preds[fill[t]++] = s; });
+    each_edge([&](int32_t t, int32_t s, int32_t m) {
+      preds[fill[t]] = s, delays[fill[t]++] = m;
+      if (m > 1 && hist_of[t] < 0) hist_of[t] = static_cast<int32_t>(hists.size()), hists.emplace_back();
+    });
   }
   SignatureTable table;
   std::vector<int32_t> cls(n), size;  // size: states per class id
@@ -58,8 +129,34 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   std::vector<int32_t> largest(size.size(), -1), largest_size(size.size(), 0);  // per class looked at whole
   for (int32_t s = 0; s < n; ++s)
     if (large[s]) dirty.push_back(s);
+  for (int32_t t = 0; t < n; ++t)
+    if (hist_of[t] >= 0) hists[hist_of[t]].push_back({0, cls[t]});
+  // The class of t at `depth` (at most the current one's).
+  const auto class_at = [&](int32_t t, int32_t depth, int32_t now) {
+    if (depth >= now || hist_of[t] < 0) return cls[t];
+    const auto& h = hists[hist_of[t]];
+    size_t k = h.size() - 1;
+    while (h[k].first > depth) --k;
+    return h[k].second;
+  };
+  std::vector<std::vector<int32_t>> later(horizon);  // round -> states a move reaches then
+  size_t waiting = 0;
   std::vector<std::pair<int32_t, int32_t>> calls;
-  for (int32_t round = 0; round < horizon && !dirty.empty(); ++round) {
+  for (int32_t round = 0; round < horizon; ++round) {
+    if (round > 0) {
+      dirty.clear();
+      for (int32_t p : later[round])
+        if (stamp[p] != round && size[cls[p]] > 1) {
+          stamp[p] = round;
+          dirty.push_back(p);
+        }
+      waiting -= later[round].size();
+      std::vector<int32_t>().swap(later[round]);
+    }
+    if (dirty.empty()) {
+      if (!waiting) break;
+      continue;
+    }
     table.clear(dirty.size());
     group.resize(dirty.size());
     for (size_t i = 0; i < dirty.size(); ++i) {
@@ -72,8 +169,17 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
       // A call consumes a byte before its return unless the rule is nullable: then the state
       // returned to must be the same one (encoded below zero, apart from class ids).
       calls.clear();
-      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
-        calls.push_back({c->rule, nullable[c->rule] ? -1 - c->next : cls[c->next]});
+      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c) {
+        if (nullable[c->rule]) {
+          calls.push_back({c->rule, -1 - c->next});
+          continue;
+        }
+        // The return's class at the depth it is seen from depth round + 1; before it is reached,
+        // its class at depth 0 all the same: splitting early changes no class at the horizon,
+        // and spares a round that would look at every such state again.
+        const int32_t m = min_length.of(c->rule);
+        calls.push_back({c->rule, m > horizon ? INT32_MIN : class_at(c->next, std::max(round + 1 - m, 0), round)});
+      }
       std::sort(calls.begin(), calls.end());
       w.push_back(static_cast<int32_t>(calls.size()));
       for (const auto& [rule, to] : calls) w.insert(w.end(), {rule, to});
@@ -113,17 +219,17 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
       --size[cls[s]];
       cls[s] = group_id[group[i]];
       ++size[cls[s]];
+      if (hist_of[s] >= 0) hists[hist_of[s]].push_back({round + 1, cls[s]});
       i = s;
     }
-    // Next round: the states leading to one that moved, but those alone in their class (a
-    // class only ever splits: most states of an object's chain of members are alone after a
-    // round or two, and were looked at again every round after).
-    dirty.clear();
+    // Later rounds: the states leading to one that moved, once the move reaches them, but
+    // those alone in their class then (a class only ever splits: most states of an object's
+    // chain of members are alone after a round or two, and were looked at again every round after).
     for (int32_t t : changed)
       for (int32_t k = pred_begin[t]; k < pred_begin[t + 1]; ++k)
-        if (stamp[preds[k]] != round && size[cls[preds[k]]] > 1) {
-          stamp[preds[k]] = round;
-          dirty.push_back(preds[k]);
+        if (round + delays[k] < horizon && size[cls[preds[k]]] > 1) {
+          later[round + delays[k]].push_back(preds[k]);
+          ++waiting;
         }
   }
   std::vector<int32_t> first(size.size(), -1);

@@ -14,8 +14,9 @@ namespace tg {
 // Per state, the smallest state of its class. Two states are in one class when they belong to
 // one rule and agree to a depth of `horizon` bytes (the longest token): whether the rule may
 // complete, which bytes lead on and to which classes, which rules they call and where those
-// calls return. A call to a rule that may match the empty string (a check among them) returns
-// to the very same state in both, as the return comes before any byte.
+// calls return, the return seen at the depth the called rule's shortest match reaches it (a
+// string's 16-character blocks). A call to a rule that may match the empty string (a check
+// among them) returns to the very same state in both, as the return comes before any byte.
 std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon);
 
 }  // namespace tg
