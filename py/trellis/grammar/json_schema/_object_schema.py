@@ -128,21 +128,7 @@ class ObjectSchema:
         values: dict[str, ir.Expr] = {}
         key_nodes: dict[str, list] = {}
         for k in order:
-            knodes = []
-            for n in nodes:
-                s = n.schema
-                hit = False
-                if k in s.get("properties", {}):
-                    knodes.append(self.child(n, "properties", k))
-                    hit = True
-                for p in s.get("patternProperties", {}):
-                    if _text.pattern_search(p, k, n.pointer, "patternProperties"):
-                        knodes.append(self.child(n, "patternProperties", p))
-                        hit = True
-                if not hit:
-                    addl = self.additional(n)
-                    if addl is not None:
-                        knodes.append(addl)
+            knodes = [x for n in nodes for x in self.member_nodes(n, k)]
             for unode, names, pats in uneval:
                 if k not in names and not any(
                         _text.pattern_search(p, k, unode.pointer, "patternProperties") for _, p in pats):

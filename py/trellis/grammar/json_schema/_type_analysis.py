@@ -217,30 +217,29 @@ class TypeAnalysis:
             required |= self.required_facts(n)[0]
         return required, expanded
 
-    def key_entries(self, expanded: list[Node], k: str) -> list[Node] | None:
-        """The schemas a value for key k must satisfy in a context, as object() reads them: its
-        `properties` entry and the `patternProperties` that match it, else `additionalProperties`.
-        None where a pattern cannot be read (then nothing is claimed)."""
+    def member_nodes(self, n: Node, k: str) -> list[Node]:
+        """The schemas of n a value for key k meets: its `properties` entry and the
+        `patternProperties` that match k, else its `additionalProperties`."""
+        s = n.schema
         out = []
-        for n in expanded:
-            s = n.schema
-            entry = self.required_facts(n)[1].get(k)
-            hit = entry is not None
-            if hit:
-                out.append(entry)
-            pats = s.get("patternProperties")
-            if type(pats) is dict:
-                for p in pats:
-                    try:
-                        if not _text.pattern_search(p, k, n.pointer, "patternProperties"):
-                            continue
-                    except (UnsupportedSchemaError, GrammarError, UnicodeError):
-                        return None
-                    out.append(self.child(n, "patternProperties", p))
-                    hit = True
-            if not hit and "additionalProperties" in s:
-                out.append(self.child(n, "additionalProperties"))
+        props = s.get("properties")
+        if type(props) is dict and k in props:
+            out.append(self.child(n, "properties", k))
+        pats = s.get("patternProperties")
+        if type(pats) is dict:
+            out += [self.child(n, "patternProperties", p) for p in pats
+                    if _text.pattern_search(p, k, n.pointer, "patternProperties")]
+        if not out and "additionalProperties" in s:
+            out.append(self.child(n, "additionalProperties"))
         return out
+
+    def key_entries(self, expanded: list[Node], k: str) -> list[Node] | None:
+        """The schemas a value for key k must satisfy in a context (member_nodes of each node);
+        None where a pattern cannot be read (then nothing is claimed)."""
+        try:
+            return [x for n in expanded for x in self.member_nodes(n, k)]
+        except (UnsupportedSchemaError, GrammarError, UnicodeError):
+            return None
 
     def objects_disjoint(self, a, b) -> bool:
         """Whether no object satisfies both shapes: a key one requires has no value that both
