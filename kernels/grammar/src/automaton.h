@@ -49,7 +49,7 @@ struct Automaton {
   int32_t root = -1;                 // root rule
   bool empty = false;                // the root matches no string: every parser state is dead
   std::vector<int32_t> start;        // rule -> start state, -1 when the rule has no automaton
-  std::vector<int32_t> rule_of;      // state -> rule
+  std::vector<int32_t> rule_of;      // state -> rule; a rule's states are numbered consecutively from its start
   std::vector<uint8_t> final;        // state -> the rule may complete here
   std::vector<int32_t> row;          // state -> where its row begins in `next`, -1 when no byte leaves it
   // Bytes that no state tells apart are one class, and a row has a target per class (-1 =

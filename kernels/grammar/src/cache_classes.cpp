@@ -8,13 +8,11 @@
 
 namespace tg {
 
-namespace {
-
 // The fewest bytes a non-nullable rule consumes, up to `cap`: a breadth-first search from its
 // start to the nearest completion, where a call costs 0 bytes if its rule is nullable and 1
 // otherwise (a lower bound, so no rule's search waits on another's: any lower bound keeps the
 // classes below exact). Asked only for the rules that large states call; each searched once.
-class MinLengths {
+class CacheClasses::MinLengths {
  public:
   MinLengths(const Automaton& a, const std::vector<uint8_t>& nullable, int32_t cap)
       : a_(a), nullable_(nullable), cap_(cap), known_(a.start.size(), -1), depth_(a.n_states(), -1) {}
@@ -62,22 +60,29 @@ class MinLengths {
   std::vector<int32_t> known_, depth_, touched_;
 };
 
-}  // namespace
+CacheClasses::CacheClasses(const Automaton& a, int32_t horizon)
+    : a_(a), horizon_(horizon), nullable_(nullable_rules(a)), size_(a.start.size(), 0) {
+  for (int32_t s = 0; s < a.n_states(); ++s) ++size_[a.rule_of[s]];
+  min_length_ = std::make_unique<MinLengths>(a, nullable_, horizon + 1);
+}
 
-std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) {
-  const int32_t n = a.n_states();
-  // Classes never span rules, and a small rule costs few caches however alike its states are:
-  // only the states of large rules are compared (the rest is a third of a schema's compile).
-  // Small grammars too: the copies of a state the subset construction once made (a word's
-  // letters in `\w+( \w+)*`) are one state now that states are the NFA positions that act.
+CacheClasses::~CacheClasses() = default;
+
+void CacheClasses::classify(int32_t rule, int32_t* rep) {
+  const Automaton& a = a_;
+  const int32_t horizon = horizon_;
+  const std::vector<uint8_t>& nullable = nullable_;
+  MinLengths& min_length = *min_length_;
+  // A rule's states are numbered consecutively from its start (automaton.h): state lo + i is
+  // i here.
+  const int32_t lo = a.start[rule], n = size_[rule];
+  for (int32_t i = 0; i < n; ++i) rep[lo + i] = lo + i;
+  // A small rule costs few caches however alike its states are: only large rules are compared
+  // (the rest is a third of a schema's compile). Small grammars too: the copies of a state the
+  // subset construction once made (a word's letters in `\w+( \w+)*`) are one state now that
+  // states are the NFA positions that act.
   constexpr int32_t kWorthClassing = 64;
-  std::vector<int32_t> rule_size(a.start.size(), 0), rep(n);
-  for (int32_t s = 0; s < n; ++s) ++rule_size[a.rule_of[s]], rep[s] = s;
-  std::vector<uint8_t> large(n);
-  bool any = false;
-  for (int32_t s = 0; s < n; ++s) any |= large[s] = rule_size[a.rule_of[s]] >= kWorthClassing;
-  if (!any) return rep;
-  const std::vector<uint8_t> nullable = nullable_rules(a);
+  if (n < kWorthClassing) return;
 
   // Each round refines the classes by one more byte of depth. Only a state with a successor
   // whose class split in the last round can split now, so a round looks at those alone (a
@@ -86,7 +91,6 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   // rule that consumes at least m bytes reaches its return state m bytes later: the return's
   // class m - 1 rounds back is what counts (a string's 16-character blocks would otherwise
   // split a 255-character bound into a class per block, and its caches with them).
-  MinLengths min_length(a, nullable, horizon + 1);
   std::vector<int32_t> pred_begin(n + 1, 0), preds, delays, hist_of(n, -1);
   std::vector<std::vector<std::pair<int32_t, int32_t>>> hists;  // (depth, class) from depth 0, per return state
   {
@@ -94,12 +98,11 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
     // passes over the edges (counts, then places)
     const auto each_edge = [&](auto&& f) {
       for (int32_t s = 0; s < n; ++s) {
-        if (!large[s]) continue;
-        for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) f(r->to, s, 1);
-        for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c)
+        for (const ByteRun* r = a.runs_begin(lo + s); r != a.runs_end(lo + s); ++r) f(r->to - lo, s, 1);
+        for (const Call* c = a.calls_begin(lo + s); c != a.calls_end(lo + s); ++c)
           if (!nullable[c->rule]) {
             const int32_t m = min_length.of(c->rule);
-            if (m <= horizon) f(c->next, s, m);  // else its return lies beyond the horizon
+            if (m <= horizon) f(c->next - lo, s, m);  // else its return lies beyond the horizon
           }
       }
     };
@@ -118,8 +121,7 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   table.clear(n);
   for (int32_t s = 0; s < n; ++s) {
     const size_t from = table.words_.size();
-    if (large[s]) table.words_.insert(table.words_.end(), {a.rule_of[s], a.final[s]});
-    else table.words_.insert(table.words_.end(), {-1, s});  // a class of its own
+    table.words_.push_back(a.final[lo + s]);
     cls[s] = table.intern(from);
     if (cls[s] == static_cast<int32_t>(size.size())) size.push_back(0);
     ++size[cls[s]];
@@ -127,8 +129,7 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   std::vector<int32_t> dirty, changed, group, group_id, stamp(n, -1);
   std::vector<int32_t> seen(size.size(), -1), dirty_in(size.size(), 0), group_size;
   std::vector<int32_t> largest(size.size(), -1), largest_size(size.size(), 0);  // per class looked at whole
-  for (int32_t s = 0; s < n; ++s)
-    if (large[s]) dirty.push_back(s);
+  for (int32_t s = 0; s < n; ++s) dirty.push_back(s);
   for (int32_t t = 0; t < n; ++t)
     if (hist_of[t] >= 0) hists[hist_of[t]].push_back({0, cls[t]});
   // The class of t at `depth` (at most the current one's).
@@ -164,21 +165,22 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
       std::vector<int32_t>& w = table.words_;
       const size_t from = w.size();
       w.push_back(cls[s]);
-      w.push_back(static_cast<int32_t>(a.runs_end(s) - a.runs_begin(s)));
-      for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r) w.insert(w.end(), {r->lo, r->hi, cls[r->to]});
+      w.push_back(static_cast<int32_t>(a.runs_end(lo + s) - a.runs_begin(lo + s)));
+      for (const ByteRun* r = a.runs_begin(lo + s); r != a.runs_end(lo + s); ++r)
+        w.insert(w.end(), {r->lo, r->hi, cls[r->to - lo]});
       // A call consumes a byte before its return unless the rule is nullable: then the state
       // returned to must be the same one (encoded below zero, apart from class ids).
       calls.clear();
-      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c) {
+      for (const Call* c = a.calls_begin(lo + s); c != a.calls_end(lo + s); ++c) {
         if (nullable[c->rule]) {
-          calls.push_back({c->rule, -1 - c->next});
+          calls.push_back({c->rule, -1 - (c->next - lo)});
           continue;
         }
         // The return's class at the depth it is seen from depth round + 1; before it is reached,
         // its class at depth 0 all the same: splitting early changes no class at the horizon,
         // and spares a round that would look at every such state again.
         const int32_t m = min_length.of(c->rule);
-        calls.push_back({c->rule, m > horizon ? INT32_MIN : class_at(c->next, std::max(round + 1 - m, 0), round)});
+        calls.push_back({c->rule, m > horizon ? INT32_MIN : class_at(c->next - lo, std::max(round + 1 - m, 0), round)});
       }
       std::sort(calls.begin(), calls.end());
       w.push_back(static_cast<int32_t>(calls.size()));
@@ -234,10 +236,9 @@ std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon) 
   }
   std::vector<int32_t> first(size.size(), -1);
   for (int32_t s = 0; s < n; ++s) {
-    if (first[cls[s]] < 0) first[cls[s]] = s;
-    rep[s] = first[cls[s]];
+    if (first[cls[s]] < 0) first[cls[s]] = lo + s;
+    rep[lo + s] = first[cls[s]];
   }
-  return rep;
 }
 
 }  // namespace tg

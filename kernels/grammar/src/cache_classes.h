@@ -5,6 +5,7 @@
 // own cache (a walk of the whole vocabulary) the first time the parser stands there.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "automaton.h"
@@ -17,6 +18,25 @@ namespace tg {
 // calls return, the return seen at the depth the called rule's shortest match reaches it (a
 // string's 16-character blocks). A call to a rule that may match the empty string (a check
 // among them) returns to the very same state in both, as the return comes before any byte.
-std::vector<int32_t> cache_representatives(const Automaton& a, int32_t horizon);
+//
+// A rule's classes depend on its own states alone, so they are found one rule at a time, when
+// a mask first needs them: the first masks of a large schema stand in a few of its rules.
+class CacheClasses {
+ public:
+  CacheClasses(const Automaton& a, int32_t horizon);
+  ~CacheClasses();
+  CacheClasses(const CacheClasses&) = delete;
+  CacheClasses& operator=(const CacheClasses&) = delete;
+  // Writes rep[s], the smallest state of s's class, for every state s of `rule`.
+  void classify(int32_t rule, int32_t* rep);
+
+ private:
+  class MinLengths;
+  const Automaton& a_;
+  const int32_t horizon_;
+  const std::vector<uint8_t> nullable_;
+  std::vector<int32_t> size_;  // per rule: its states
+  std::unique_ptr<MinLengths> min_length_;  // shared by the rules: each called rule searched once
+};
 
 }  // namespace tg

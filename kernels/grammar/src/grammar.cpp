@@ -131,6 +131,7 @@ void Grammar::states_beyond(const std::vector<int32_t>& after, std::vector<int32
   while (!todo.empty()) {
     const int32_t r = todo.back();
     todo.pop_back();
+    prepare_rule(r);
     for (int32_t s : context_reps_[r]) {
       out->push_back(s);
       reach(s);
@@ -153,19 +154,43 @@ const std::vector<int32_t>& Grammar::beyond_of(int32_t state, const std::vector<
 
 void Grammar::prepare_lazy_tables() {
   const int32_t n = automaton.n_states();
-  rep_ = cache_representatives(automaton, vocab->max_len);
-  context_reps_.assign(contexts.size(), {});
-  for (size_t r = 0; r < contexts.size(); ++r) {
-    std::vector<int32_t> reps;
-    for (int32_t s : contexts[r]) reps.push_back(rep_[s]);
-    std::sort(reps.begin(), reps.end());
-    reps.erase(std::unique(reps.begin(), reps.end()), reps.end());
-    context_reps_[r] = std::move(reps);
-  }
+  const size_t n_rules = automaton.start.size();
+  classes_ = std::make_unique<CacheClasses>(automaton, vocab->max_len);
+  rep_.assign(n, -1);
+  classed_.assign(n_rules, 0);
+  context_reps_.assign(n_rules, {});
+  prepared_ = std::make_unique<std::atomic<bool>[]>(n_rules);
+  for (size_t r = 0; r < n_rules; ++r) prepared_[r].store(false, std::memory_order_relaxed);
   own_caches_.reset(n);
   site_caches_.reset(n);
   by_site_ = std::make_unique<std::atomic<int8_t>[]>(n);
   for (int32_t s = 0; s < n; ++s) by_site_[s].store(-1, std::memory_order_relaxed);
+}
+
+void Grammar::prepare_rule(int32_t rule) {
+  if (prepared_[rule].load(std::memory_order_relaxed)) return;
+  const auto classed = [&](int32_t r) {
+    if (!classed_[r]) classes_->classify(r, rep_.data()), classed_[r] = 1;
+  };
+  classed(rule);
+  std::vector<int32_t> reps;
+  for (int32_t s : contexts[rule]) {
+    classed(automaton.rule_of[s]);
+    reps.push_back(rep_[s]);
+  }
+  std::sort(reps.begin(), reps.end());
+  reps.erase(std::unique(reps.begin(), reps.end()), reps.end());
+  context_reps_[rule] = std::move(reps);
+  prepared_[rule].store(true, std::memory_order_release);
+}
+
+int32_t Grammar::rep(int32_t state) {
+  const int32_t rule = automaton.rule_of[state];
+  if (!prepared_[rule].load(std::memory_order_acquire)) {
+    BuildLock lock(mutex_);
+    prepare_rule(rule);
+  }
+  return rep_[state];
 }
 
 namespace {
@@ -216,7 +241,7 @@ bool Grammar::ends_checked(int32_t rule) {
 // A pure function of the automaton and vocabulary: threads that race to compute it store the
 // same answer.
 bool Grammar::by_site(int32_t state) {
-  state = rep_[state];
+  state = rep(state);
   int8_t known = by_site_[state].load(std::memory_order_relaxed);
   if (known < 0) {
     constexpr int32_t kNarrow = 8;  // bytes with a transition; JSON whitespace has 4
@@ -239,8 +264,8 @@ std::unique_ptr<TokenCache> Grammar::new_cache(int32_t state, const std::vector<
 }
 
 const TokenCache& Grammar::cache_for(int32_t state, int32_t ret) {
-  state = rep_[state];
-  if (ret >= 0 && by_site(state)) return site_cache(state, rep_[ret]);
+  state = rep(state);
+  if (ret >= 0 && by_site(state)) return site_cache(state, rep(ret));
   if (const TokenCache* c = own_caches_.get(state)) return *c;
   BuildLock lock(mutex_);
   if (const TokenCache* c = own_caches_.get(state)) return *c;  // built by another thread meanwhile
@@ -286,7 +311,7 @@ int32_t Grammar::warm(int32_t max_caches) {
   };
   const Automaton& a = automaton;
   for (int32_t s = 0; s < a.n_states(); ++s) {
-    if (!a.has_bytes(s) || rep_[s] != s) continue;
+    if (!a.has_bytes(s) || rep(s) != s) continue;
     const bool site = by_site(s);
     // Frames of the start rule may have no parent: only they use a per-site state's own cache.
     if ((!site || a.rule_of[s] == a.root) && !own_caches_.get(s)) build(s, -1);

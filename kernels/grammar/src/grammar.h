@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "automaton.h"
+#include "cache_classes.h"
 #include "completion.h"
 #include "mask_walk.h"
 #include "parser.h"
@@ -172,9 +173,17 @@ struct Grammar {
   Shortest shortest_;
   // Per state, the state whose caches it shares (cache_classes.h); per rule, the representatives
   // of its contexts, sorted: the own cache's walk speculates into these, and a site cache is
-  // kept per representative of the return state.
+  // kept per representative of the return state. Both are written a rule at a time, on first
+  // use: rep() and prepare_rule().
   std::vector<int32_t> rep_;
   std::vector<std::vector<int32_t>> context_reps_;
+  std::unique_ptr<CacheClasses> classes_;
+  std::vector<uint8_t> classed_;  // per rule, under mutex_: rep_ holds its states'
+  std::unique_ptr<std::atomic<bool>[]> prepared_;  // per rule: rep_ of its states and context_reps_ written
+  // `state`'s representative; prepares its rule first if no thread has (then under mutex_).
+  int32_t rep(int32_t state);
+  // Under mutex_: classes `rule`'s states and its contexts' rules, then its context_reps_.
+  void prepare_rule(int32_t rule);
   // Scratch of the builds, under mutex_.
   std::unique_ptr<MaskWalk> walk_;  // reused by every build: its tables keep their memory
   std::unordered_map<uint64_t, std::vector<int32_t>> beyond_memo_;  // beyond_of's, per (rule, exact)
