@@ -236,6 +236,10 @@ def test_multiple_of_is_exact_beyond_decimal_precision(compiler):
     {"type": "string", "pattern": "^[^\\s\"]*$", "minLength": 3, "maxLength": 100},  # any width
     {"type": "string", "pattern": "^([a-z/-]|[a-z-][a-z/-]*[a-z-])$", "maxLength": 255},  # ASCII: counted bytes
     {"type": "string", "pattern": "^(ab|é)+$", "minLength": 3, "maxLength": 40},
+    # a class repeated, its count the pattern's own: 16-character blocks
+    {"type": "string", "pattern": "^[a-zé0-9/-]{1,100}$"},
+    {"type": "string", "pattern": "^[A-Za-zé0-9/ -]{70,255}$"},
+    {"type": "string", "pattern": "^[ab]{81}$"},
 ])
 def test_long_lengths_with_a_pattern(compiler, schema):
     compiled = compiler.compile_ir(json_schema_to_grammar(schema))

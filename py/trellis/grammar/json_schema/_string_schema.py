@@ -131,9 +131,12 @@ class StringSchema:
         if len(exprs) == 1 and not exprs[0][0].startswith("not"):
             expr = self.string_part(*exprs[0])
             rlo, rhi = _text.regex_min_max_length(expr)
+            one_class = type(expr) is ir.Repeat and _text.regex_min_max_length(expr.item) == (1, 1)
             if rlo >= lo and (hi is None or (rhi is not None and rhi <= hi)):
+                if one_class:  # a long count in 16-character blocks, as a maxLength's
+                    return ir.seq(quote, self.char_count(expr.min, expr.max, _text.json_escape(expr.item)), quote)
                 return ir.seq(quote, _text.json_escape(expr), quote)
-            if type(expr) is ir.Repeat and _text.regex_min_max_length(expr.item) == (1, 1):
+            if one_class:
                 # One character class repeated (`^[a-z0-9-]+$`): the length bounds are count bounds,
                 # counted by the core, where a product automaton would need a state per count.
                 return ir.seq(quote, self.counted_class(expr, lo, hi, nodes[0].pointer), quote)
