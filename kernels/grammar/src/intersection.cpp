@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
 
+#include "signature_table.h"
 #include "thompson.h"
 
 namespace tg {
@@ -12,12 +12,23 @@ namespace {
 
 using Run = ByteRun;
 
-struct VecHash {
-  size_t operator()(const std::vector<int32_t>& v) const {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
-    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001B3ull;
-    return static_cast<size_t>(h ^ (h >> 29));
+// The boundaries of runs (each run's first byte and the byte past its last), as a 257-bit set
+// read in order: the pieces of bytes within which every run has one target.
+class Cuts {
+ public:
+  void clear() { bits_[0] = bits_[1] = bits_[2] = bits_[3] = bits_[4] = 0; }
+  void add(const Run& r) {
+    bits_[r.lo >> 6] |= uint64_t{1} << (r.lo & 63);
+    bits_[(r.hi + 1) >> 6] |= uint64_t{1} << ((r.hi + 1) & 63);
   }
+  void list(std::vector<int32_t>* out) const {
+    out->clear();
+    for (int32_t w = 0; w < 5; ++w)
+      for (uint64_t b = bits_[w]; b; b &= b - 1) out->push_back(w * 64 + __builtin_ctzll(b));
+  }
+
+ private:
+  uint64_t bits_[5] = {0, 0, 0, 0, 0};
 };
 
 Status too_large(const std::string& what) {
@@ -113,16 +124,17 @@ std::vector<uint8_t> universal_nodes(const Nfa& nfa) {
 // The subset construction. A state's pieces are swept in byte order with the edges that cover
 // them (edges join as the sweep reaches their first byte and leave past their last).
 Status determinize(const Nfa& nfa, ByteDfa* out) {
-  std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
-  std::vector<const std::vector<int32_t>*> sets;  // by id: the map's keys (nodes stay put)
+  SignatureTable sets;  // by id: the sorted NFA nodes of each state
+  sets.clear();
   std::vector<uint32_t> mark(nfa.eps_edges.size(), 0);
   uint32_t epoch = 0;
   int64_t held = 0;  // NFA nodes in all sets together: the construction's memory
   const std::vector<uint8_t> universal = universal_nodes(nfa);
   int32_t everything = -1;  // the state of the subsets that hold a universal node
-  std::vector<int32_t> todo, set;
+  std::vector<int32_t> todo;
   const auto intern = [&](int32_t* id) {
-    set.clear();
+    std::vector<int32_t>& set = sets.words_;
+    const size_t from = set.size();
     ++epoch;
     bool all = false;
     while (!todo.empty()) {
@@ -137,23 +149,21 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
       todo.insert(todo.end(), nfa.eps_edges[n].begin(), nfa.eps_edges[n].end());
     }
     if (all && everything >= 0) {
+      set.resize(from);
       *id = everything;
       return Status{};
     }
-    std::sort(set.begin(), set.end());
-    const auto known = ids.find(set);
-    if (known != ids.end()) {
-      *id = known->second;
-      return Status{};
-    }
-    if (static_cast<int32_t>(sets.size()) >= kMaxExploredStates)
+    std::sort(set.begin() + from, set.end());
+    const int32_t n_before = sets.size();
+    const int64_t size = static_cast<int64_t>(set.size() - from);
+    *id = sets.intern(from);
+    if (*id < n_before) return Status{};
+    if (n_before >= kMaxExploredStates)
       return too_large(std::to_string(kMaxExploredStates) + " automaton states in one part");
-    held += static_cast<int64_t>(set.size());
+    held += size;
     if (held > kMaxSubsetNodes)
       return too_large(std::to_string(kMaxSubsetNodes) + " NFA positions in one part's states together");
-    *id = static_cast<int32_t>(sets.size());
     if (all) everything = *id;
-    sets.push_back(&ids.emplace(set, *id).first->first);
     return Status{};
   };
   *out = ByteDfa{};
@@ -161,20 +171,20 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
   int32_t id;
   Status s = intern(&id);
   std::vector<Run> edges, active;
-  std::vector<int32_t> cuts;
-  for (size_t k = 0; s.ok() && k < sets.size(); ++k) {
+  std::vector<int32_t> cuts, set;
+  Cuts bounds;
+  for (int32_t k = 0; s.ok() && k < sets.size(); ++k) {
     out->begin.push_back(static_cast<int32_t>(out->runs.size()));
-    out->accept.push_back(std::binary_search(sets[k]->begin(), sets[k]->end(), nfa.accept));
+    set.assign(sets.data(k), sets.data(k) + sets.length(k));  // a copy: interning grows the table
+    out->accept.push_back(std::binary_search(set.begin(), set.end(), nfa.accept));
     edges.clear();
-    cuts.clear();
-    for (int32_t n : *sets[k])
+    bounds.clear();
+    for (int32_t n : set)
       for (const Run& e : nfa.byte_edges[n]) {
         edges.push_back(e);
-        cuts.push_back(e.lo);
-        cuts.push_back(e.hi + 1);
+        bounds.add(e);
       }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    bounds.list(&cuts);
     std::sort(edges.begin(), edges.end(), [](const Run& x, const Run& y) { return x.lo < y.lo; });
     active.clear();
     size_t joined = 0;
@@ -281,14 +291,15 @@ Status intersection_dfa(const Ir& ir, int32_t node, int64_t* budget, ByteDfa* ou
     wants[k] = a[3 + 2 * k] != 0;
     if (!wants[k]) universal[k] = universal_states(parts[k]);
   }
-  std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
-  std::vector<int32_t> tuples;  // product state i is tuples[i * n, (i + 1) * n)
-  std::vector<int32_t> tuple(n, 0), cuts, at(n);
-  ids.emplace(tuple, 0);
-  tuples = tuple;
+  SignatureTable tuples;  // product state i: the parts' states, tuples.data(i)[0, n)
+  tuples.clear();
+  std::vector<int32_t> tuple(n, 0), cur(n), cuts, at(n);
+  tuples.words_ = tuple;
+  tuples.intern(0);
+  Cuts bounds;
   ByteDfa d;
-  for (int32_t p = 0; p < static_cast<int32_t>(ids.size()); ++p) {
-    const int32_t* cur = &tuples[size_t(p) * n];
+  for (int32_t p = 0; p < tuples.size(); ++p) {
+    cur.assign(tuples.data(p), tuples.data(p) + n);  // a copy: interning grows the table
     bool accept = true;
     for (int32_t k = 0; k < n; ++k) {
       const bool in = cur[k] >= 0 && parts[k].accept[cur[k]];
@@ -297,35 +308,29 @@ Status intersection_dfa(const Ir& ir, int32_t node, int64_t* budget, ByteDfa* ou
     d.begin.push_back(static_cast<int32_t>(d.runs.size()));
     d.accept.push_back(accept);
     // Pieces: the bytes cut at every part's run boundaries (within one, each part has one target).
-    cuts.clear();
+    bounds.clear();
     for (int32_t k = 0; k < n; ++k) {
       if (cur[k] < 0) continue;
       const ByteDfa& c = parts[k];
-      for (int32_t r = c.begin[cur[k]]; r < c.begin[cur[k] + 1]; ++r) {
-        cuts.push_back(c.runs[r].lo);
-        cuts.push_back(c.runs[r].hi + 1);
-      }
+      for (int32_t r = c.begin[cur[k]]; r < c.begin[cur[k] + 1]; ++r) bounds.add(c.runs[r]);
     }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    bounds.list(&cuts);
     for (int32_t k = 0; k < n; ++k) at[k] = cur[k] < 0 ? 0 : parts[k].begin[cur[k]];
     const size_t first = d.runs.size();
     for (size_t c = 0; c + 1 < cuts.size(); ++c) {
       const int32_t b = cuts[c];
       bool dead = false;
       for (int32_t k = 0; k < n && !dead; ++k) {
-        const int32_t state = tuples[size_t(p) * n + k];  // re-read: `tuples` grows below
-        tuple[k] = state < 0 ? -1 : target_at(parts[k], state, b, &at[k]);
+        tuple[k] = cur[k] < 0 ? -1 : target_at(parts[k], cur[k], b, &at[k]);
         dead = wants[k] ? tuple[k] < 0 : tuple[k] >= 0 && universal[k][tuple[k]];
       }
       if (dead) continue;
-      auto [it, added] = ids.emplace(tuple, static_cast<int32_t>(ids.size()));
-      if (added) {
-        if (static_cast<int32_t>(ids.size()) > kMaxExploredStates)
-          return too_large(std::to_string(kMaxExploredStates) + " automaton states while they are combined");
-        tuples.insert(tuples.end(), tuple.begin(), tuple.end());
-      }
-      put_run(&d, first, b, cuts[c + 1] - 1, it->second);
+      const size_t from = tuples.words_.size();
+      tuples.words_.insert(tuples.words_.end(), tuple.begin(), tuple.end());
+      const int32_t id = tuples.intern(from);
+      if (tuples.size() > kMaxExploredStates)
+        return too_large(std::to_string(kMaxExploredStates) + " automaton states while they are combined");
+      put_run(&d, first, b, cuts[c + 1] - 1, id);
     }
   }
   d.begin.push_back(static_cast<int32_t>(d.runs.size()));

@@ -19,6 +19,9 @@ class SignatureTable {
     spans_.clear();
   }
   int32_t size() const { return static_cast<int32_t>(spans_.size()); }
+  // Signature `id`'s words: length(id) of them from data(id) (until words_ grows).
+  const int32_t* data(int32_t id) const { return words_.data() + spans_[id].at; }
+  size_t length(int32_t id) const { return spans_[id].len; }
   // The id of the signature words_[from, end) just appended by the caller; a repeat is taken
   // back off the buffer.
   int32_t intern(size_t from) {
