@@ -103,3 +103,41 @@ def test_repetitions_of_nothing_and_of_a_nullable_outlined_item_are_cheap():
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_mask_past_the_walk_work_limit_is_refused():
+    """Fuzz seed 29's other hang: a raw-IR count {7,65536} of an item that is empty where a check
+    holds. Every count is reached without a byte, so each configuration of a cache's walk held up
+    to 65,536 frames: seconds per mask, no limit. The walk now stops at MaskWalk::kMaxWork frames
+    looked at, and the mask is refused with GrammarLimitError naming it; the refusal is kept (the
+    next mask refuses at once), the matcher goes on accepting, and a count of 1,000 still gives
+    masks (about 14,000 frames a copy there)."""
+    code = textwrap.dedent("""
+        from trellis.errors import GrammarLimitError
+        from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+        from trellis.grammar import ir
+        compiler = GrammarCompiler(Vocabulary.smollm2())
+        def count(hi):
+            item = ir.Alt((ir.Check(ir.DISTINCT_KEY), ir.ByteSet(((0x26, 0xFE),))))
+            return compiler.compile_ir(ir.Grammar({"root": ir.Repeat(item, 7, hi)}, "root"))
+        m = GrammarMatcher(count(65536))
+        mask = m.new_bitmask()
+        for _ in range(2):
+            try:
+                m.fill_next_token_bitmask(mask)
+                raise AssertionError("no limit")
+            except GrammarLimitError as e:
+                assert "33,554,432" in str(e), e
+        assert m.accept_string("ab") and m.history_length == 1
+        try:
+            count(65536).warm()  # building every cache up front meets the same limit
+            raise AssertionError("no limit")
+        except GrammarLimitError as e:
+            assert "33,554,432" in str(e), e
+        m = GrammarMatcher(count(1000))
+        m.fill_next_token_bitmask(mask)
+        assert any(mask) and m.accept_string("ab")
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -175,3 +175,23 @@ def test_a_long_text_at_once_past_the_work_limit_is_refused():
         for _ in range(10):
             assert m.accept_string(b"\\\\" * 2_000)
     ''')
+
+
+def test_work_of_closures_counts_against_the_limit():
+    """Fuzz seed 29's hang: nested counted repetitions, (?:(?:\\.){1000,65535}){1000,65535})*, fed
+    their million-byte completion at once. Each byte's few frames closed over a growing number of
+    split points, and the limit counted only the frames stepped: 20,000 bytes took 7 s and were
+    accepted, the million about 30 s before the limit stopped them. The frames the closures look
+    at count too: 20,000 bytes at once stop at the limit (after about 3 s), in pieces they pass."""
+    run_child('''
+        from trellis.errors import GrammarLimitError
+        m = GrammarMatcher(compiler.compile_regex("(?:(?:(?:\\\\.){1000,65535}){1000,65535})*"))
+        try:
+            m.accept_string(b"." * 20_000)
+            raise AssertionError("no limit")
+        except GrammarLimitError as e:
+            assert "268,435,456" in str(e), e
+        assert m.history_length == 0
+        for _ in range(4):
+            assert m.accept_string(b"." * 1_000)
+    ''')

@@ -101,6 +101,10 @@ constexpr const char* kOverWork =
     "parser work too large: more than 268,435,456 frame steps in one accept (an ambiguous grammar fed a long text at "
     "once): refused, the matcher is as it was";
 static_assert(tg::Matcher::kMaxStepWork == 268435456, "kOverWork names the limit");
+constexpr const char* kOverMaskWork =
+    "mask work too large: more than 33,554,432 frames looked at to build one token-mask cache (a counted repetition "
+    "of an item that may be empty keeps every count alive): refused";
+static_assert(tg::MaskWalk::kMaxWork == 33554432, "kOverMaskWork names the limit");
 
 // A call that changes the matcher: refused while the matcher is broken, and the matcher
 // stays broken when the call stops on an exception (the flag is cleared only on return).
@@ -114,6 +118,7 @@ int32_t changing(tg_matcher* matcher, Body&& body) {
     return fail_fixed(tg::Code::limit, kOverBudget);
   matcher->broken = false;
   if (matcher->m.take_over_work()) return fail_fixed(tg::Code::limit, kOverWork);
+  if (matcher->m.take_over_mask_work()) return fail_fixed(tg::Code::limit, kOverMaskWork);
   return result;
 }
 
@@ -185,7 +190,11 @@ int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which) {
 }
 
 int32_t tg_grammar_warm(tg_grammar* grammar, int32_t max_states) {
-  return guarded([&] { return grammar ? grammar->g.warm(max_states) : fail("null grammar"); });
+  return guarded([&] {
+    if (!grammar) return fail("null grammar");
+    const int32_t built = grammar->g.warm(max_states);
+    return built < 0 ? fail_fixed(tg::Code::limit, kOverMaskWork) : built;
+  });
 }
 
 tg_matcher* tg_matcher_new(tg_grammar* grammar) {

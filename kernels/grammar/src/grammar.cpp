@@ -304,13 +304,14 @@ const TokenCache& Grammar::site_cache(int32_t state, int32_t ret) {
 
 int32_t Grammar::warm(int32_t max_caches) {
   int32_t built = 0;
+  bool refused = false;
   const auto build = [&](int32_t state, int32_t ret) {
     if (max_caches >= 0 && built >= max_caches) return;
-    cache_for(state, ret);
+    refused |= cache_for(state, ret).over_work;
     ++built;
   };
   const Automaton& a = automaton;
-  for (int32_t s = 0; s < a.n_states(); ++s) {
+  for (int32_t s = 0; s < a.n_states() && !refused; ++s) {
     if (!a.has_bytes(s) || rep(s) != s) continue;
     const bool site = by_site(s);
     // Frames of the start rule may have no parent: only they use a per-site state's own cache.
@@ -322,7 +323,7 @@ int32_t Grammar::warm(int32_t max_caches) {
       if (!per_ret || !per_ret->get(k)) build(s, rets[k]);
     }
   }
-  return built;
+  return refused ? -1 : built;
 }
 
 namespace {
@@ -467,7 +468,13 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
   uint64_t* pos = positions_.data();
   int64_t marked = 0;  // may count a position twice: it only picks the cheaper translation
   int32_t lo = INT32_MAX, hi = 0;
-  if (walk_trie(state, after, exact, CheckMode::pass, &marked, &lo, &hi, &c.uncertain)) {
+  const auto refused = [&] {  // scratch_reset drops the marks and the walk's tables
+    c = TokenCache{};
+    c.over_work = true;
+  };
+  const bool checked = walk_trie(state, after, exact, CheckMode::pass, &marked, &lo, &hi, &c.uncertain);
+  if (walk_->over_work()) return refused();
+  if (checked) {
     // Checks decide on text the cache cannot know. With all of them passing, the walk found
     // every token that may be valid; with all failing, those valid whatever the checks say,
     // the accepted ones. The others are left to the real stack, like the uncertain ones.
@@ -483,6 +490,7 @@ void Grammar::build_cache(int32_t state, const std::vector<int32_t>* after, bool
     std::vector<int32_t> ignored;
     marked = 0, lo = INT32_MAX, hi = 0;
     walk_trie(state, after, exact, CheckMode::fail, &marked, &lo, &hi, &ignored);
+    if (walk_->over_work()) return refused();
     for (int32_t k = from; k < to; ++k)
       for (uint64_t w = maybe[k - from] & ~pos[k]; w; w &= w - 1)
         c.uncertain.push_back(k * 64 + __builtin_ctzll(w));

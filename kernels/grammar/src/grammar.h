@@ -107,6 +107,9 @@ struct TokenCache {
   std::vector<uint32_t> accepted;
   std::vector<Word> accepted_words;
   std::vector<int32_t> uncertain;   // positions in Vocab::order, increasing
+  // Its walk passed MaskWalk::kMaxWork: the cache holds nothing and a mask that needs it is
+  // refused (kept, so that the walk is not tried again).
+  bool over_work = false;
   void add_accepted(uint32_t* __restrict words, int32_t n_words) const {
     if (!accepted.empty()) {
       const uint32_t* __restrict acc = accepted.data();
@@ -138,7 +141,8 @@ struct Grammar {
   // leaves many tokens to the real stack (a character of a long counted repetition, where every
   // longer token ends the rule and goes on in the caller).
   bool by_site(int32_t state);
-  // Builds up to `max_caches` (all when negative) of the caches not built yet; returns how many.
+  // Builds up to `max_caches` (all when negative) of the caches not built yet; returns how many,
+  // or -1 when one of them passed the walk's work limit (the rest not built).
   int32_t warm(int32_t max_caches);
   // Per-state shortest completions, computed on first use (thread-safe).
   const Shortest& shortest();

@@ -45,6 +45,8 @@ void MaskWalk::begin(int32_t state, const std::vector<int32_t>* after, const std
   beyond_ = beyond;
   stepper_.set_mode(mode);
   mode_ = mode;
+  work_start_ = stepper_.work();
+  over_work_ = false;
   pool_.init(a_.n_states());
   sets_.clear();
   set_keys_.clear();
@@ -137,6 +139,7 @@ int32_t MaskWalk::step_set(int32_t set, uint8_t byte) {
   const uint64_t key = uint64_t(set) * 256 + byte;
   int32_t next = set_steps_.find(key);
   if (next != FlatMap::kAbsent) return next;
+  if (spent()) return 0;
   stepper_.step(pool_, sets_[set], byte, &scratch_);
   next = intern_set(&scratch_);
   set_steps_.put(key, next);
@@ -145,6 +148,7 @@ int32_t MaskWalk::step_set(int32_t set, uint8_t byte) {
 
 int32_t MaskWalk::joined(int32_t set, const std::vector<int32_t>& states, std::vector<int32_t>* memo) {
   if ((*memo)[set] >= 0) return (*memo)[set];
+  if (spent()) return 0;
   scratch_ = sets_[set];
   stepper_.extend(pool_, states, &scratch_);
   const int32_t out = intern_set(&scratch_);

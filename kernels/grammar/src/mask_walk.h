@@ -56,6 +56,12 @@ class MaskWalk {
   // their memory kept. `mode` decides the checks met (the walk has no text).
   void begin(int32_t state, const std::vector<int32_t>* after, const std::vector<int32_t>* beyond, CheckMode mode);
   bool met_check() const { return stepper_.met_check(); }
+  // The frames one walk may look at (Stepper::work). Past them the walk stops, every path from
+  // then on dead, and its cache is refused: a count of thousands of copies of an item that is
+  // empty when a check holds keeps every copy in each configuration (seconds per mask).
+  static constexpr int64_t kMaxWork = int64_t(1) << 25;
+  // The walk since begin() passed kMaxWork: what it found is incomplete.
+  bool over_work() const { return over_work_; }
 
   int32_t start() const { return 0; }
   // The configuration after `byte`, or -1 when nothing is alive any more (no token going on
@@ -129,6 +135,13 @@ class MaskWalk {
   int32_t step_set(int32_t set, uint8_t byte);
   // The set joined with the closure of `states`, memoized in `memo` (per set, -1 unknown).
   int32_t joined(int32_t set, const std::vector<int32_t>& states, std::vector<int32_t>* memo);
+  // Whether the walk has passed kMaxWork (then it steps nothing more).
+  bool spent() {
+    if (!over_work_ && stepper_.work() - work_start_ > kMaxWork) over_work_ = true;
+    return over_work_;
+  }
+  int64_t work_start_ = 0;
+  bool over_work_ = false;
 
   const Automaton& a_;
   const std::vector<int32_t>* after_ = nullptr;

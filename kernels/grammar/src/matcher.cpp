@@ -15,7 +15,7 @@ Matcher::Matcher(Grammar* g) : g_(g), stepper_(g->automaton), walker_(*g, scratc
 
 void Matcher::reset() {
   const Automaton& a = g_->automaton;
-  over_budget_ = over_work_ = false;
+  over_budget_ = over_work_ = over_mask_work_ = false;
   pool_.init(a.n_states());
   checked_.clear(), kept_ids_ = 0;  // its keys name frames of the pool
   names_.clear();
@@ -51,6 +51,11 @@ void Matcher::fill_mask(uint32_t* __restrict words) {
     frame_caches_.clear();
     for (int32_t ret : returns_) {
       const TokenCache& c = g_->cache_for(state, ret);
+      if (c.over_work) {  // refused: the words written so far mean nothing
+        over_mask_work_ = true;
+        scratch_.clear();
+        return;
+      }
       if (std::find(frame_caches_.begin(), frame_caches_.end(), &c) != frame_caches_.end()) continue;
       frame_caches_.push_back(&c);
       // Frames with the same cache share the accepted part; only the uncertain part differs.
@@ -112,10 +117,9 @@ bool Matcher::advance(const uint8_t* data, int32_t n, StateSet* out) {
   const size_t base = text_.size();
   StateSet* bufs[2] = {&a_, &b_};
   int32_t i = 0;
-  int64_t work = 0;  // frames stepped by this call
+  const int64_t before = stepper_.work();  // frames looked at before this call
   for (; i < n && !in->dead() && !over_budget_; ++i) {
-    work += static_cast<int64_t>(in->frames.size());
-    if (work > kMaxStepWork) {
+    if (stepper_.work() - before > kMaxStepWork) {
       over_work_ = true;
       break;
     }

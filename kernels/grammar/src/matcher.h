@@ -34,13 +34,17 @@ class Matcher {
   // A parser pool passed FramePool::kMaxNodes: the call that did it stopped early (a byte
   // refused, a mask left short) and the matcher holds until reset.
   bool over_budget() const { return over_budget_; }
-  // The frames one accept may step, one per live frame per byte: an ambiguous grammar fed a long
-  // text at once keeps many frames alive at every byte, quadratic time in all (two unbounded
-  // repetitions of one byte in a row, 2n bytes: about n^2/2 steps). Past it the accept stops,
-  // refused, and the matcher is as it was before (here about 1.5 s of stepping).
+  // The frames one accept may look at, stepped or visited by the closures after each byte
+  // (Stepper::work): an ambiguous grammar fed a long text at once keeps many frames alive at every
+  // byte, quadratic time in all (two unbounded repetitions of one byte in a row, 2n bytes: about
+  // n^2/2 steps; nested counted repetitions close over every split point at each byte). Past it
+  // the accept stops, refused, and the matcher is as it was before (1.5 to 3 s of work).
   static constexpr int64_t kMaxStepWork = int64_t(1) << 28;
   // Whether an accept stopped at kMaxStepWork since the last asking (each call reports its own).
   bool take_over_work() { return std::exchange(over_work_, false); }
+  // Whether a mask stopped since the last asking at a cache its walk could not finish
+  // (MaskWalk::kMaxWork): refused, the matcher as it was.
+  bool take_over_mask_work() { return std::exchange(over_mask_work_, false); }
 
  private:
   struct Entry {
@@ -70,6 +74,7 @@ class Matcher {
   Grammar* g_;
   bool over_budget_ = false;
   bool over_work_ = false;
+  bool over_mask_work_ = false;
   FramePool pool_, scratch_;
   Stepper stepper_;
   std::vector<Entry> history_;

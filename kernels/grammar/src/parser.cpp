@@ -194,6 +194,7 @@ void Stepper::close(FramePool& pool, int32_t frame, StateSet* out) {
   while (!todo_.empty()) {
     int32_t id = todo_.back();
     todo_.pop_back();
+    ++work_;
     if (!visited_.insert(id)) continue;
     const Frame f = pool.get(id);
     if (is_join(f)) {  // a rule completed: every caller goes on
@@ -262,6 +263,7 @@ void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* 
   out->can_end = false;
   visited_.clear();
   serial_ = pool.begin_closure();
+  work_ += static_cast<int64_t>(in.frames.size());
   for (int32_t id : in.frames) {
     const Frame f = pool.get(id);
     int32_t next = a_.step(f.state, byte);

@@ -184,6 +184,8 @@ class Stepper {
   void set_mode(CheckMode mode) { mode_ = mode, met_check_ = false; }
   // A closure met a check since set_mode.
   bool met_check() const { return met_check_; }
+  // Frames looked at so far, by every call (stepped, and visited by closures): the work done.
+  int64_t work() const { return work_; }
   // Everything reachable from `frame` without consuming a byte.
   void start(FramePool& pool, int32_t frame, StateSet* out);
   void step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* out);
@@ -204,6 +206,7 @@ class Stepper {
   CheckMode mode_ = CheckMode::evaluate;
   bool met_check_ = false;
   int32_t serial_ = 0;
+  int64_t work_ = 0;
   std::vector<int32_t> todo_;
   SeenFrames visited_;
 };

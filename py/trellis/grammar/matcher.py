@@ -24,8 +24,11 @@ hold; the core refuses the rest, the same way on every transport. When the core 
 out of memory it raises GrammarLimitError ("out of memory ..."), and so it does when the
 parser's state passes 16,777,216 frames and edges (an ambiguous grammar fed a long text; "parser
 state too large ..."); a matcher whose call was cut short either way refuses further calls until
-reset(). One accept that would step more than 268,435,456 frames (an ambiguous grammar fed a long
-text at once: "parser work too large ...") is refused the same way, the matcher as it was before.
+reset(). One accept that would look at more than 268,435,456 frames, stepped or closed over (an
+ambiguous grammar fed a long text at once: "parser work too large ...") is refused the same way,
+the matcher as it was before; so is a mask whose token-mask cache would look at more than 33,554,432
+frames to build ("mask work too large ...": a count of thousands of copies of an item that may
+be empty), and every later mask that needs that cache.
 """
 
 from __future__ import annotations
@@ -72,7 +75,8 @@ class CompiledGrammar:
     def warm(self, max_states: int = -1) -> int:
         """Build cold token-mask caches now (up to `max_states`, all by default) so that later
         masks are lookups; an engine calls this while the GPU runs the prefill. Returns the
-        number built; 0 means the grammar is fully warm."""
+        number built; 0 means the grammar is fully warm. A cache whose walk passes the work limit
+        (33,554,432 frames looked at) raises GrammarLimitError, as a mask that needs it would."""
         limit = _index(max_states, "max_states", -(2**63), 2**63 - 1)
         return self.compiler.core.warm(self._handle, limit if 0 <= limit <= INT32_MAX else -1)  # past int32: all
 
