@@ -189,8 +189,16 @@ def test_queue_full_then_disconnects_free_the_slots(server, client, model):
         answer(client, model)
     assert e.value.status_code == 429 and e.value.code == "queue_full"
     before = server.health()[1]
-    for sock in [running, *waiting]:  # clients that leave, mid-stream and while queued
+    # Clients that leave while queued, then mid-stream: in this order, as a queued client whose
+    # leaving the server has not seen yet may be started once the running one stops (it is then
+    # stopped at its first token, and counts as served).
+    for sock in waiting:
         sock.close()
+    deadline = time.monotonic() + 30
+    while server.health()[1]["waiting"] > 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    running.close()
     health = _wait_idle(server, 30)
     assert health["cancelled"] == before["cancelled"] + 3
     assert health["served"] == before["served"] + 1  # the running one stopped; the queued two never ran
