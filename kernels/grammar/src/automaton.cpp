@@ -681,19 +681,14 @@ class Determinizer {
   }
 
   // One run per stretch of bytes between consecutive edge boundaries that some edge covers,
-  // its target the closure of the edges covering it. The boundaries are bits of a 257-bit set
-  // and each edge is listed under every stretch it covers (counted first, then placed): no
-  // sort (sorting the edges was a tenth of a compile).
+  // its target the closure of the edges covering it. The boundaries are a RunBounds and each
+  // edge is listed under every stretch it covers (counted first, then placed): no sort
+  // (sorting the edges was a tenth of a compile).
   Status expand_bytes() {
     if (edges_.empty()) return {};
-    uint64_t bounds[5] = {0, 0, 0, 0, 0};
-    for (const auto& e : edges_) {
-      bounds[e.lo >> 6] |= uint64_t{1} << (e.lo & 63);
-      bounds[(e.hi + 1) >> 6] |= uint64_t{1} << ((e.hi + 1) & 63);
-    }
-    cuts_.clear();
-    for (int32_t w = 0; w < 5; ++w)
-      for (uint64_t bits = bounds[w]; bits; bits &= bits - 1) cuts_.push_back(w * 64 + __builtin_ctzll(bits));
+    RunBounds bounds;
+    for (const auto& e : edges_) bounds.add(e);
+    bounds.list(&cuts_);
     const int32_t n_stretches = static_cast<int32_t>(cuts_.size()) - 1;
     int16_t stretch_of[257];  // a boundary byte -> the stretch it starts
     for (int32_t k = 0; k <= n_stretches; ++k) stretch_of[cuts_[k]] = static_cast<int16_t>(k);

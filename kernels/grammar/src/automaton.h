@@ -22,6 +22,25 @@ struct ByteRun {
   int32_t lo, hi, to;  // the bytes lo..hi lead to state `to`
 };
 
+// The boundaries of runs (each run's first byte and the byte past its last) as a 257-bit set,
+// listed in order: the pieces of bytes within which every run added has one target. No sort.
+class RunBounds {
+ public:
+  void clear() { bits_[0] = bits_[1] = bits_[2] = bits_[3] = bits_[4] = 0; }
+  void add(const ByteRun& r) {
+    bits_[r.lo >> 6] |= uint64_t{1} << (r.lo & 63);
+    bits_[(r.hi + 1) >> 6] |= uint64_t{1} << ((r.hi + 1) & 63);
+  }
+  void list(std::vector<int32_t>* out) const {
+    out->clear();
+    for (int32_t w = 0; w < 5; ++w)
+      for (uint64_t b = bits_[w]; b; b &= b - 1) out->push_back(w * 64 + __builtin_ctzll(b));
+  }
+
+ private:
+  uint64_t bits_[5] = {0, 0, 0, 0, 0};
+};
+
 // Leaves new elements uninitialized on resize: the transition table is large (up to 1 KiB a
 // state) and every entry is written right after, so zeroing it first would be wasted work.
 template <class T>

@@ -12,25 +12,6 @@ namespace {
 
 using Run = ByteRun;
 
-// The boundaries of runs (each run's first byte and the byte past its last), as a 257-bit set
-// read in order: the pieces of bytes within which every run has one target.
-class Cuts {
- public:
-  void clear() { bits_[0] = bits_[1] = bits_[2] = bits_[3] = bits_[4] = 0; }
-  void add(const Run& r) {
-    bits_[r.lo >> 6] |= uint64_t{1} << (r.lo & 63);
-    bits_[(r.hi + 1) >> 6] |= uint64_t{1} << ((r.hi + 1) & 63);
-  }
-  void list(std::vector<int32_t>* out) const {
-    out->clear();
-    for (int32_t w = 0; w < 5; ++w)
-      for (uint64_t b = bits_[w]; b; b &= b - 1) out->push_back(w * 64 + __builtin_ctzll(b));
-  }
-
- private:
-  uint64_t bits_[5] = {0, 0, 0, 0, 0};
-};
-
 Status too_large(const std::string& what) {
   return Status::error(Code::limit, "string constraints combine to more than " + what);
 }
@@ -172,7 +153,7 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
   Status s = intern(&id);
   std::vector<Run> edges, active;
   std::vector<int32_t> cuts, set;
-  Cuts bounds;
+  RunBounds bounds;
   for (int32_t k = 0; s.ok() && k < sets.size(); ++k) {
     out->begin.push_back(static_cast<int32_t>(out->runs.size()));
     set.assign(sets.data(k), sets.data(k) + sets.length(k));  // a copy: interning grows the table
@@ -296,7 +277,7 @@ Status intersection_dfa(const Ir& ir, int32_t node, int64_t* budget, ByteDfa* ou
   std::vector<int32_t> tuple(n, 0), cur(n), cuts, at(n);
   tuples.words_ = tuple;
   tuples.intern(0);
-  Cuts bounds;
+  RunBounds bounds;
   ByteDfa d;
   for (int32_t p = 0; p < tuples.size(); ++p) {
     cur.assign(tuples.data(p), tuples.data(p) + n);  // a copy: interning grows the table
