@@ -97,6 +97,23 @@ def test_number_products_are_minimized():
             assert d.matches(text.encode()) == (Fraction(text) >= 1024 and Fraction(text) % 256 == 0), text
 
 
+def test_contradictory_multiples_are_found_empty_without_a_product():
+    """no_common_multiple against the numbers counted one by one in steps of 1/20 (every multiple
+    below has a denominator dividing 20), bounds inclusive or not, integers only or not."""
+    rng = random.Random(7)
+    choices = [Decimal(x) for x in ("1", "2", "3", "0.5", "0.25", "0.15", "7", "12", "0.1", "33")]
+    for _ in range(3000):
+        a, b = sorted(Fraction(rng.randint(-400, 400), 20) for _ in range(2))
+        li, hinc, integer = rng.random() < 0.5, rng.random() < 0.5, rng.random() < 0.5
+        multiples = rng.sample(choices, rng.randint(1, 3))
+        found = any((li or x != a) and (hinc or x != b) and (not integer or x.denominator == 1)
+                    and all((x / Fraction(m)).denominator == 1 for m in multiples)
+                    for x in (a + Fraction(k, 20) for k in range(int((b - a) * 20) + 1)))
+        lo, hi = Decimal(a.numerator) / a.denominator, Decimal(b.numerator) / b.denominator
+        assert _numbers.no_common_multiple(lo, li, hi, hinc, multiples, integer) == (not found), (a, b, multiples)
+    assert not _numbers.no_common_multiple(Decimal(-300), False, None, True, [Decimal(33), Decimal(101)], True)
+
+
 def test_products_keep_refusing_what_is_too_big():
     # "a" found or not yet, times 3001 counts: more than MAX_STATES
     with pytest.raises(UnsupportedSchemaError, match="automaton states"):

@@ -70,6 +70,8 @@ class NumberSchema:
         integer_only = "frac" not in atoms
         frac_only = "int" not in atoms
         bounded = lo is not None or hi is not None
+        if _numbers.no_common_multiple(lo, li, hi, hinc, multiples, integer_only):
+            return ir.NOTHING
         if frac_only or excluded or not_multiples:
             # exact via automata over exponent-free numbers
             ptr = facts.pointer

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from decimal import Decimal
 from fractions import Fraction
-from math import lcm
+from math import gcd, lcm
 
 from ...errors import UnsupportedSchemaError
 from .. import ir
@@ -298,6 +298,23 @@ def _multiple_dfa(p: int, s: int) -> _dfa.Dfa:
 def is_multiple(value: Decimal, m: Decimal) -> bool:
     """Exact for any size (1e308 / 0.123456789 has more digits than a decimal context holds)."""
     return (Fraction(value) / Fraction(m)).denominator == 1
+
+
+def no_common_multiple(lo: Decimal | None, lo_inclusive: bool, hi: Decimal | None, hi_inclusive: bool,
+                       multiples: list[Decimal], integer: bool) -> bool:
+    """Whether no number (no integer, when `integer`) within the bounds is a multiple of every m
+    in `multiples`: an early emptiness check that spares the automata products of contradictory
+    multiples (each product explores its states before it finds none accepting). The common
+    multiples of reduced fractions a/b are those of lcm(a)/gcd(b), of lcm(a) among integers."""
+    if lo is None or hi is None or not multiples:
+        return False  # multiples go on without end on an unbounded side
+    fractions = [Fraction(m) for m in multiples]
+    step = Fraction(lcm(*(f.numerator for f in fractions)),
+                    1 if integer else gcd(*(f.denominator for f in fractions)))
+    first = -(-Fraction(lo) // step) * step  # the least multiple >= lo
+    if first == lo and not lo_inclusive:
+        first += step
+    return first > hi or (first == hi and not hi_inclusive)
 
 
 def integer_bounds(lo: Decimal | None, lo_inclusive: bool, hi: Decimal | None,
