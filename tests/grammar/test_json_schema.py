@@ -476,6 +476,47 @@ def test_arrays_match_jsonschema(compiler, index, value):
     assert matches(compiler, schema, json.dumps(value)) == expected, (schema, value)
 
 
+LISTED = [1, 1.0, 2, True, False, None, "a", "b", "1", [1], {"a": 1}, 0, 2.0]
+
+
+def test_enums_under_lists_of_values_match_jsonschema(compiler):
+    """An enum's candidates checked against oneOf/anyOf branches that are lists of values
+    (enum, const, type: counted by value, _validate.py) and against `not: {enum}` (one excluded
+    value per allOf branch): the values each schema accepts, against jsonschema, with JSON's
+    equalities (1 == 1.0, true != 1; a number is written as listed or in its shortest form)."""
+    rng = random.Random(5)
+
+    def branch():
+        b = {"enum": rng.sample(LISTED, rng.randint(1, 5))} if rng.random() < 0.7 else {"const": rng.choice(LISTED)}
+        if rng.random() < 0.4:
+            b["type"] = rng.choice(["integer", "number", "string", ["boolean", "null"], "array"])
+        if rng.random() < 0.2:
+            b["description"] = "notes only"
+        return b
+
+    for _ in range(60):
+        schema = {"enum": LISTED, rng.choice(["oneOf", "anyOf"]): [branch() for _ in range(rng.randint(1, 4))]}
+        if rng.random() < 0.5:
+            schema["not"] = {"enum": rng.sample(LISTED, rng.randint(1, 4))}
+        check = jsonschema.Draft202012Validator(schema)
+        for v in LISTED:
+            assert matches(compiler, schema, json.dumps(v)) == check.is_valid(v), (schema, v)
+
+
+def test_excluded_values_of_a_negated_enum_are_looked_up_by_json_equality():
+    """_negate.py writes `not: {enum: [...]}` as one `$trellis:notConst` allOf branch per value;
+    the validator looks them up by value, beside the allOf's other branches."""
+    from trellis.grammar.json_schema._validate import Validator, json_equal
+    excluded = [1, "a", [1], None]
+    schema = {"allOf": [*({"$trellis:notConst": x} for x in excluded), {"type": ["integer", "string", "array"]}]}
+    resolver = _refs.Resolver(schema, draft7=False)
+    validator = Validator(resolver)
+    for v in LISTED:
+        expected = not any(json_equal(v, x) for x in excluded) and isinstance(v, (int, float, str, list)) \
+            and not isinstance(v, bool) and (not isinstance(v, float) or v.is_integer())
+        assert validator.holds(v, resolver.root) == expected, v
+
+
 def test_unevaluated_counts_every_anyof_branch_that_holds(compiler):
     """Exhaustively against jsonschema: the keys (items) of each anyOf branch that holds count as
     evaluated, whichever set of branches holds."""

@@ -12,7 +12,7 @@ from ._keywords import ANNOTATIONS, ATOMS, NUMBER_KEYWORDS, REF_KEYWORDS, REFUSE
 from . import _dfa, _text
 from ._negate import INTERNAL, NOT_CONST
 from ._refs import Node
-from ._validate import atom_of, canon, json_equal
+from ._validate import atom_of, canon
 
 
 # Patterns compared per schema, counted as the product of their automata's sizes (what a product
@@ -142,9 +142,10 @@ class TypeAnalysis:
         finite: dict = {}
         shapes: dict = {}
 
-        def fin(k):
+        def fin(k):  # a branch's candidates by JSON equality (canon), or None when not finite
             if k not in finite:
-                finite[k] = self.finite_values([branches[k]])
+                values = self.finite_values([branches[k]])
+                finite[k] = None if values is None else {canon(v) for v in values}
             return finite[k]
 
         def shape(k):
@@ -158,7 +159,7 @@ class TypeAnalysis:
             if not shared:
                 continue
             if fin(i) is not None and fin(j) is not None:
-                if not any(json_equal(a, b) for a in fin(i) for b in fin(j)):
+                if fin(i).isdisjoint(fin(j)):
                     continue
                 clear -= shared
             elif "object" in shared and self.objects_disjoint(shape(i), shape(j)):
@@ -202,8 +203,8 @@ class TypeAnalysis:
                 known = True
             else:
                 cands = self.finite_values(expanded)
-                excluded = [n.schema[NOT_CONST] for n in expanded if NOT_CONST in n.schema]
-                known = cands is not None and all(any(json_equal(c, x) for x in excluded) for c in cands)
+                excluded = {canon(n.schema[NOT_CONST]) for n in expanded if NOT_CONST in n.schema}
+                known = cands is not None and all(canon(c) in excluded for c in cands)
             self._no_value[key] = known
         return known
 

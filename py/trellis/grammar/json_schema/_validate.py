@@ -12,10 +12,13 @@ from decimal import Decimal
 
 from ...errors import UnsupportedSchemaError
 from . import _text
+from ._keywords import ANNOTATIONS
 from ._numbers import is_multiple, to_decimal
 from ._refs import Node, Resolver, escape_pointer
 
 REFUSED = {"$recursiveRef", "unevaluatedItems", "unevaluatedProperties"}
+_VALUE_LIST = ANNOTATIONS | {"enum", "const", "type"}  # a branch that is a list of values and nothing else
+_TYPES = {"null", "boolean", "integer", "number", "string", "array", "object"}
 
 
 def json_type(v) -> str:
@@ -100,6 +103,7 @@ class Validator:
         self.depth_limit = depth_limit
         self._children: dict = {}  # (schema's id, node's key, keyword, index...) -> the subschema's node
         self._held: dict = {}  # holds()'s answers
+        self._listed: dict = {}  # (node's key, combinator) -> how many branches list each value, or None
 
     def holds(self, v, node: Node) -> bool:
         """valid(v, node), remembered for scalars: the converter asks about an enum's candidates
@@ -196,12 +200,20 @@ class Validator:
         if jt == "object":
             if not self._object(v, s, node, sub, depth):
                 return False
-        if "allOf" in s and not all(self.valid(v, sub("allOf", i), depth + 1) for i in range(len(s["allOf"]))):
-            return False
-        if "anyOf" in s and not any(self.valid(v, sub("anyOf", i), depth + 1) for i in range(len(s["anyOf"]))):
-            return False
-        if "oneOf" in s and sum(self.valid(v, sub("oneOf", i), depth + 1) for i in range(len(s["oneOf"]))) != 1:
-            return False
+        if "allOf" in s:
+            excluded, others = self._all_of_parts(node)
+            if canon(v) in excluded or not all(self.valid(v, sub("allOf", i), depth + 1) for i in others):
+                return False
+        if "anyOf" in s:
+            listed = self._listed_values(node, "anyOf")
+            if not (listed.get(canon(v), 0) >= 1 if listed is not None else
+                    any(self.valid(v, sub("anyOf", i), depth + 1) for i in range(len(s["anyOf"])))):
+                return False
+        if "oneOf" in s:
+            listed = self._listed_values(node, "oneOf")
+            if (listed.get(canon(v), 0) if listed is not None else
+                    sum(self.valid(v, sub("oneOf", i), depth + 1) for i in range(len(s["oneOf"])))) != 1:
+                return False
         if "not" in s and self.valid(v, sub("not"), depth + 1):
             return False
         if "if" in s:
@@ -211,6 +223,52 @@ class Validator:
             elif "else" in s and not self.valid(v, sub("else"), depth + 1):
                 return False
         return True
+
+    def _all_of_parts(self, node: Node) -> tuple[frozenset, list[int]]:
+        """An allOf's excluded values (canon; the `not: {enum: [...]}` that _negate.py writes as
+        one `$trellis:notConst` branch per value) and its other branches' indices."""
+        key = (node.key, "allOf")
+        known = self._listed.get(key)
+        if known is None:
+            branches = node.schema["allOf"]
+            excluded, others = set(), []
+            for i, b in enumerate(branches if isinstance(branches, list) else ()):
+                if isinstance(b, dict) and len(b) == 1 and "$trellis:notConst" in b:
+                    excluded.add(canon(b["$trellis:notConst"]))
+                else:
+                    others.append(i)
+            known = self._listed[key] = (frozenset(excluded), others)
+        return known
+
+    def _listed_values(self, node: Node, comb: str) -> dict | None:
+        """When every branch of the combinator is a list of values (enum, const, type and notes
+        alone), how many branches hold each value (by canon): an enum's candidates checked
+        against a oneOf of n such branches cost n validations each, quadratic in the values."""
+        key = (node.key, comb)
+        if key in self._listed:
+            return self._listed[key]
+        branches = node.schema[comb]
+        counts: dict | None = {}
+        for b in branches if isinstance(branches, list) else ():
+            if not isinstance(b, dict) or not _VALUE_LIST.issuperset(b) or not ("enum" in b or "const" in b):
+                counts = None
+                break
+            t = b.get("type")
+            types = t if isinstance(t, list) else [t] if t is not None else None
+            values = b["enum"] if "enum" in b else [b["const"]]
+            if not isinstance(values, list) or (
+                    types is not None and not all(isinstance(x, str) and x in _TYPES for x in types)):
+                counts = None  # malformed: the general path says so
+                break
+            held = {canon(x) for x in values if types is None or any(_is_type(x, y) for y in types)}
+            if "enum" in b and "const" in b:
+                held &= {canon(b["const"])}
+            for c in held:
+                counts[c] = counts.get(c, 0) + 1
+        if not isinstance(branches, list):
+            counts = None
+        self._listed[key] = counts
+        return counts
 
     def _array(self, v, s, node, sub, depth) -> bool:
         n = len(v)
