@@ -103,7 +103,7 @@ class Validator:
         self.depth_limit = depth_limit
         self._children: dict = {}  # (schema's id, node's key, keyword, index...) -> the subschema's node
         self._held: dict = {}  # holds()'s answers
-        self._listed: dict = {}  # (node's key, combinator) -> how many branches list each value, or None
+        self._listed: dict = {}  # _memo's: allOf's excluded values, oneOf/anyOf's values by branch count
 
     def holds(self, v, node: Node) -> bool:
         """valid(v, node), remembered for scalars: the converter asks about an enum's candidates
@@ -224,51 +224,51 @@ class Validator:
                 return False
         return True
 
+    def _memo(self, node: Node, keyword: str, build):
+        """build(the keyword's value), once per schema object (its node's key alone could name a
+        negation's rebuilt schema too; the object is kept, so its id is not reused)."""
+        key = (id(node.schema), node.key, keyword)
+        known = self._listed.get(key)
+        if known is None or known[0] is not node.schema:
+            known = self._listed[key] = (node.schema, build(node.schema[keyword]))
+        return known[1]
+
     def _all_of_parts(self, node: Node) -> tuple[frozenset, list[int]]:
         """An allOf's excluded values (canon; the `not: {enum: [...]}` that _negate.py writes as
-        one `$trellis:notConst` branch per value) and its other branches' indices."""
-        key = (node.key, "allOf")
-        known = self._listed.get(key)
-        if known is None:
-            branches = node.schema["allOf"]
+        one `$trellis:notConst` branch per value) and the indices of its other branches."""
+        def build(branches):
             excluded, others = set(), []
-            for i, b in enumerate(branches if isinstance(branches, list) else ()):
+            for i, b in enumerate(branches):
                 if isinstance(b, dict) and len(b) == 1 and "$trellis:notConst" in b:
                     excluded.add(canon(b["$trellis:notConst"]))
                 else:
                     others.append(i)
-            known = self._listed[key] = (frozenset(excluded), others)
-        return known
+            return frozenset(excluded), others
+        return self._memo(node, "allOf", build)
 
     def _listed_values(self, node: Node, comb: str) -> dict | None:
         """When every branch of the combinator is a list of values (enum, const, type and notes
         alone), how many branches hold each value (by canon): an enum's candidates checked
-        against a oneOf of n such branches cost n validations each, quadratic in the values."""
-        key = (node.key, comb)
-        if key in self._listed:
-            return self._listed[key]
-        branches = node.schema[comb]
-        counts: dict | None = {}
-        for b in branches if isinstance(branches, list) else ():
-            if not isinstance(b, dict) or not _VALUE_LIST.issuperset(b) or not ("enum" in b or "const" in b):
-                counts = None
-                break
-            t = b.get("type")
-            types = t if isinstance(t, list) else [t] if t is not None else None
-            values = b["enum"] if "enum" in b else [b["const"]]
-            if not isinstance(values, list) or (
-                    types is not None and not all(isinstance(x, str) and x in _TYPES for x in types)):
-                counts = None  # malformed: the general path says so
-                break
-            held = {canon(x) for x in values if types is None or any(_is_type(x, y) for y in types)}
-            if "enum" in b and "const" in b:
-                held &= {canon(b["const"])}
-            for c in held:
-                counts[c] = counts.get(c, 0) + 1
-        if not isinstance(branches, list):
-            counts = None
-        self._listed[key] = counts
-        return counts
+        against a oneOf of n such branches cost n validations each, quadratic in the values.
+        None otherwise (malformed branches included: the general path says what is wrong)."""
+        def build(branches):
+            counts: dict = {}
+            for b in branches:
+                if not isinstance(b, dict) or not _VALUE_LIST.issuperset(b) or ("enum" not in b and "const" not in b):
+                    return None
+                t = b.get("type")
+                types = t if isinstance(t, list) else None if t is None else [t]
+                values = b["enum"] if "enum" in b else [b["const"]]
+                if not isinstance(values, list) or (
+                        types is not None and not all(isinstance(x, str) and x in _TYPES for x in types)):
+                    return None
+                held = {canon(x) for x in values if types is None or any(_is_type(x, y) for y in types)}
+                if "enum" in b and "const" in b:
+                    held &= {canon(b["const"])}
+                for c in held:
+                    counts[c] = counts.get(c, 0) + 1
+            return counts
+        return self._memo(node, comb, build)
 
     def _array(self, v, s, node, sub, depth) -> bool:
         n = len(v)
