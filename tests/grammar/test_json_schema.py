@@ -15,6 +15,7 @@ import itertools
 import json
 import random
 import re
+import subprocess
 import unicodedata
 from decimal import Decimal
 
@@ -24,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.grammar import json_schema_suite as suite
+from tests.grammar.conftest import accepts
 from trellis.errors import UnsupportedSchemaError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary, ir
 from trellis.grammar.json_schema import ANNOTATIONS, json_schema_to_grammar
@@ -296,6 +298,21 @@ def test_pattern_is_a_search_like_pythons(pattern, text):
         expected = re.search(pattern.replace("\\d", "[0-9]") + "(?!\n)", text) is not None  # ECMA $: end only
         expected = expected and re.search(pattern[:-1] + "\\Z", text) is not None
     assert _accepts_ir(json_schema_to_grammar(schema), json.dumps(text, ensure_ascii=False)) == expected
+
+
+def test_surrogate_pair_escapes_are_one_character_as_in_ecmascript(compiler):
+    """`\\uD83D\\uDE00` in a pattern is 😀 (ECMA-262 joins the pair; Python's re, the fuzz
+    oracle's, reads two code points no text holds): node's RegExp says which texts match."""
+    patterns = ["\\uD83D\\uDE00\\t", "^\\uD83D\\uDE00+$", "[\\uD83D\\uDE00-\\uD83D\\uDE4F]x"]
+    texts = ["a😀\tb", "😀\t", "ab", "😀", "😀😀", "😁x", "🙏x", "🙐x", "\t"]
+    script = ("const [ps, ts] = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "console.log(JSON.stringify(ps.map(p => ts.map(t => new RegExp(p, 'u').test(t)))))")
+    expected = json.loads(subprocess.run(["node", "-e", script], input=json.dumps([patterns, texts]),
+                                         capture_output=True, text=True, check=True).stdout)
+    for pattern, want in zip(patterns, expected):
+        compiled = compiler.compile_json_schema({"type": "string", "pattern": pattern})
+        got = [accepts(compiled, json.dumps(t, ensure_ascii=False)) for t in texts]
+        assert got == want, pattern
 
 
 def _letters(text):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from decimal import Decimal, InvalidOperation
 
 import numpy as np
@@ -227,10 +228,11 @@ def check_schema_oracle(schema, options: dict, text: bytes, where: str) -> None:
     remote references, duplicate keys (json.loads keeps the last), a forced draft, or a number
     with more digits than a float holds where the oracle would do float arithmetic on it (the
     grammar's checks are exact: 4444...4.1, 55 digits, is no multiple of 0.5, but as a float it
-    is)."""
+    is), or a pattern that writes a surrogate pair as two escapes (ECMA-262 reads `\\uD83D\\uDE00`
+    as one character, 😀; Python's re, which the oracle uses, as two code points no text holds)."""
     import jsonschema
 
-    if options.get("draft") or isinstance(schema, str):
+    if options.get("draft") or isinstance(schema, str) or _surrogate_escapes(schema):
         return
     try:
         value = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_float=_exact_float)
@@ -278,6 +280,26 @@ def _exact_float(literal: str):
         return Decimal(literal)
     except InvalidOperation:  # an exponent past what a Decimal holds: the oracle cannot judge
         raise _CannotJudge from None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _surrogate_escapes(schema) -> bool:
+    """Whether a `pattern` or a `patternProperties` key anywhere in the schema escapes a surrogate."""
+    todo = [schema]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, list):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                if k == "pattern" and isinstance(v, str) and _SURROGATE_ESCAPE.search(v):
+                    return True
+                if k == "patternProperties" and isinstance(v, dict) and any(_SURROGATE_ESCAPE.search(p) for p in v):
+                    return True
+                todo.append(v)
+    return False
 
 
 def _no_duplicates(pairs):
