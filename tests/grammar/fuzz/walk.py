@@ -22,6 +22,8 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
+from trellis.grammar.json_values import NotJson, walk_json
+
 MODES = ("random", "repeat", "repeat", "short", "stop")
 PROBES = 3  # refused tokens tried per step
 
@@ -287,18 +289,16 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 def _surrogate_escapes(schema) -> bool:
     """Whether a `pattern` or a `patternProperties` key anywhere in the schema escapes a surrogate."""
-    todo = [schema]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, list):
-            todo.extend(x)
-        elif isinstance(x, dict):
-            for k, v in x.items():
-                if k == "pattern" and isinstance(v, str) and _SURROGATE_ESCAPE.search(v):
-                    return True
-                if k == "patternProperties" and isinstance(v, dict) and any(_SURROGATE_ESCAPE.search(p) for p in v):
-                    return True
-                todo.append(v)
+    try:
+        objects = [v for v, _, _ in walk_json(schema) if isinstance(v, dict)]
+    except NotJson:
+        return False  # not JSON: the oracle's own checks say so
+    for o in objects:
+        patterns = list(o["patternProperties"]) if isinstance(o.get("patternProperties"), dict) else []
+        if isinstance(o.get("pattern"), str):
+            patterns.append(o["pattern"])
+        if any(_SURROGATE_ESCAPE.search(p) for p in patterns):
+            return True
     return False
 
 

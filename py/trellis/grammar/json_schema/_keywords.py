@@ -195,6 +195,8 @@ ANNOTATIONS = frozenset({
     "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor", "$dynamicAnchor",
     "$recursiveAnchor", "$defs", "definitions", "$vocabulary",
 })
+# A subschema with these alone is a list of values (with a type): each value of its own enum meets it.
+VALUE_LIST = ANNOTATIONS | {"enum", "const", "type"}
 # Refused when present: 2019-09's $recursiveRef is rewritten into $dynamicRef (_dialect.py) except
 # under draft-07 semantics, where it is no keyword and cannot mean what its author meant.
 REFUSED_KEYWORDS = frozenset({"$recursiveRef"})

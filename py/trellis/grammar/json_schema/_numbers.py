@@ -300,17 +300,22 @@ def is_multiple(value: Decimal, m: Decimal) -> bool:
     return (Fraction(value) / Fraction(m)).denominator == 1
 
 
+def common_step(multiples: list[Decimal], integer: bool = False) -> Fraction:
+    """The least positive number (integer, when `integer`) that is a multiple of every m: for
+    reduced fractions a/b, lcm(a)/gcd(b), and lcm(a) among integers."""
+    fractions = [Fraction(m) for m in multiples]
+    return Fraction(lcm(*(f.numerator for f in fractions)), 1 if integer else gcd(*(f.denominator for f in fractions)))
+
+
 def no_common_multiple(lo: Decimal | None, lo_inclusive: bool, hi: Decimal | None, hi_inclusive: bool,
                        multiples: list[Decimal], integer: bool) -> bool:
     """Whether no number (no integer, when `integer`) within the bounds is a multiple of every m
     in `multiples`: an early emptiness check that spares the automata products of contradictory
-    multiples (each product explores its states before it finds none accepting). The common
-    multiples of reduced fractions a/b are those of lcm(a)/gcd(b), of lcm(a) among integers."""
+    multiples (each product explores its states before it finds none accepting): those of
+    common_step."""
     if lo is None or hi is None or not multiples:
         return False  # multiples go on without end on an unbounded side
-    fractions = [Fraction(m) for m in multiples]
-    step = Fraction(lcm(*(f.numerator for f in fractions)),
-                    1 if integer else gcd(*(f.denominator for f in fractions)))
+    step = common_step(multiples, integer)
     first = -(-Fraction(lo) // step) * step  # the least multiple >= lo
     if first == lo and not lo_inclusive:
         first += step
@@ -367,7 +372,7 @@ def checked_integer_multiples(ilo: int | None, ihi: int | None, multiples: list[
     few; with more, a text ending close to the bound may still find no multiple to complete it.
     """
     checks = [ir.Check(ir.MULTIPLE_OF, check_params(m, pointer)) for m in multiples]
-    step = lcm(*(int(m) for m in multiples))
+    step = int(common_step(multiples, integer=True))
 
     def side(lo: int, hi: int | None, sign: str) -> ir.Expr:
         """Magnitudes lo..hi (lo >= 0), written after `sign`."""

@@ -12,13 +12,11 @@ from decimal import Decimal
 
 from ...errors import UnsupportedSchemaError
 from . import _text
-from ._keywords import ANNOTATIONS
+from ._keywords import VALUE_LIST
 from ._numbers import is_multiple, to_decimal
 from ._refs import Node, Resolver, escape_pointer
 
 REFUSED = {"$recursiveRef", "unevaluatedItems", "unevaluatedProperties"}
-_VALUE_LIST = ANNOTATIONS | {"enum", "const", "type"}  # a branch that is a list of values and nothing else
-_TYPES = {"null", "boolean", "integer", "number", "string", "array", "object"}
 
 
 def json_type(v) -> str:
@@ -250,18 +248,15 @@ class Validator:
         """When every branch of the combinator is a list of values (enum, const, type and notes
         alone), how many branches hold each value (by canon): an enum's candidates checked
         against a oneOf of n such branches cost n validations each, quadratic in the values.
-        None otherwise (malformed branches included: the general path says what is wrong)."""
+        None otherwise. (The schema walk checked the keywords' shapes: enum is a list, type names.)"""
         def build(branches):
             counts: dict = {}
             for b in branches:
-                if not isinstance(b, dict) or not _VALUE_LIST.issuperset(b) or ("enum" not in b and "const" not in b):
+                if not isinstance(b, dict) or not VALUE_LIST.issuperset(b) or ("enum" not in b and "const" not in b):
                     return None
                 t = b.get("type")
                 types = t if isinstance(t, list) else None if t is None else [t]
                 values = b["enum"] if "enum" in b else [b["const"]]
-                if not isinstance(values, list) or (
-                        types is not None and not all(isinstance(x, str) and x in _TYPES for x in types)):
-                    return None
                 held = {canon(x) for x in values if types is None or any(_is_type(x, y) for y in types)}
                 if "enum" in b and "const" in b:
                     held &= {canon(b["const"])}

@@ -63,7 +63,7 @@ from . import _numbers, _text
 from ._array_schema import ArraySchema
 from ._dialect import draft6_forms, dynamic_forms, format_is_annotation, is_draft4, without_formats
 from ._evaluated import Evaluation
-from ._keywords import ANNOTATIONS, ATOMS, REFUSED_KEYWORDS
+from ._keywords import ANNOTATIONS, ATOMS, REFUSED_KEYWORDS, VALUE_LIST
 from ._layout import Layouts
 from ._negate import NOT_CONST, Negator
 from ._number_schema import NumberSchema
@@ -77,7 +77,6 @@ __all__ = ["ANNOTATIONS", "DEFAULT_MAX_WHITESPACE", "REFUSED_KEYWORDS", "Convert
            "to_grammar"]
 
 _NOT_ALNUM = re.compile(r"[\W_]")  # \w is str.isalnum() and "_"
-_ENUM_ONLY = ANNOTATIONS | {"enum", "const", "type"}  # keywords a value of its own enum always meets
 # what an `if`'s key test may say beside it (ANNOTATIONS holds $id, $defs, ...: not plain notes there)
 _NOTES = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly"})
 
@@ -440,7 +439,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             # A subschema of nothing but enum, const and type holds for every string candidate of
             # an allowed type (a candidate is in each enum): only the others are asked (an enum of
             # 28,000 names was half a schema's conversion).
-            asked = [n for n in nodes if not _ENUM_ONLY.issuperset(n.schema)]
+            asked = [n for n in nodes if not VALUE_LIST.issuperset(n.schema)]
             strings, integer = "string" in atoms, "frac" not in atoms
             keep = []
             for v in cands:
