@@ -112,6 +112,11 @@ def test_contradictory_multiples_are_found_empty_without_a_product():
         lo, hi = Decimal(a.numerator) / a.denominator, Decimal(b.numerator) / b.denominator
         assert _numbers.no_common_multiple(lo, li, hi, hinc, multiples, integer) == (not found), (a, b, multiples)
     assert not _numbers.no_common_multiple(Decimal(-300), False, None, True, [Decimal(33), Decimal(101)], True)
+    # 1,000 multiples of 999 digits: their lcm has about a million digits, so the step stops at
+    # the range's width and the one multiple within is checked against the rest
+    big = [Decimal(random.Random(k).randrange(10 ** 998, 10 ** 999) | 1) for k in range(1000)]
+    assert _numbers.no_common_multiple(Decimal(1), True, Decimal(10) ** 998, True, big, True)
+    assert not _numbers.no_common_multiple(Decimal(1), True, big[0], True, [big[0]] * 1000, True)
 
 
 def test_products_keep_refusing_what_is_too_big():

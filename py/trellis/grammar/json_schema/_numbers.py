@@ -300,26 +300,39 @@ def is_multiple(value: Decimal, m: Decimal) -> bool:
     return (Fraction(value) / Fraction(m)).denominator == 1
 
 
-def common_step(multiples: list[Decimal], integer: bool = False) -> Fraction:
-    """The least positive number (integer, when `integer`) that is a multiple of every m: for
-    reduced fractions a/b, lcm(a)/gcd(b), and lcm(a) among integers."""
-    fractions = [Fraction(m) for m in multiples]
-    return Fraction(lcm(*(f.numerator for f in fractions)), 1 if integer else gcd(*(f.denominator for f in fractions)))
+def common_step(multiples: list[Decimal], integer: bool = False, until: Fraction | None = None) -> tuple[Fraction, int]:
+    """The least positive number (integer, when `integer`: a multiple of 1 too) that is a multiple
+    of each of the first `used` of `multiples`: (it, used). For reduced fractions a/b the lcm is
+    lcm(a)/gcd(b). All are used unless it passes `until` first (its digits can grow with every one)."""
+    step = Fraction(1) if integer else Fraction(multiples[0])
+    used = 0
+    for m in multiples:
+        if until is not None and step > until:
+            break
+        f = Fraction(m)
+        step = Fraction(lcm(step.numerator, f.numerator), gcd(step.denominator, f.denominator))
+        used += 1
+    return step, used
 
 
 def no_common_multiple(lo: Decimal | None, lo_inclusive: bool, hi: Decimal | None, hi_inclusive: bool,
                        multiples: list[Decimal], integer: bool) -> bool:
     """Whether no number (no integer, when `integer`) within the bounds is a multiple of every m
     in `multiples`: an early emptiness check that spares the automata products of contradictory
-    multiples (each product explores its states before it finds none accepting): those of
-    common_step."""
+    multiples (each product explores its states before it finds none accepting). The common step
+    is taken only until it passes the range's width; past it, one multiple of it at most lies
+    within, checked against the multiples left (a thousand multiples of a thousand digits each
+    would make a step of a million digits)."""
     if lo is None or hi is None or not multiples:
         return False  # multiples go on without end on an unbounded side
-    step = common_step(multiples, integer)
-    first = -(-Fraction(lo) // step) * step  # the least multiple >= lo
-    if first == lo and not lo_inclusive:
+    low, high = Fraction(lo), Fraction(hi)
+    step, used = common_step(multiples, integer, until=high - low)
+    first = -(-low // step) * step  # the least multiple >= lo
+    if first == low and not lo_inclusive:
         first += step
-    return first > hi or (first == hi and not hi_inclusive)
+    rest = [Fraction(m) for m in multiples[used:]]
+    return not any((x < high or (x == high and hi_inclusive)) and all((x / f).denominator == 1 for f in rest)
+                   for x in (first, first + step))
 
 
 def integer_bounds(lo: Decimal | None, lo_inclusive: bool, hi: Decimal | None,
@@ -372,7 +385,7 @@ def checked_integer_multiples(ilo: int | None, ihi: int | None, multiples: list[
     few; with more, a text ending close to the bound may still find no multiple to complete it.
     """
     checks = [ir.Check(ir.MULTIPLE_OF, check_params(m, pointer)) for m in multiples]
-    step = int(common_step(multiples, integer=True))
+    step = int(common_step(multiples, integer=True)[0])
 
     def side(lo: int, hi: int | None, sign: str) -> ir.Expr:
         """Magnitudes lo..hi (lo >= 0), written after `sign`."""
