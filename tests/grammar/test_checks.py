@@ -354,11 +354,30 @@ def test_rollback_and_completion_respect_checks(compiler):
         vocab.token_bytes[t].startswith(b"1") for t in leap.allowed_tokens())
 
 
+def test_distinct_key_check_refuses_the_keys_it_lists(compiler):
+    """A key is checked once decoded: escapes and UTF-8 name the listed keys as JSON reads them."""
+    from trellis.grammar import ir
+    from trellis.grammar.json_schema._object_schema import distinct_key
+    from trellis.grammar.json_schema._text import JSON_CHAR
+
+    key = ir.seq(ir.literal('"'), ir.repeat(JSON_CHAR, 0, None), ir.literal('"'))
+    member = ir.seq(key, distinct_key(['a"b', "é", "", "ab"]), ir.literal(":1"))
+    members = ir.seq(member, ir.repeat(ir.seq(ir.literal(","), member), 0, None))
+    compiled = compiler.compile_ir(ir.Grammar({"root": ir.Region(ir.seq(ir.literal("{"), members, ir.literal("}")))}))
+    for text, ok in (('{"x":1}', True), ('{"a\\"b":1}', False), ('{"é":1}', False), ('{"":1}', False),
+                     ('{"ab":1}', False), ('{"a":1,"b":1,"abc":1}', True), ('{"a":1,"a":1}', False),
+                     ('{"e":1,"a\\\\b":1}', True), ('{"x":1,"ab":1}', False)):
+        m = GrammarMatcher(compiled)
+        assert (m.accept_string(text) and m.can_terminate()) == ok, text
+
+
 def test_malformed_checks_are_ir_errors(compiler):
     from trellis.errors import GrammarError
     from trellis.grammar import ir
 
-    for check in (ir.Check(99), ir.Check(ir.MULTIPLE_OF, (0, 0, 0)), ir.Check(ir.UNIQUE_ITEM, (1,))):
+    for check in (ir.Check(99), ir.Check(ir.MULTIPLE_OF, (0, 0, 0)), ir.Check(ir.UNIQUE_ITEM, (1,)),
+                  ir.Check(ir.DISTINCT_KEY, (3, 97)), ir.Check(ir.DISTINCT_KEY, (1, 256)),
+                  ir.Check(ir.DISTINCT_KEY, (-1,)), ir.Check(ir.DISTINCT_KEY, (1, 97, 2, 98))):
         grammar = ir.Grammar({"root": ir.Region(ir.seq(ir.literal("a"), check))})
         with pytest.raises(GrammarError, match="check"):
             compiler.compile_ir(grammar)
@@ -531,6 +550,11 @@ ONE_KEY_SCHEMAS = [
     ({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "object",
       "additionalProperties": {"type": "integer"}, "propertyNames": {"maxLength": 1}}},
       "propertyNames": {"maxLength": 1}}, {}),
+    # additional keys that must not be the named ones (the distinct-key check lists them)
+    ({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+     {}),
+    ({"properties": {"a": {"type": "integer"}, "é": {"type": "integer"}}, "additionalProperties": {"type": "string"},
+      "required": ["a"]}, {}),
 ]
 
 

@@ -492,7 +492,19 @@ bool unique_item(const uint8_t* text, int64_t len) {
 
 // ---- kDistinctKey -------------------------------------------------------------------------
 
-bool distinct_key(const uint8_t* text, int64_t len) {
+// Whether `key` is one of the keys written in params as (length, byte*)*; params are walked
+// within their bounds whatever they hold (check_valid vouches for their shape).
+bool listed_key(const int32_t* params, int32_t n_params, const Bytes& key) {
+  for (int64_t k = 0; k < n_params;) {
+    const int64_t n = params[k++];
+    if (n < 0 || n > n_params - k) return false;
+    if (n == int64_t(key.size()) && std::equal(key.begin(), key.end(), params + k)) return true;
+    k += n;
+  }
+  return false;
+}
+
+bool distinct_key(const uint8_t* text, int64_t len, const int32_t* params, int32_t n_params) {
   Text t{text, len};
   if (!t.eat('{')) return false;
   Bytes keys, key;  // keys: the earlier keys decoded, one after another
@@ -516,7 +528,7 @@ bool distinct_key(const uint8_t* text, int64_t len) {
     if (end - begin == key.size() && std::equal(key.begin(), key.end(), keys.begin() + begin)) return false;
     begin = end;
   }
-  return true;
+  return !listed_key(params, n_params, key);
 }
 
 // ---- kLeapSecond --------------------------------------------------------------------------
@@ -1118,8 +1130,17 @@ bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const u
 
 bool check_valid(int32_t kind, const int32_t* params, int32_t n_params) {
   switch (kind) {
-    case kUniqueItem:
     case kDistinctKey:
+      if (n_params > 0 && !params) return false;
+      for (int64_t k = 0; k < n_params;) {
+        const int64_t n = params[k++];
+        if (n < 0 || n > n_params - k) return false;
+        for (const int32_t* b = params + k; b < params + k + n; ++b)
+          if (*b < 0 || *b > 255) return false;
+        k += n;
+      }
+      return true;
+    case kUniqueItem:
     case kLeapSecond:
     case kRegexRefs:
     case kRegexPrefix:
@@ -1133,12 +1154,16 @@ bool check_valid(int32_t kind, const int32_t* params, int32_t n_params) {
 }
 
 bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len) {
-  if (!check_valid(kind, params, n_params) || len < 0 || len > kMaxText || (len > 0 && !text)) return false;
+  // A key list is walked within its bounds (listed_key): checking all its bytes at every key,
+  // as check_valid does once when the IR is read, would cost more than the lookup.
+  const bool valid =
+      kind == kDistinctKey ? n_params >= 0 && (n_params == 0 || params) : check_valid(kind, params, n_params);
+  if (!valid || len < 0 || len > kMaxText || (len > 0 && !text)) return false;
   static const uint8_t kEmpty = 0;
   if (!text) text = &kEmpty;
   switch (kind) {
     case kUniqueItem: return unique_item(text, len);
-    case kDistinctKey: return distinct_key(text, len);
+    case kDistinctKey: return distinct_key(text, len, params, n_params);
     case kLeapSecond: return leap_second(text, len);
     case kRegexRefs: return regex_valid(text, len, true);
     case kRegexPrefix: return regex_valid(text, len, false);

@@ -3,8 +3,8 @@
 keywords) are gathered into ObjectFacts, then built with `unevaluatedProperties`, strict mode and
 the witnesses of negations as members in schema order (a counting automaton when counts or
 dependencies must be tracked) or in any order (required and dependent keys tracked as sets); a
-key the schema does not name is "none of the known names" (a trie built directly, or an automata
-product with patterns and propertyNames). A mixin of the Converter (it uses its value, child,
+key the schema does not name is "none of the known names" (a check on the key's text, or an
+automata product with patterns and propertyNames). A mixin of the Converter (it uses its value, child,
 shared, fresh, intersection, string_facts and the type analysis)."""
 
 from __future__ import annotations
@@ -26,11 +26,23 @@ MAX_TRACKED_KEYS = 8  # required/dependent keys tracked as subsets when properti
 MAX_ORDERED_PROPERTIES = 3000
 # Checked on the text by the core (ir.Check): a key equal to an earlier one.
 DISTINCT_KEY = ir.Check(ir.DISTINCT_KEY)
-# Known keys longer than this keep the trie built here, a rule every few levels: the core's trie
-# is one expression, two levels per byte, and must fit in its nesting limit (automaton.h,
-# max_depth 2,000) below the half of it where the core stops inlining rules.
-MAX_NATIVE_KEY = 256
 _CLOSE_QUOTE = ir.literal('"')
+_ANY_KEY = ir.seq(ir.literal('"'), ir.repeat(_text.JSON_CHAR, 0, None), _CLOSE_QUOTE)
+
+
+def distinct_key(known) -> ir.Check:
+    """The check that a key is none of the keys before it and none of `known` (their UTF-8 as
+    the parameters (length, byte*)*). Excluding known keys by a check rather than by the key's
+    automaton keeps that automaton one string's: an exclusion trie cost the core ~30 IR words
+    per key byte (half of a Kubernetes schema's compile time)."""
+    if not known:
+        return DISTINCT_KEY
+    params = []
+    for k in known:
+        b = k.encode()
+        params.append(len(b))
+        params += b
+    return ir.Check(ir.DISTINCT_KEY, params)
 
 
 @dataclass
@@ -153,9 +165,9 @@ class ObjectSchema:
                     return ir.NOTHING
         # One key per object: a key the schema does not name is checked against the keys before
         # it (known keys, in schema order, cannot repeat; they differ from the others by the
-        # key automaton). The object is a region, so that the check reads its text.
-        additional = self.shared(self.additional_member(nodes, order, patterns, name_nodes, uneval,
-                                                        key_end=DISTINCT_KEY), "extra")
+        # check, or the key automaton where patterns or propertyNames shape it). The object is a
+        # region, so that the check reads its text.
+        additional = self.shared(self.additional_member(nodes, order, patterns, name_nodes, uneval), "extra")
         # witnesses ("some property in a region has a value valid against X", from negations):
         # each is a pseudo-key that must be seen
         for i, n in enumerate(n for n in nodes if WITNESS in n.schema):
@@ -171,7 +183,7 @@ class ObjectSchema:
                      for k in order if k in members and in_region(k)]
             parts.append(self.additional_member(nodes, order + [k for k in spec["exclude"] if k not in order],
                                                 patterns, name_nodes, uneval, [wnode], spec["match"],
-                                                spec["notMatch"], key_end=DISTINCT_KEY))
+                                                spec["notMatch"]))
             witness = self.shared(ir.alt(*parts), "witness")
             if witness == ir.NOTHING:
                 return ir.NOTHING
@@ -225,11 +237,11 @@ class ObjectSchema:
         return None
 
     def additional_member(self, nodes, known: list[str], patterns, name_nodes, uneval=(), value_extra=(),
-                          match=None, not_match=(), key_end=ir.EMPTY) -> ir.Expr:
+                          match=None, not_match=()) -> ir.Expr:
         """Members whose key is not a known property: one alternative per pattern region.
 
         value_extra / match / not_match narrow it (a witness of a negated additionalProperties);
-        key_end follows each key (a check that it differs from the keys before it)."""
+        Each key is checked to differ from the keys before it (the object is a region)."""
         if len(patterns) > 4:
             raise UnsupportedSchemaError("more than 4 patternProperties in one place are not supported",
                                          "patternProperties", patterns[4][0].pointer)
@@ -275,102 +287,44 @@ class ObjectSchema:
             value = self.value(vnodes + list(value_extra))
             if value == ir.NOTHING:
                 continue
-            simple = not patterns and not name_nodes and not known and match is None and not not_match
-            if simple:
-                key = ir.seq(ir.literal('"'), ir.repeat(_text.JSON_CHAR, 0, None), ir.literal('"'))
-            else:
-                sig = (tuple(known), tuple(p for _, p in patterns), mask, names_lo, names_hi,
-                       tuple((k, json.dumps(v)) for k, v, _ in names_exprs),
-                       None if names_finite is None else tuple(names_finite), bool(name_nodes), match,
-                       tuple(not_match))
-                body = self.key_cache.get(sig)
-                if body is None and not patterns and not name_nodes and match is None and not not_match:
-                    body = self.key_cache[sig] = self.unknown_key(known)  # its closing quote within
-                if body is None:
-                    items, wants = [_text.ANY_STRING], [True]
-                    if known:
-                        items.append(ir.alt(*(ir.literal(k) for k in known)))
-                        wants.append(False)
-                    for i, (n, p) in enumerate(patterns):
-                        items.append(_text.pattern_search_expr(p, n.pointer, "patternProperties"))
-                        wants.append(bool(mask >> i & 1))
-                    if match is not None:
-                        items.append(_text.pattern_search_expr(match, nodes[0].pointer, "patternProperties"))
+            if not patterns and not name_nodes and match is None and not not_match:
+                parts.append(ir.seq(_ANY_KEY, distinct_key(known), self.colon, value))
+                continue
+            sig = (tuple(known), tuple(p for _, p in patterns), mask, names_lo, names_hi,
+                   tuple((k, json.dumps(v)) for k, v, _ in names_exprs),
+                   None if names_finite is None else tuple(names_finite), bool(name_nodes), match,
+                   tuple(not_match))
+            body = self.key_cache.get(sig)
+            if body is None:
+                items, wants = [_text.ANY_STRING], [True]
+                if known:
+                    items.append(ir.alt(*(ir.literal(k) for k in known)))
+                    wants.append(False)
+                for i, (n, p) in enumerate(patterns):
+                    items.append(_text.pattern_search_expr(p, n.pointer, "patternProperties"))
+                    wants.append(bool(mask >> i & 1))
+                if match is not None:
+                    items.append(_text.pattern_search_expr(match, nodes[0].pointer, "patternProperties"))
+                    wants.append(True)
+                for q in not_match:
+                    items.append(_text.pattern_search_expr(q, nodes[0].pointer, "patternProperties"))
+                    wants.append(False)
+                if name_nodes:
+                    if names_finite is not None:
+                        items.append(ir.alt(*(ir.literal(v) for v in names_finite)) if names_finite
+                                     else ir.NOTHING)
                         wants.append(True)
-                    for q in not_match:
-                        items.append(_text.pattern_search_expr(q, nodes[0].pointer, "patternProperties"))
-                        wants.append(False)
-                    if name_nodes:
-                        if names_finite is not None:
-                            items.append(ir.alt(*(ir.literal(v) for v in names_finite)) if names_finite
-                                         else ir.NOTHING)
-                            wants.append(True)
-                        else:
-                            more, more_wants = self.string_parts(names_lo, names_hi, names_exprs,
-                                                                 name_nodes[0].pointer)
-                            items += more[1:]  # past ANY_STRING, here already
-                            wants += more_wants[1:]
-                    body = ir.seq(self.intersection(items, wants, "patternProperties", nodes[0].pointer), _CLOSE_QUOTE)
-                    self.key_cache[sig] = body
-                if body == ir.NOTHING:
-                    continue
-                key = ir.seq(ir.literal('"'), body)
-            parts.append(ir.seq(key, key_end, self.colon, value))
+                    else:
+                        more, more_wants = self.string_parts(names_lo, names_hi, names_exprs,
+                                                             name_nodes[0].pointer)
+                        items += more[1:]  # past ANY_STRING, here already
+                        wants += more_wants[1:]
+                body = ir.seq(self.intersection(items, wants, "patternProperties", nodes[0].pointer), _CLOSE_QUOTE)
+                self.key_cache[sig] = body
+            if body == ir.NOTHING:
+                continue
+            parts.append(ir.seq(ir.literal('"'), body, DISTINCT_KEY, self.colon, value))
         return ir.alt(*parts)
-
-    def unknown_key(self, known) -> ir.Expr:
-        """The JSON string bodies, closing quote included, of the keys that are none of `known`
-        (the usual additional property), built directly: a trie of the known keys over
-        characters, where leaving the trie at any point leads to any rest of the string (two
-        rules of its own). Keys of plain characters, most of them, are the core's to write out
-        (ir.KeysExcept: half the nodes of a typical schema's grammar were these tries)."""
-        names = self.fresh("keyrest"), self.fresh("keyheavy")
-        self.rules.update(_text.rest_rules(*names))
-        rest, heavy = self.ref(names[0]), self.ref(names[1])
-        encoded = [k.encode() for k in known]
-        if all(len(k) <= MAX_NATIVE_KEY and ir.PLAIN_KEY_BYTES.issuperset(k) for k in encoded):
-            return ir.KeysExcept(tuple(encoded), rest, heavy)  # the same trie, built by the core
-        trie: dict = {}
-        for k in known:
-            node = trie
-            for ch in k:
-                node = node.setdefault(ch, {})
-            node[None] = True  # a known key ends here
-        leave: dict = {}  # children -> the way out of the trie (shared by the nodes)
-        # bottom-up without recursion (keys can be long); a rule every 8 levels keeps the
-        # expressions shallow (cheap to hash and serialize), every 64 past 64 (the core inlines
-        # a rule used once, and counts a chain of them quadratically)
-        order, stack = [], [(trie, 1)]
-        while stack:
-            node, depth = entry = stack.pop()
-            order.append(entry)
-            for ch, child in node.items():
-                if ch is not None:
-                    stack.append((child, depth + 1))
-        done: dict[int, ir.Expr] = {}
-        for node, depth in reversed(order):  # one trie node per known character: kept lean
-            items, chars = [], []
-            for ch, child in node.items():
-                if ch is not None:
-                    chars.append(ch)
-                    then = done.pop(id(child))
-                    lit = _text.char_literal(ch)
-                    items.append(ir.seq(lit, then) if type(then) is ir.Seq else ir.Seq((lit, then)))
-            chars = frozenset(chars)
-            way_out = leave.get(chars)
-            if way_out is None:  # as the choices it adds (what ir.alt would flatten)
-                out = _text.leave_trie(chars, rest, heavy)
-                way_out = leave[chars] = out.items if type(out) is ir.Alt else (out,)
-            items += way_out
-            if None not in node:
-                items.append(_CLOSE_QUOTE)  # a proper prefix of known keys is itself unknown
-            out = items[0] if len(items) == 1 else ir.Alt(tuple(items))
-            if depth % (8 if depth <= 64 else 64) == 0:
-                name = self.fresh("key")
-                self.rules[name] = out
-                out = self.ref(name)
-            done[id(node)] = out
-        return done[id(trie)]
 
     def object_any_order(self, members, additional, required, deps, tracked, max_p=None) -> ir.Expr:
         """Members in any order; the required and dependency keys seen so far are tracked, and

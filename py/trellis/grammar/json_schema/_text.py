@@ -167,42 +167,6 @@ ANY_STRING = ir.repeat(ANY_CHAR, 0, None)  # every decoded string (valid UTF-8)
 JSON_CHAR = json_escape(ANY_CHAR)  # one code point, as it appears in a JSON string
 
 
-@lru_cache(maxsize=4096)
-def char_literal(ch: str) -> ir.Expr:
-    """One character as it appears in a JSON string."""
-    return ir.Bytes(encode_string(ch)[1:-1].encode("utf-8"))
-
-
-# One character that JSON does not write as one plain byte (escaped or multi-byte).
-HEAVY_CHAR = json_escape(ir.char_class([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x80, ir.MAX_CODE_POINT)]))
-
-
-def rest_rules(rest: str, heavy: str) -> dict[str, ir.Expr]:
-    """Rules for any rest of a JSON string body and its closing quote: `rest` (one rule whose
-    states only consume bytes until the quote, so that a token-mask walk through it is a string
-    body's, MaskWalk::text_loop, however many non-ASCII tokens the vocabulary has), and `heavy`
-    (a character that is not plain, then `rest`). Named apart for each user: a rule's follow
-    contexts are those of all its callers, and the core's token-mask caches are cheap only when
-    they are few."""
-    return {rest: ir.seq(ir.repeat(JSON_CHAR, 0, None), ir.literal('"')),
-            heavy: ir.seq(HEAVY_CHAR, ir.Ref(rest))}
-
-
-def leave_trie(chars: frozenset, rest: ir.Ref, heavy: ir.Ref) -> ir.Expr:
-    """In a JSON string body: a character that is none of `chars`, then any rest and the closing
-    quote (the rules of `rest_rules`)."""
-    if all(ord(c) in ir.PLAIN_KEY_BYTES for c in chars):
-        # the plain characters but these are a byte set; `heavy` covers every other one
-        return ir.alt(ir.seq(_plain_but(chars), rest), heavy)
-    other = ir.char_class([(ord(c), ord(c)) for c in chars], negate=True)
-    return ir.seq(json_escape(other), rest)
-
-
-@lru_cache(maxsize=4096)
-def _plain_but(chars: frozenset) -> ir.Expr:
-    return ir.byte_set([(b, b) for b in ir.PLAIN_KEY_BYTES.difference(map(ord, chars))])
-
-
 # ---- patterns ------------------------------------------------------------------------------
 
 

@@ -26,7 +26,7 @@ depend on it, see _refs.py). A context is compiled by:
    digit-level ranges and multiples; strings: pattern/format/length intersected (ir.And);
    arrays: prefix items, counts, contains; objects: properties in any order with required
    tracking, or in schema order when counts must be tracked; an additional key is "none of
-   the known names", a trie built directly, or a DFA product with patterns/propertyNames).
+   the known names", a check on its text, or a DFA product with patterns/propertyNames).
 
 Where: this module holds the contexts (expand, value, body: steps 1-5) and the rules;
 _type_analysis.py what a context admits without building it (atoms, finite values, oneOf
@@ -93,10 +93,10 @@ _ANY_VALUE: dict = {}
 ANY_VALUE_OPTIONS = 64
 ANY_PREFIX = "any."
 _ANY_CONTEXT = (frozenset(), frozenset(ATOMS), frozenset(), None)  # value()'s key for it
-# Written once for every schema's grammar (ir.Prelude): a string's characters, plain and not,
-# and numbers, which nearly every grammar holds (a typical schema's serialization: 0.25 ms,
+# Written once for every schema's grammar (ir.Prelude): a string's characters and numbers,
+# which nearly every grammar holds (a typical schema's serialization: 0.25 ms,
 # 0.15 ms with these).
-PRELUDE = ir.Prelude(_text.JSON_CHAR, _text.HEAVY_CHAR, _text.ANY_STRING, _numbers.NUMBER, _numbers.INTEGER,
+PRELUDE = ir.Prelude(_text.JSON_CHAR, _text.ANY_STRING, _numbers.NUMBER, _numbers.INTEGER,
                      _numbers.NON_INTEGER, ir.EMPTY)
 MAX_CONTEXTS = 800  # anyOf/oneOf/if distributions in one schema
 # An anyOf under a constraining unevaluatedProperties/Items distributes over the sets of its branches
