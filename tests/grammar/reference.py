@@ -89,8 +89,6 @@ class _Cfg:
             return body * expr.min + ((tail,) if tail is not None else ())
         if isinstance(expr, ir.Region):  # marks where checks read the text: the oracle has no checks
             return self._symbols(expr.item)
-        if isinstance(expr, ir.KeysExcept):
-            return self._symbols(expr.expanded())
         if isinstance(expr, ir.And):
             return self._automaton(_product(expr), expr.escaped)
         if isinstance(expr, ir.Automaton):

@@ -166,8 +166,6 @@ def exprs(depth: int):
     return nested(
         leaf, sub,
         sub.map(ir.Region),  # no check reads it: the core builds its body in place
-        st.tuples(st.lists(st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 4] for x in b)), max_size=3),
-                  sub, sub).map(lambda t: ir.KeysExcept(tuple(t[0]), t[1], t[2])),
         intersections(regular(depth - 1)),
         machines(sub))
 
@@ -401,45 +399,6 @@ def test_grammar_errors_name_the_rule(tiny):
         tiny.compile_grammar('root ::= ("a"{1000}){1000}')
     with pytest.raises(GrammarLimitError, match="automaton states"):  # determinization blow-up
         tiny.compile_regex("(a|b)*a(a|b){20}")
-
-
-KEY_BYTES = b'ab "\\\x7f'  # plain, plain, plain, the quote, a backslash (not plain), DEL (plain)
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(keys=st.lists(st.binary(max_size=4).map(lambda b: bytes(b"ab \x7f"[x % 4] for x in b)), max_size=5),
-       seed=st.integers(0, 10**6))
-def test_keys_except_is_its_trie(core, keys, seed):
-    """KEYS as the JSON Schema front-end uses it (a string body after its opening quote that is
-    none of the keys: rest and heavy as _text.rest_rules) masks as its expansion does, the
-    keys as one another's prefixes, empty, repeated."""
-    vocab = small_vocab(KEY_BYTES)
-    rules = {"root": ir.seq(ir.literal('"'), ir.KeysExcept(tuple(keys), ir.Ref("rest"), ir.Ref("heavy"))),
-             "rest": ir.seq(ir.repeat(ir.alt(ir.byte_set([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7F)]),
-                                             ir.literal("\\\\")), 0, None), ir.literal('"')),
-             "heavy": ir.seq(ir.literal("\\\\"), ir.Ref("rest"))}
-    grammar = ir.Grammar(rules)
-    ref = Reference(grammar)
-    for key in keys:
-        assert not ref.accepts(b'"' + key + b'"') and ref.accepts(b'"' + key + b'a"') == (key + b"a" not in keys)
-    check_walk(compiler_for(vocab, core), grammar, random.Random(seed), steps=7)
-
-
-def test_keys_except_refuses_bytes_json_does_not_write_plain(tiny):
-    for key in (b"a\"b", b"a\\", b"\n", "é".encode()):
-        words, _ = ir.serialize(ir.Grammar({"root": ir.KeysExcept((b"ok", key), ir.EMPTY, ir.EMPTY)}))
-        with pytest.raises(GrammarError, match="does not write plain"):
-            tiny.core.grammar_compile(tiny._handle, words)
-    words, _ = ir.serialize(ir.Grammar({"root": ir.KeysExcept((b"ok", b"fine"), ir.EMPTY, ir.EMPTY)}))
-    tiny.core.free("grammar", tiny.core.grammar_compile(tiny._handle, words))
-    for cut in range(len(words) - 1, len(words) - 8, -1):  # a key set cut short
-        with pytest.raises(GrammarError):
-            tiny.core.grammar_compile(tiny._handle, words[:cut])
-    # the tries' size is bounded before any is built: 2^20 key bytes in all
-    keys = tuple(b"k%07d" % i + b"x" * 248 for i in range(4100))
-    words, _ = ir.serialize(ir.Grammar({"root": ir.KeysExcept(keys, ir.EMPTY, ir.EMPTY)}))
-    with pytest.raises(GrammarLimitError, match="1048576 key bytes"):
-        tiny.core.grammar_compile(tiny._handle, words)
 
 
 ESCAPE_BYTES = b'a"\\\n\x01bnu01'  # bytes JSON escapes, and the letters and digits of their escapes

@@ -140,14 +140,6 @@ def deserialize(words, names):
         if tag == ir.REGION:
             assert words[off + 1] < off
             return ir.Region(node(words[off + 1]))
-        if tag == ir.KEYS:
-            n, rest, heavy = words[off + 1: off + 4]
-            assert rest < off and heavy < off
-            keys, at = [], off + 4
-            for _ in range(n):
-                keys.append(bytes(words[at + 1: at + 1 + words[at]].tolist()))
-                at += 1 + words[at]
-            return ir.KeysExcept(tuple(keys), node(rest), node(heavy))
         if tag == ir.AUTOMATON:
             n, m = words[off + 1: off + 3]
             flat = words[off + 3 + n: off + 3 + n + 4 * m].tolist()
@@ -190,8 +182,6 @@ def _assert_written(grammar: ir.Grammar, back: ir.Grammar) -> None:
                 stack.extend(e.items)
             elif isinstance(e, (ir.Repeat, ir.Region)):
                 stack.append(e.item)
-            elif isinstance(e, ir.KeysExcept):
-                stack += (e.rest, e.heavy)
             elif isinstance(e, ir.And):
                 stack.extend(e.items)
             elif isinstance(e, ir.Machine):

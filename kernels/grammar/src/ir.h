@@ -8,10 +8,7 @@
 namespace tg {
 
 // CHECK is a zero-width assertion decided by a predicate (checks.h) on the text of the nearest
-// enclosing REGION, from the region's first byte to the check. KEYS (a JSON string's body and
-// closing quote, that is none of the given keys) exists only in the words read: read_ir
-// writes it out as the other kinds (see expand_keys in ir.cpp), so nothing after sees it.
-// AND (n, flags, (child, want)*n) matches what every wanted child matches and no other does;
+// enclosing REGION, from the region's first byte to the check. AND (n, flags, (child, want)*n) matches what every wanted child matches and no other does;
 // its children are regular (bytes, byte sets, sequences, choices, repetitions), at least one
 // is wanted, and flag kAndJsonEscaped writes each matched byte as a JSON string does
 // (intersection.h builds it). AUTOMATON (n_states, n_runs, accept * n_states,
@@ -22,8 +19,8 @@ namespace tg {
 // (objects' members in order, tracked keys, counted items) in one node, regular when its
 // children are.
 enum Kind : int32_t {
-  BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6, CHECK = 7, REGION = 8, KEYS = 9, AND = 10,
-  AUTOMATON = 11, MACHINE = 12
+  BYTES = 1, BYTESET = 2, SEQ = 3, ALT = 4, REPEAT = 5, REF = 6, CHECK = 7, REGION = 8, AND = 9, AUTOMATON = 10,
+  MACHINE = 11
 };
 constexpr int32_t kAndJsonEscaped = 1;
 
@@ -39,7 +36,7 @@ struct Ir {
   const int32_t* args(int32_t node) const { return &words[node + 1]; }
   // Words the (validated) node takes, kind word included: the offset of the node after it.
   int32_t size(int32_t node) const { return node_size(&words[node]); }
-  // The same for a node's words (any kind but KEYS, which read_ir writes out).
+  // The same for a node's words.
   static int32_t node_size(const int32_t* node) {
     const int32_t* a = node + 1;
     switch (node[0]) {
@@ -60,14 +57,10 @@ inline const int32_t* machine_edges(const int32_t* a) { return a + 2 + a[0]; }
 inline const int32_t* machine_edges_end(const int32_t* a) { return a + 2 + a[0] + 3 * a[1]; }
 
 constexpr int32_t kIrMagic = 0x54524C31;
-constexpr int32_t kIrVersion = 5;
+constexpr int32_t kIrVersion = 6;
 constexpr int32_t kMaxIrWords = 1 << 24;
-// Key bytes in all KEYS nodes together: each becomes a node in each of two tries, about 30
-// words in all, and the tries' memory is reserved before the words are (MaskBench's largest
-// schema has 26,186).
-constexpr int64_t kMaxKeyBytes = 1 << 20;
 
-// Fills `ir` from the words, checking every offset, count and range; KEYS nodes are expanded.
+// Fills `ir` from the words, checking every offset, count and range.
 Status read_ir(const int32_t* words, int32_t n_words, Ir* ir);
 
 }  // namespace tg

@@ -17,17 +17,13 @@ kernels/grammar/src/ir.cpp):
     node REF:     6, rule_index
     node CHECK:   7, kind, n, param_0 .. param_{n-1}         (zero-width: a predicate holds)
     node REGION:  8, child_offset                          (where checks start reading)
-    node KEYS:    9, n, rest_offset, heavy_offset, (len, b_0 .. b_{len-1}) * n
-    node AND:     10, n, escaped, (child_offset, wanted) * n
-    node AUTOMATON: 11, n_states, n_runs, accept_0 .. accept_{n_states-1}, (from, lo, hi, to) * n_runs
-    node MACHINE: 12, n_states, n_edges, accept_0 .. accept_{n_states-1}, (from, child_offset, to) * n_edges
+    node AND:     9, n, escaped, (child_offset, wanted) * n
+    node AUTOMATON: 10, n_states, n_runs, accept_0 .. accept_{n_states-1}, (from, lo, hi, to) * n_runs
+    node MACHINE: 11, n_states, n_edges, accept_0 .. accept_{n_states-1}, (from, child_offset, to) * n_edges
 
 A CHECK matches the empty string when its predicate (kernels/grammar/src/checks.h) holds on
 the text of the nearest enclosing REGION so far: the values that no grammar can describe
 (unique array items, regular expressions with backreferences) are decided on their text.
-
-KEYS is a JSON string's body and closing quote that is none of the n keys (KeysExcept: the
-front-end's additional property names, written out by the core, which builds it fastest).
 
 AND is the strings every wanted child matches and no other child does (And: a string's pattern,
 format and length together), JSON-escaped when `escaped` is 1; the core builds it as one
@@ -54,8 +50,8 @@ from typing import NamedTuple
 from ..errors import GrammarError, GrammarLimitError
 
 MAGIC = 0x54524C31  # "TRL1"
-VERSION = 5
-BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION, KEYS, AND, AUTOMATON, MACHINE = range(1, 13)
+VERSION = 6
+BYTES, BYTESET, SEQ, ALT, REPEAT, REF, CHECK, REGION, AND, AUTOMATON, MACHINE = range(1, 12)
 # Check kinds (kernels/grammar/src/checks.h).
 UNIQUE_ITEM, DISTINCT_KEY, LEAP_SECOND, REGEX, MULTIPLE_OF, BASE64_JSON, REGEX_PREFIX, MULTIPLE_OF_PREFIX = range(1, 9)
 MAX_CODE_POINT = 0x10FFFF
@@ -196,7 +192,6 @@ EMPTY = Seq(())
 NOTHING = Alt(())
 
 
-# The bytes of a KeysExcept key: JSON's plain string bytes (no control byte, quote or backslash).
 @dataclass(slots=True)
 class And(Expr):
     """The strings that every item with `wants[k]` True matches and no other item does. Items are
@@ -260,56 +255,6 @@ class Machine(Expr):
         if h is None:
             h = self._hash = hash((Machine, self.edges, self.accept))
         return h
-
-
-PLAIN_KEY_BYTES = frozenset(b for b in range(0x20, 0x80) if b not in (0x22, 0x5C))
-
-
-@dataclass(slots=True)
-class KeysExcept(Expr):
-    """A JSON string's body and closing quote (after the opening quote) whose text is none of
-    `keys` (plain bytes only, see PLAIN_KEY_BYTES): `rest` matches any rest of a body and the
-    quote, `heavy` any character that is not plain and then `rest`. Its meaning is
-    `expanded()`'s trie, which the core builds from the keys alone."""
-
-    keys: tuple[bytes, ...]
-    rest: Expr
-    heavy: Expr
-    _hash: int | None = _cache()
-
-    def __init__(self, keys: tuple[bytes, ...], rest: Expr, heavy: Expr):
-        self.keys, self.rest, self.heavy = keys, rest, heavy
-        self._hash = None
-
-    def __hash__(self):
-        h = self._hash
-        if h is None:
-            h = self._hash = hash((KeysExcept, self.keys, self.rest, self.heavy))
-        return h
-
-    def expanded(self) -> Expr:
-        """The same language as plain nodes: per trie node, each next byte of a key, or a plain
-        byte no key continues with then `rest`, or `heavy`, or the closing quote where no key ends."""
-        trie: dict = {}
-        for key in self.keys:
-            node = trie
-            for b in key:
-                node = node.setdefault(b, {})
-            node[None] = True
-        plain = sorted(PLAIN_KEY_BYTES)
-
-        def node_expr(node: dict) -> Expr:  # keys are short: recursion is bounded by their length
-            nexts = sorted(b for b in node if b is not None)
-            items = [Seq((Bytes(bytes((b,))), node_expr(node[b]))) for b in nexts]
-            others = [(b, b) for b in plain if b not in node]
-            if others:
-                items.append(Seq((ByteSet(tuple(normalize_ranges(others))), self.rest)))
-            items.append(self.heavy)
-            if None not in node:
-                items.append(Bytes(b'"'))
-            return Alt(tuple(items))
-
-        return node_expr(trie)
 
 
 @dataclass
@@ -690,8 +635,6 @@ def children(e: Expr) -> tuple:
         return e.items
     if t is Repeat or t is Region:
         return (e.item,)
-    if t is KeysExcept:
-        return (e.rest, e.heavy)
     if t is Machine:
         return tuple(x for _, x, _ in e.edges)
     return ()
@@ -826,8 +769,6 @@ class _Writer:
             node = (CHECK, expr.kind, len(expr.params), *expr.params)
         elif t is Region:
             node = (REGION, kids[0])
-        elif t is KeysExcept:
-            node = (KEYS, len(expr.keys), kids[0], kids[1], *[w for key in expr.keys for w in (len(key), *key)])
         elif t is Automaton:
             node = (AUTOMATON, len(expr.accept), len(expr.runs), *map(int, expr.accept),
                     *[w for run in expr.runs for w in run])

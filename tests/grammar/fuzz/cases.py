@@ -68,7 +68,7 @@ def build_ir(spec: dict):
         {"root": name, "rules": [[name, node], ...]}
         node: ["bytes", [b, ...]] | ["byteset", [[lo, hi], ...]] | ["seq", [node, ...]]
             | ["alt", [node, ...]] | ["repeat", node, min, max or None] | ["ref", name]
-            | ["check", kind, [param, ...]] | ["region", node] | ["keys", [[b, ...], ...], rest, heavy]
+            | ["check", kind, [param, ...]] | ["region", node]
             | ["and", [[node, want], ...], escaped]   (wants and flag as given, unchecked here)
             | ["automaton", [[from, lo, hi, to], ...], [accepting, ...]]
             | ["machine", [[from, node, to], ...], [accepting, ...]]
@@ -93,8 +93,6 @@ def build_ir(spec: dict):
             return ir.Check(n[1], tuple(n[2]))
         if tag == "region":
             return ir.Region(node(n[1]))
-        if tag == "keys":
-            return ir.KeysExcept(tuple(bytes(k) for k in n[1]), node(n[2]), node(n[3]))
         if tag == "automaton":
             made = object.__new__(ir.Automaton)  # states and bytes as given: the core checks them
             made.runs, made.accept, made._hash = tuple(tuple(r) for r in n[1]), tuple(n[2]), None
