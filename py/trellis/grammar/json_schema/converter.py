@@ -63,7 +63,7 @@ from . import _numbers, _text
 from ._array_schema import ArraySchema
 from ._dialect import draft6_forms, dynamic_forms, format_is_annotation, is_draft4, without_formats
 from ._evaluated import Evaluation
-from ._keywords import ANNOTATIONS, ATOMS, REFUSED_KEYWORDS, VALUE_LIST
+from ._keywords import ANNOTATIONS, ATOMS, REF_KEYWORDS, REFUSED_KEYWORDS, VALUE_LIST
 from ._layout import Layouts
 from ._negate import NOT_CONST, Negator
 from ._number_schema import NumberSchema
@@ -165,6 +165,10 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.opt = options
         self.resolver = Resolver(schema, draft7=draft7)
         self.draft7 = draft7
+        # A subschema with none of these (references followed) constrains nothing in a context;
+        # draft-07 asserts its content keywords (_string_schema.py), later drafts only note them.
+        self.constraining = self.KNOWN_ALL.difference(REF_KEYWORDS).union(
+            ("contentMediaType", "contentEncoding") if draft7 else ())
         self.validator = Validator(self.resolver)
         self.rules: dict[str, ir.Expr] = {}
         self.names: dict = {}
@@ -315,7 +319,10 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             for key in s:
                 if key in REFUSED_KEYWORDS and not (key.startswith("unevaluated") and s[key] is True):
                     raise UnsupportedSchemaError(f"{key} is not supported", key, node.pointer)
-            out.append(node)
+            if not self.constraining.isdisjoint(s):
+                out.append(node)
+            # else only notes beside a reference (Kubernetes' `{"$ref": ..., "description": ...}`):
+            # left out, so that every such use of one definition is one context, built once
             if isinstance(s.get("allOf"), list):
                 todo.extend(self.child(node, "allOf", i) for i in range(len(s["allOf"])))
         return out
