@@ -8,12 +8,13 @@
 namespace tg {
 
 // CHECK is a zero-width assertion decided by a predicate (checks.h) on the text of the nearest
-// enclosing REGION, from the region's first byte to the check. AND (n, flags, (child, want)*n) matches what every wanted child matches and no other does;
-// its children are regular (bytes, byte sets, sequences, choices, repetitions), at least one
-// is wanted, and flag kAndJsonEscaped writes each matched byte as a JSON string does
-// (intersection.h builds it). AUTOMATON (n_states, n_runs, accept * n_states,
-// (from, lo, hi, to) * n_runs) is the strings that lead from state 0 to an accepting state: an
-// automaton a front-end built (read as an NFA: runs may overlap), regular like bytes.
+// enclosing REGION, from the region's first byte to the check. AND (n, flags, (child, want)*n)
+// matches what every wanted child matches and no other does; its children are regular (bytes,
+// byte sets, sequences, choices, repetitions), at least one is wanted, and flag kAndJsonEscaped
+// writes each matched byte as a JSON string does (intersection.h builds it). AUTOMATON
+// (n_states, n_runs, accept * n_states, (from, lo, hi, to) * n_runs) is the strings that lead
+// from state 0 to an accepting state: an automaton a front-end built (read as an NFA: runs may
+// overlap), regular like bytes.
 // MACHINE (n_states, n_edges, accept * n_states, (from, child, to) * n_edges) is the same
 // with an expression on each edge instead of a byte range: a counting automaton's states
 // (objects' members in order, tracked keys, counted items) in one node, regular when its

@@ -4,8 +4,8 @@ keywords) are gathered into ObjectFacts, then built with `unevaluatedProperties`
 the witnesses of negations as members in schema order (a counting automaton when counts or
 dependencies must be tracked) or in any order (required and dependent keys tracked as sets); a
 key the schema does not name is "none of the known names" (a check on the key's text, or an
-automata product with patterns and propertyNames). A mixin of the Converter (it uses its value, child,
-shared, fresh, intersection, string_facts and the type analysis)."""
+automata product with patterns and propertyNames). A mixin of the Converter (it uses its value,
+child, shared, fresh, intersection, string_facts and the type analysis)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def distinct_key(known) -> ir.Check:
     """The check that a key is none of the keys before it and none of `known` (their UTF-8 as
     the parameters (length, byte*)*). Excluding known keys by a check rather than by the key's
     automaton keeps that automaton one string's: an exclusion trie cost the core ~30 IR words
-    per key byte (half of a Kubernetes schema's compile time)."""
+    per key byte (half of a Kubernetes schema's core compile time)."""
     if not known:
         return DISTINCT_KEY
     params = []
