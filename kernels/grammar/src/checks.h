@@ -41,7 +41,8 @@ enum CheckKind : int32_t {
 // Whether `kind` is known and takes these parameter words (IR validation).
 bool check_valid(int32_t kind, const int32_t* params, int32_t n_params);
 
-// True when the region text `text[0, len)` passes check `kind`.
+// True when the region text `text[0, len)` passes check `kind`, whose params check_valid
+// accepted (the IR reader checks each once; a mask asks at every token that crosses a check).
 bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len);
 
 // The fewest digits (the smallest of them) that, written after the region text `text[0, len)`,

@@ -240,7 +240,7 @@ class ObjectSchema:
                           match=None, not_match=()) -> ir.Expr:
         """Members whose key is not a known property: one alternative per pattern region.
 
-        value_extra / match / not_match narrow it (a witness of a negated additionalProperties);
+        value_extra / match / not_match narrow it (a witness of a negated additionalProperties).
         Each key is checked to differ from the keys before it (the object is a region)."""
         if len(patterns) > 4:
             raise UnsupportedSchemaError("more than 4 patternProperties in one place are not supported",

@@ -63,7 +63,7 @@ from . import _numbers, _text
 from ._array_schema import ArraySchema
 from ._dialect import draft6_forms, dynamic_forms, format_is_annotation, is_draft4, without_formats
 from ._evaluated import Evaluation
-from ._keywords import ANNOTATIONS, ATOMS, REF_KEYWORDS, REFUSED_KEYWORDS, TYPE_ATOMS, VALUE_LIST
+from ._keywords import ANNOTATIONS, ATOMS, REF_KEYWORDS, REFUSED_KEYWORDS, VALUE_LIST
 from ._layout import Layouts
 from ._negate import NOT_CONST, Negator
 from ._number_schema import NumberSchema
@@ -110,12 +110,6 @@ CONTAINERS = frozenset({"array", "object"})
 
 
 _TYPE_ONLY = {"type"}
-
-
-def _type_names(t) -> bool:
-    """Whether `type` names types only (else the type analysis refuses it, naming its pointer)."""
-    names = [t] if type(t) is str else t if type(t) is list else [None]
-    return all(type(x) is str and x in TYPE_ATOMS for x in names)
 
 
 def _key_test(cond):
@@ -328,15 +322,15 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             for key in s:
                 if key in REFUSED_KEYWORDS and not (key.startswith("unevaluated") and s[key] is True):
                     raise UnsupportedSchemaError(f"{key} is not supported", key, node.pointer)
+            # A subschema of notes alone (beside a reference: Kubernetes' `{"$ref": ..., "description":
+            # ...}`) is left out, and one of a type alone (the schema walk checked its names) is the
+            # conversion's one such subschema: every use of a definition, every `{"type": "string",
+            # "description": ...}`, is one context, built once.
             said = self.constraining.intersection(s)
-            if said == _TYPE_ONLY and _type_names(s["type"]):
+            if said == _TYPE_ONLY:
                 out.append(self.synth(self.resolver.root, "type/" + json.dumps(s["type"]), {"type": s["type"]}))
             elif said:
                 out.append(node)
-            # A subschema of notes alone (beside a reference: Kubernetes' `{"$ref": ..., "description":
-            # ...}`) is left out, and one of a type alone is the conversion's one such subschema: every
-            # use of a definition, every `{"type": "string", "description": ...}`, is one context,
-            # built once.
             if isinstance(s.get("allOf"), list):
                 todo.extend(self.child(node, "allOf", i) for i in range(len(s["allOf"])))
         return out
