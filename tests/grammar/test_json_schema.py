@@ -1193,6 +1193,65 @@ def test_enum_values_meet_the_rest_of_their_context(compiler):
         assert matches(compiler, typed, text) == ok, text
 
 
+def _numbered(schema: dict) -> dict:
+    """`schema` with enough unused definitions that its subschemas are numbered by content."""
+    return {**schema, "$defs": {f"pad{i}": {"type": "integer", "minimum": i} for i in range(_refs.MIN_NUMBERED)}}
+
+
+def test_copies_of_a_subschema_are_built_once(compiler, monkeypatch):
+    """Subschemas equal but for their notes (a normalized schema's definitions written out in
+    place) are one context: the grammar has far fewer rules, and the same language."""
+    copy = {"type": "object", "properties": {"x": {"type": "integer", "minimum": 3}, "y": {"type": "string"}},
+            "required": ["x"], "additionalProperties": False}
+    schema = _numbered({"type": "object", "additionalProperties": False,
+                        "properties": {f"p{i}": {**copy, "description": f"copy {i}"} for i in range(30)}})
+    shared = json_schema_to_grammar(schema)
+    monkeypatch.setattr(_refs, "MIN_NUMBERED", 10**9)
+    each = json_schema_to_grammar(schema)
+    assert len(shared.rules) + 2 * 29 < len(each.rules)
+    for text, ok in (('{"p0": {"x": 3}, "p29": {"x": 4, "y": "a"}}', True), ('{"p3": {"x": 2}}', False),
+                     ('{"p7": {"y": "a"}}', False), ('{"p1": {"x": 3, "z": 1}}', False)):
+        for grammar in (shared, each):
+            assert GrammarMatcher(compiler.compile_ir(grammar)).accept_string(text) == ok, text
+
+
+@pytest.mark.parametrize("first, second, cases", [
+    # (text, valid against first, valid against second): property names are part of what is said
+    ({"properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+     {"properties": {"b": {"type": "integer"}}, "additionalProperties": False},
+     [('{"a": 1}', True, False), ('{"b": 1}', False, True)]),
+    ({"patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": False},
+     {"patternProperties": {"^b": {"type": "integer"}}, "additionalProperties": False},
+     [('{"a": 1}', True, False), ('{"b": 1}', False, True)]),
+    # 1, 1.0 and true are equal in Python, not in JSON Schema
+    ({"const": 1}, {"const": True}, [("1", True, False), ("true", False, True)]),
+    ({"enum": [1]}, {"enum": [True]}, [("1", True, False), ("true", False, True)]),
+    ({"not": True}, {"not": {"type": "integer"}}, [("-1", False, False), ('"a"', False, True)]),
+    ({"items": [{"type": "integer"}]}, {"items": {"type": "integer"}},
+     [("[1, 2]", True, True), ('[1, "a"]', True, False)]),
+    ({"description": "x", "maxLength": 1}, {"title": "y", "maxLength": 1, "minLength": 1},
+     [('""', True, False), ('"a"', True, True)]),
+])
+def test_subschemas_that_say_different_things_stay_apart(compiler, first, second, cases):
+    """Numbered by content, two subschemas share a context only when they say the same thing."""
+    schema = _numbered({"type": "object", "properties": {"f": first, "s": second}, "additionalProperties": False})
+    for text, in_first, in_second in cases:
+        assert matches(compiler, schema, f'{{"f": {text}}}') == in_first, ("f", text)
+        assert matches(compiler, schema, f'{{"s": {text}}}') == in_second, ("s", text)
+
+
+def test_copies_under_other_bases_stay_apart(compiler):
+    """Equal subschemas under different `$id` bases reach different schemas through their own
+    subschemas' `$ref`s."""
+    copy = {"type": "object", "properties": {"w": {"$ref": "t.json", "maxLength": 3}}}
+    schema = _numbered({"type": "object", "additionalProperties": False, "properties": {
+        k: {"$id": f"https://{k}.example/", "properties": {"v": copy}, "$defs": {"t": {"$id": "t.json", "type": t}}}
+        for k, t in (("a", "integer"), ("b", "string"))}})
+    for w, in_a, in_b in (("1", True, False), ('"x"', False, True), ("1234", True, False), ('"xxxx"', False, False)):
+        assert matches(compiler, schema, f'{{"a": {{"v": {{"w": {w}}}}}}}') == in_a, ("a", w)
+        assert matches(compiler, schema, f'{{"b": {{"v": {{"w": {w}}}}}}}') == in_b, ("b", w)
+
+
 def test_any_value_is_shared_only_under_the_same_options(compiler):
     """Any JSON value (an additional property's here) is built once per set of conversion
     options and reused: a conversion with other options gets its own, whichever comes first."""

@@ -14,6 +14,7 @@ only grows, and specialization ends. A document without such names keeps `dyn` N
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import unquote, urljoin, urldefrag
 
@@ -82,6 +83,14 @@ def plain_name(ref: str) -> str | None:
     return fragment if fragment and not fragment.startswith("/") else None
 
 
+# What a subschema may say that tells nothing about instances (see Resolver.canonical).
+_SILENT = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly",
+                     "$defs", "definitions"})
+
+# Subschemas are numbered by what they say (see Resolver.canonical) in documents of at least
+# this many: below, the numbering costs more than building a few small copies again.
+MIN_NUMBERED = 64
+
 # In `dyn`: the way to the node went through a negation (a schema rebuilt from pieces), so its
 # dynamic scope is not known exactly. "" is no anchor name.
 UNKNOWN_SCOPE = ("", "")
@@ -100,6 +109,9 @@ class Resolver:
         self.dynamic_anchors: dict[tuple[str, str], Node] = {}  # (resource URI, name) -> node
         self.dynamic_names: set[str] = set()  # the anchor names of the $dynamicRefs
         self._resolved: dict[tuple[str, str], Node] = {}  # (base URI, reference) -> its target
+        self.content: dict[str, int] = {}  # walked subschema's pointer -> the number of what it says
+        self._numbers: dict = {}  # what a subschema says -> its number
+        self._canonical: dict = {}  # (number, base, dyn) -> the first node met
         base = DEFAULT_BASE
         if isinstance(root, dict) and isinstance(root.get("$id"), str):
             base = _defrag(join(DEFAULT_BASE, root["$id"]))[0] or DEFAULT_BASE
@@ -115,8 +127,9 @@ class Resolver:
     def _walk(self, root, base: str, pointer: str, register: bool = True) -> None:
         """Visits every subschema (depth first, in document order, without recursion: nesting is
         the user's), checks its keywords (_keywords.subschemas) and, with `register`, records
-        its pointer, `$id`, anchors and dynamic references."""
+        its pointer, `$id`, anchors and dynamic references, and numbers it by what it says."""
         todo = [(root, base, pointer, pointer.count("/"))]
+        walked: list = []
         while todo:
             schema, base, pointer, depth = todo.pop()
             if not isinstance(schema, dict):
@@ -125,12 +138,54 @@ class Resolver:
                 continue
             check_depth(depth, pointer)
             children = []
+            kids = None  # keyword -> its subschemas' (pointer tokens, pointers), for _content
             for key, value in schema.items():
-                for token, sub in subschemas(key, value, pointer, depth):
-                    children.append((sub, pointer + "/" + escape_pointer(key) + token, depth + 1 + (token != "")))
+                subs = subschemas(key, value, pointer, depth)
+                if subs:
+                    at = pointer + "/" + escape_pointer(key)
+                    for token, sub in subs:
+                        children.append((sub, at + token, depth + 1 + (token != "")))
+                    if kids is None:
+                        kids = {}
+                    kids[key] = (tuple([token for token, _ in subs]), [at + token for token, _ in subs])
             if register:
                 base = self._register(schema, base, pointer)
+                walked.append((pointer, schema, kids))
             todo.extend((sub, base, ptr, d) for sub, ptr, d in reversed(children))
+        if register and len(walked) >= MIN_NUMBERED:
+            self._content(walked)
+
+    def _content(self, walked: list) -> None:
+        """Numbers the walked subschemas by what they say: equal numbers for subschemas equal
+        but for notes (and definitions, which references reach by their own pointers). `walked`
+        lists parents before their subschemas, so they are numbered from the end."""
+        numbers = self._numbers
+        content = self.content
+        by_pointer = self.by_pointer
+        for pointer, schema, kids in reversed(walked):
+            said = []
+            for key, value in schema.items():
+                if key in _SILENT:
+                    continue
+                t = type(value)
+                sub = kids.get(key) if kids else None
+                if sub is not None and (t is not dict or len(sub[1]) == len(value)):
+                    # its subschemas' own numbers, or "True"/"False"
+                    said.append((key, sub[0], tuple([content.get(at) or str(by_pointer[at].schema) for at in sub[1]])))
+                elif t is dict or t is list:
+                    said.append((key, json.dumps(value)))
+                else:
+                    said.append((key, t, value))  # the type tells 1, 1.0 and true apart
+            content[pointer] = numbers.setdefault(tuple(said), len(numbers) + 1)  # from 1: 0 is none
+
+    def canonical(self, node: Node) -> Node:
+        """The first node met of those that say what `node` says, from the same base and dynamic
+        scope: contexts built from it are built once for all its copies (a normalized schema
+        writes its definitions out in place, a third of some schemas' text)."""
+        number = self.content.get(node.pointer)
+        if number is None or self.by_pointer[node.pointer].schema is not node.schema:
+            return node  # not walked here (a synthetic or unregistered subschema): its own
+        return self._canonical.setdefault((number, node.base, node.dyn), node)
 
     def _register(self, schema: dict, base: str, pointer: str) -> str:
         """Records one walked subschema; returns the base URI its subschemas have."""

@@ -298,6 +298,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
     def _expand(self, nodes) -> list[Node] | None:
         out: list[Node] = []
         seen: set = set()
+        kept: set = set()
         todo = list(nodes)
         while todo:
             node = todo.pop(0)
@@ -330,7 +331,10 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             if said == _TYPE_ONLY:
                 out.append(self.synth(self.resolver.root, "type/" + json.dumps(s["type"]), {"type": s["type"]}))
             elif said:
-                out.append(node)
+                node = self.resolver.canonical(node)
+                if node.key not in kept:  # allOf: [A, a copy of A]
+                    kept.add(node.key)
+                    out.append(node)
             if isinstance(s.get("allOf"), list):
                 todo.extend(self.child(node, "allOf", i) for i in range(len(s["allOf"])))
         return out
