@@ -433,3 +433,16 @@ def test_unparsable_base_uris_are_refused(compiler, schema):
     with pytest.raises(UnsupportedSchemaError) as e:
         compiler.compile_json_schema(schema)
     assert e.value.keyword == "$ref"
+
+
+def test_numbers_python_hashes_alike_number_subschemas_apart(compiler):
+    """Subschemas are numbered by what they say in a table (the resolver's): numbers that Python
+    hashes alike (equal modulo 2^61 - 1) are hashed as their text there, or a schema of thousands
+    of them would fill one bucket, each insertion scanning the ones before."""
+    from trellis.grammar.json_schema._refs import MIN_NUMBERED, Resolver
+    p = 2**61 - 1
+    n = 2 * MIN_NUMBERED
+    resolver = Resolver({"prefixItems": [{"minimum": 1 + i * p} for i in range(n)]}, draft7=False)
+    assert len({hash(k) for k in resolver._numbers}) > n  # the items, the root, no two alike
+    compiled = compiler.compile_json_schema({"prefixItems": [{"minimum": 1 + i * p} for i in range(3)]})
+    assert accepts(compiled, f"[1, {1 + p}, {1 + 2 * p}]") and not accepts(compiled, f"[1, {p}]")

@@ -1226,6 +1226,8 @@ def test_copies_of_a_subschema_are_built_once(compiler, monkeypatch):
     # 1, 1.0 and true are equal in Python, not in JSON Schema
     ({"const": 1}, {"const": True}, [("1", True, False), ("true", False, True)]),
     ({"enum": [1]}, {"enum": [True]}, [("1", True, False), ("true", False, True)]),
+    ({"const": "1"}, {"const": 1}, [('"1"', True, False), ("1", False, True)]),
+    ({"const": ["a"]}, {"const": '["a"]'}, [('["a"]', True, False), ('"[\\"a\\"]"', False, True)]),
     ({"not": True}, {"not": {"type": "integer"}}, [("-1", False, False), ('"a"', False, True)]),
     ({"items": [{"type": "integer"}]}, {"items": {"type": "integer"}},
      [("[1, 2]", True, True), ('[1, "a"]', True, False)]),

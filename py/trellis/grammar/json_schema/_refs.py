@@ -172,10 +172,13 @@ class Resolver:
                 if sub is not None and (t is not dict or len(sub[1]) == len(value)):
                     # its subschemas' own numbers, or "True"/"False"
                     said.append((key, sub[0], tuple([content.get(at) or str(by_pointer[at].schema) for at in sub[1]])))
-                elif t is dict or t is list:
-                    said.append((key, json.dumps(value)))
+                elif t is str:
+                    said.append((key, value))
                 else:
-                    said.append((key, t, value))  # the type tells 1, 1.0 and true apart
+                    # the type tells 1, 1.0, true and "1" apart; values hashed as text, as Python
+                    # hashes numbers alike modulo 2^61 - 1 (a schema of such numbers would make
+                    # this table quadratic)
+                    said.append((key, t, json.dumps(value) if t is dict or t is list else repr(value)))
             content[pointer] = numbers.setdefault(tuple(said), len(numbers) + 1)  # from 1: 0 is none
 
     def canonical(self, node: Node) -> Node:
