@@ -42,7 +42,9 @@ constraints with `not`), there is no pass after the conversion (ir.serialize wri
 bodies once; dead parts are the core's to cut), and the cyclic garbage collector is paused
 during the conversion (see to_grammar).
 References are one object per rule name (`ref`) and literals are shared (ir.literal), so
-that serialization meets fewer distinct nodes.
+that serialization meets fewer distinct nodes. Subschemas that say the same thing (a normalized
+schema writes its definitions out in place) are one node in contexts (Resolver.canonical), so
+their contexts are built once.
 
 Refused (UnsupportedSchemaError naming keyword and pointer): see `REFUSED_KEYWORDS` and the
 cases the individual builders refuse. Unknown keywords are ignored, as the specification
