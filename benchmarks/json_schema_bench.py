@@ -471,6 +471,7 @@ def summarize(info: dict) -> dict:
         "instances": sum(r.get("valid", 0) + r.get("invalid", 0) for r in ok),
         "ttfm_ms": {k: _pct(ttfm, q) for k, q in (("median", 50), ("p99", 99), ("max", 100))},
         "ttfm_over_50ms": sum(1 for t in ttfm if t > 50),
+        "ttfm_by_id": {r["id"]: r["ttfm_ms"] for r in ok},  # for the schemas every engine compiles
         "mask_us": {k: _pct(masks, q) for k, q in (("median", 50), ("p99", 99), ("max", 100))},
         "mask_tokens": len(masks),
         "timed_schemas": sum(1 for r in ok if "mask_us" in r),
@@ -560,6 +561,15 @@ def render(summaries: dict) -> str:
                     f"{name}: {'met' if ok else 'NOT met'} ({detail})" for name, ok, detail in tail)
                     + (f". Compiled schemas with TTFM over 50 ms: {over}." if over else "."))
                 lines.append("")
+                mine, theirs = tr.get("ttfm_by_id"), llg.get("ttfm_by_id")
+                if mine and theirs:  # summaries written before this field have no common set
+                    both = mine.keys() & theirs.keys()
+                    figures = [" / ".join(_fmt(_pct([by[i] for i in both], q)) for q in (50, 99, 100))
+                               for by in (mine, theirs)]
+                    lines.append(f"Over the {len(both)} schemas both compile (the goals above take every schema "
+                                 f"each compiles): TTFM ms median / p99 / max Trellis {figures[0]}, llguidance "
+                                 f"{figures[1]}.")
+                    lines.append("")
         for s in rows:
             if s.get("unavailable"):
                 continue
@@ -636,7 +646,7 @@ def main() -> None:
         s.update(split=row_split, machine=machine, when=when)
         (STATE / f"{e}-{len(indices)}-{args.seed}.results.jsonl").write_text(
             "".join(json.dumps(r) + "\n" for r in info.get("results", [])))
-        print(json.dumps({k: v for k, v in s.items() if k != "bad_examples"}, indent=None), flush=True)
+        print(json.dumps({k: v for k, v in s.items() if k not in ("bad_examples", "ttfm_by_id")}), flush=True)
         summaries[f"{row_split}|{e}"] = s
         if not args.no_write:  # re-read first: another run may have written meanwhile
             merged = json.loads(store.read_text()) if store.exists() else {}
