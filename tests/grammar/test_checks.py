@@ -371,6 +371,26 @@ def test_distinct_key_check_refuses_the_keys_it_lists(compiler):
         assert (m.accept_string(text) and m.can_terminate()) == ok, text
 
 
+def test_distinct_key_check_with_many_listed_keys(compiler):
+    """Hundreds of listed keys, in no order, some twice, many prefixes of others: each one is
+    refused, every other key taken (the core sorts them once, then looks a key up)."""
+    from trellis.grammar import ir
+    from trellis.grammar.json_schema._object_schema import distinct_key
+    from trellis.grammar.json_schema._text import JSON_CHAR
+
+    rng = random.Random(5)
+    alphabet = ["a", "b", "é", '"', "\\", "ÿ", "z"]
+    listed = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(4))) for _ in range(400)]
+    others = {k + c for k in listed for c in ("a", "é", "0")} | {k[:-1] for k in listed if k} | {"0", "zz0"}
+    key = ir.seq(ir.literal('"'), ir.repeat(JSON_CHAR, 0, None), ir.literal('"'))
+    member = ir.seq(key, distinct_key(listed), ir.literal(":1"))
+    compiled = compiler.compile_ir(ir.Grammar({"root": ir.Region(ir.seq(ir.literal("{"), member, ir.literal("}")))}))
+    for k in sorted(set(listed) | others):
+        m = GrammarMatcher(compiled)
+        text = "{" + json.dumps(k, ensure_ascii=False) + ":1}"
+        assert (m.accept_string(text) and m.can_terminate()) == (k not in listed), k
+
+
 def test_malformed_checks_are_ir_errors(compiler):
     from trellis.errors import GrammarError
     from trellis.grammar import ir

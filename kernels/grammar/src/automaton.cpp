@@ -928,7 +928,7 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
       continue;
     }
     a.check_of[r] = static_cast<int32_t>(a.checks.size());
-    a.checks.push_back({args[0], std::vector<int32_t>(args + 2, args + 2 + args[1])});
+    a.checks.emplace_back(args[0], std::vector<int32_t>(args + 2, args + 2 + args[1]));
   }
   int64_t budget = limits.max_nfa_nodes;
   std::vector<int32_t> todo{ir.root}, called;

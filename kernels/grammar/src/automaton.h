@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "checks.h"
 #include "ir.h"
 #include "status.h"
 
@@ -54,11 +55,6 @@ struct UninitializedAllocator : std::allocator<T> {
   void construct(U* p) { ::new (static_cast<void*>(p)) U; }
   template <class U, class... Args>
   void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...); }
-};
-
-struct CheckSpec {
-  int32_t kind;
-  std::vector<int32_t> params;
 };
 
 // Rules are the IR's, then one per REGION node that a check reads (its body: calling it marks

@@ -1,6 +1,7 @@
 #include "checks.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace tg {
@@ -492,14 +493,7 @@ bool unique_item(const uint8_t* text, int64_t len) {
 
 // ---- kDistinctKey -------------------------------------------------------------------------
 
-// Whether `key` is one of the keys params list as (length, byte*)* (check_valid's shape).
-bool listed_key(const int32_t* params, int32_t n_params, const Bytes& key) {
-  for (const int32_t* p = params; p < params + n_params; p += 1 + p[0])
-    if (p[0] == int64_t(key.size()) && std::equal(key.begin(), key.end(), p + 1)) return true;
-  return false;
-}
-
-bool distinct_key(const uint8_t* text, int64_t len, const int32_t* params, int32_t n_params) {
+bool distinct_key(const uint8_t* text, int64_t len, const std::vector<Bytes>& listed) {
   Text t{text, len};
   if (!t.eat('{')) return false;
   Bytes keys, key;  // keys: the earlier keys decoded, one after another
@@ -523,7 +517,7 @@ bool distinct_key(const uint8_t* text, int64_t len, const int32_t* params, int32
     if (end - begin == key.size() && std::equal(key.begin(), key.end(), keys.begin() + begin)) return false;
     begin = end;
   }
-  return !listed_key(params, n_params, key);
+  return !std::binary_search(listed.begin(), listed.end(), key);
 }
 
 // ---- kLeapSecond --------------------------------------------------------------------------
@@ -1109,13 +1103,11 @@ bool fraction_completion(uint64_t p, int32_t q, const uint8_t* text, int64_t len
 
 }  // namespace
 
-bool check_digits(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len,
-                  std::vector<uint8_t>* out) {
+bool check_digits(const CheckSpec& c, const uint8_t* text, int64_t len, std::vector<uint8_t>* out) {
   out->clear();
-  if (kind != kMultipleOf || !check_valid(kind, params, n_params) || len < 0 || len > kMaxText || (len > 0 && !text))
-    return false;
-  const uint64_t p = divisor_of(params);
-  const int32_t q = params[2];
+  if (c.kind != kMultipleOf || len < 0 || len > kMaxText || (len > 0 && !text)) return false;
+  const uint64_t p = divisor_of(c.params.data());
+  const int32_t q = c.params[2];
   if (q < 0 || std::find(text, text + len, uint8_t('.')) != text + len)
     return fraction_completion(p, q, text, len, out);
   const uint64_t divisor = integer_divisor(p, q);
@@ -1148,13 +1140,21 @@ bool check_valid(int32_t kind, const int32_t* params, int32_t n_params) {
   return false;
 }
 
-bool run_check(int32_t kind, const int32_t* params, int32_t n_params, const uint8_t* text, int64_t len) {
+CheckSpec::CheckSpec(int32_t kind, std::vector<int32_t> params) : kind(kind), params(std::move(params)) {
+  if (kind != kDistinctKey) return;
+  const int32_t* p = this->params.data();
+  for (const int32_t* end = p + this->params.size(); p < end; p += 1 + p[0]) keys.emplace_back(p + 1, p + 1 + p[0]);
+  std::sort(keys.begin(), keys.end());
+}
+
+bool run_check(const CheckSpec& c, const uint8_t* text, int64_t len) {
   if (len < 0 || len > kMaxText || (len > 0 && !text)) return false;
   static const uint8_t kEmpty = 0;
   if (!text) text = &kEmpty;
-  switch (kind) {
+  const int32_t* params = c.params.data();
+  switch (c.kind) {
     case kUniqueItem: return unique_item(text, len);
-    case kDistinctKey: return distinct_key(text, len, params, n_params);
+    case kDistinctKey: return distinct_key(text, len, c.keys);
     case kLeapSecond: return leap_second(text, len);
     case kRegexRefs: return regex_valid(text, len, true);
     case kRegexPrefix: return regex_valid(text, len, false);

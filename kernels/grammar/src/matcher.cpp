@@ -408,8 +408,7 @@ int64_t Matcher::digits_completion(const StateSet& from, std::vector<uint8_t>* o
   for (int64_t start : starts) {
     for (const CheckSpec& c : a.checks) {
       text_.resize(base);
-      if (!check_digits(c.kind, c.params.data(), static_cast<int32_t>(c.params.size()), text_.data() + start,
-                        static_cast<int64_t>(base) - start, &digits))
+      if (!check_digits(c, text_.data() + start, static_cast<int64_t>(base) - start, &digits))
         continue;
       cur = from;
       bool alive = true;

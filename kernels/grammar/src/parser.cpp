@@ -239,8 +239,7 @@ bool Stepper::passes(FramePool& pool, int32_t frame, int32_t check) {
   if (mode_ != CheckMode::evaluate) return mode_ == CheckMode::pass;
   const int64_t from = pool.region_from(frame);  // no region around the check: the whole text
   if (from < 0 || from > len_) return false;
-  const CheckSpec& c = a_.checks[check];
-  return run_check(c.kind, c.params.data(), static_cast<int32_t>(c.params.size()), text_ + from, len_ - from);
+  return run_check(a_.checks[check], text_ + from, len_ - from);
 }
 
 void Stepper::start(FramePool& pool, int32_t frame, StateSet* out) {
