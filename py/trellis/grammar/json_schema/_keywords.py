@@ -189,12 +189,13 @@ ATOMS = frozenset({"null", "boolean", "int", "frac", "string", "array", "object"
 TYPE_ATOMS = {"null": {"null"}, "boolean": {"boolean"}, "integer": {"int"}, "number": {"int", "frac"},
               "string": {"string"}, "array": {"array"}, "object": {"object"}}
 
+# Notes for readers: nothing reads them, not even reference resolution.
+NOTES = frozenset({"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"})
 # Accepted and ignored: they do not constrain instances.
-ANNOTATIONS = frozenset({
-    "title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly",
+ANNOTATIONS = NOTES | {
     "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor", "$dynamicAnchor",
     "$recursiveAnchor", "$defs", "definitions", "$vocabulary",
-})
+}
 # A subschema with these alone is a list of values (with a type): each value of its own enum meets it.
 VALUE_LIST = ANNOTATIONS | {"enum", "const", "type"}
 # Refused when present: 2019-09's $recursiveRef is rewritten into $dynamicRef (_dialect.py) except

@@ -19,7 +19,7 @@ import re
 from urllib.parse import unquote, urljoin, urldefrag
 
 from ...errors import UnsupportedSchemaError
-from ._keywords import check_depth, subschemas
+from ._keywords import NOTES, check_depth, subschemas
 
 DEFAULT_BASE = "https://trellis.invalid/schema.json"
 
@@ -83,9 +83,9 @@ def plain_name(ref: str) -> str | None:
     return fragment if fragment and not fragment.startswith("/") else None
 
 
-# What a subschema may say that tells nothing about instances (see Resolver.canonical).
-_SILENT = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly",
-                     "$defs", "definitions"})
+# What a subschema may say that tells nothing about instances (see Resolver.canonical): notes,
+# and definitions, which references reach by their own pointers.
+_SILENT = NOTES | {"$defs", "definitions"}
 
 # Subschemas are numbered by what they say (see Resolver.canonical) in documents of at least
 # this many: below, the numbering costs more than building a few small copies again.
@@ -138,7 +138,7 @@ class Resolver:
                 continue
             check_depth(depth, pointer)
             children = []
-            kids = None  # keyword -> its subschemas' (pointer tokens, pointers), for _content
+            kids = None  # keyword -> its subschemas as subschemas() gives them, for _content
             for key, value in schema.items():
                 subs = subschemas(key, value, pointer, depth)
                 if subs:
@@ -147,7 +147,7 @@ class Resolver:
                         children.append((sub, at + token, depth + 1 + (token != "")))
                     if kids is None:
                         kids = {}
-                    kids[key] = (tuple([token for token, _ in subs]), [at + token for token, _ in subs])
+                    kids[key] = subs
             if register:
                 base = self._register(schema, base, pointer)
                 walked.append((pointer, schema, kids))
@@ -161,17 +161,18 @@ class Resolver:
         lists parents before their subschemas, so they are numbered from the end."""
         numbers = self._numbers
         content = self.content
-        by_pointer = self.by_pointer
         for pointer, schema, kids in reversed(walked):
             said = []
             for key, value in schema.items():
                 if key in _SILENT:
                     continue
                 t = type(value)
-                sub = kids.get(key) if kids else None
-                if sub is not None and (t is not dict or len(sub[1]) == len(value)):
-                    # its subschemas' own numbers, or "True"/"False"
-                    said.append((key, sub[0], tuple([content.get(at) or str(by_pointer[at].schema) for at in sub[1]])))
+                subs = kids.get(key) if kids else None
+                if subs is not None and (t is not dict or len(subs) == len(value)):
+                    # its subschemas' pointer tokens and own numbers (or "True"/"False")
+                    at = pointer + "/" + escape_pointer(key)
+                    said.append((key, tuple([token for token, _ in subs]),
+                                 tuple([content.get(at + token) or str(sub) for token, sub in subs])))
                 elif t is str:
                     said.append((key, value))
                 else:

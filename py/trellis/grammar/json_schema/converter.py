@@ -65,7 +65,7 @@ from . import _numbers, _text
 from ._array_schema import ArraySchema
 from ._dialect import draft6_forms, dynamic_forms, format_is_annotation, is_draft4, without_formats
 from ._evaluated import Evaluation
-from ._keywords import ANNOTATIONS, ATOMS, REF_KEYWORDS, REFUSED_KEYWORDS, VALUE_LIST
+from ._keywords import ANNOTATIONS, ATOMS, NOTES, REF_KEYWORDS, REFUSED_KEYWORDS, VALUE_LIST
 from ._layout import Layouts
 from ._negate import NOT_CONST, Negator
 from ._number_schema import NumberSchema
@@ -79,8 +79,6 @@ __all__ = ["ANNOTATIONS", "DEFAULT_MAX_WHITESPACE", "REFUSED_KEYWORDS", "Convert
            "to_grammar"]
 
 _NOT_ALNUM = re.compile(r"[\W_]")  # \w is str.isalnum() and "_"
-# what an `if`'s key test may say beside it (ANNOTATIONS holds $id, $defs, ...: not plain notes there)
-_NOTES = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly"})
 
 DEFAULT_MAX_WHITESPACE = 20
 MAX_RULES = 15000
@@ -117,13 +115,13 @@ _TYPE_ONLY = {"type"}
 def _key_test(cond):
     """(key, its values, whether required) where an `if` holds for an object exactly when the key
     is absent (unless required) or its value is one of a few scalars; else None."""
-    if type(cond) is not dict or not cond.keys() - _NOTES <= {"properties", "required"}:
+    if type(cond) is not dict or not cond.keys() - NOTES <= {"properties", "required"}:
         return None
     props = cond.get("properties")
     if type(props) is not dict or len(props) != 1:
         return None
     (key, sub), = props.items()
-    if type(sub) is not dict or not sub.keys() - _NOTES or not sub.keys() - _NOTES <= {"const", "enum"}:
+    if type(sub) is not dict or not sub.keys() - NOTES or not sub.keys() - NOTES <= {"const", "enum"}:
         return None
     values = [sub["const"]] if "const" in sub else []
     if "enum" in sub:
