@@ -808,29 +808,33 @@ Status prune_dead(Automaton* a, ByteRuns* r) {
 }
 
 // Keeps the runs that lead somewhere (prune_dead set the others' targets to -1) as the
-// automaton's, and writes the 256-wide rows of the states that some byte leaves from them: the
-// matcher's step table.
+// automaton's, and writes the rows (a target per byte class) of the states that more than one
+// run leaves from them: the matcher's step table.
 void write_runs_and_rows(const ByteRuns& r, Automaton* a) {
   const int32_t n = a->n_states();
   a->run_begin.assign(n + 1, 0);
   a->runs.clear();
   int32_t n_rows = 0;
   for (int32_t s = 0; s < n; ++s) {
-    a->run_begin[s] = static_cast<int32_t>(a->runs.size());
+    const int32_t first = a->run_begin[s] = static_cast<int32_t>(a->runs.size());
     for (int32_t i = r.begin[s]; i < r.begin[s + 1]; ++i)
       if (r.runs[i].to >= 0) a->runs.push_back(r.runs[i]);
-    a->row[s] = a->runs.size() > size_t(a->run_begin[s]) ? n_rows++ : -1;
+    const int32_t n_runs = static_cast<int32_t>(a->runs.size()) - first;
+    a->row[s] = n_runs == 0 ? -1 : n_runs == 1 ? -2 - first : n_rows++;
   }
   a->run_begin[n] = static_cast<int32_t>(a->runs.size());
   // A class begins at every byte where some run begins or ends: each run is whole classes.
   bool cut[257] = {};
   for (const ByteRun& r : a->runs) cut[r.lo] = cut[r.hi + 1] = true;
   int32_t k = 0;
-  for (int32_t b = 0; b < 256; ++b) a->byte_class[b] = static_cast<uint8_t>(k += b > 0 && cut[b]);
+  for (int32_t b = 0; b < 256; ++b) {
+    a->byte_class[b] = static_cast<uint8_t>(k += b > 0 && cut[b]);
+    if (b == 0 || cut[b]) a->class_first[k] = static_cast<uint8_t>(b);
+  }
   const int32_t width = a->n_classes = k + 1;
   a->next.resize(size_t(n_rows) * width);
   for (int32_t s = 0; s < n; ++s) {
-    if (a->row[s] < 0) continue;
+    if (a->row[s] < 0) continue;  // no bytes, or one run
     a->row[s] *= width;  // where the row begins: no multiply per step
     int32_t* row = &a->next[a->row[s]];
     int32_t c = 0;  // runs come in byte order: each entry is written once
@@ -957,8 +961,8 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   a.plain.assign(a.n_states(), 0);
   for (int32_t st = 0; st < a.n_states(); ++st) {
     const bool no_calls = a.call_begin[st] == a.call_begin[st + 1];
-    a.tail[st] = a.final[st] && a.row[st] < 0 && no_calls;
-    a.plain[st] = !a.final[st] && a.row[st] >= 0 && no_calls;
+    a.tail[st] = a.final[st] && !a.has_bytes(st) && no_calls;
+    a.plain[st] = !a.final[st] && a.has_bytes(st) && no_calls;
   }
   return check_left_recursion(a);
 }

@@ -66,11 +66,15 @@ struct Automaton {
   std::vector<int32_t> start;        // rule -> start state, -1 when the rule has no automaton
   std::vector<int32_t> rule_of;      // state -> rule; a rule's states are numbered consecutively from its start
   std::vector<uint8_t> final;        // state -> the rule may complete here
-  std::vector<int32_t> row;          // state -> where its row begins in `next`, -1 when no byte leaves it
+  // state -> where its row begins in `next`; -1 when no byte leaves it; -2 - i when one run of
+  // bytes leaves it, runs[i]: a literal's states, most of a schema grammar's, need no row (rows
+  // were two fifths of a large schema's compile time, most of it the kernel zeroing their pages).
+  std::vector<int32_t> row;
   // Bytes that no state tells apart are one class, and a row has a target per class (-1 =
   // none): a JSON grammar's rows are a few dozen wide instead of 256 (a large schema's tables
   // were tens of megabytes, half of its compile).
   uint8_t byte_class[256] = {};
+  uint8_t class_first[256] = {};     // class -> its first byte
   int32_t n_classes = 0;
   std::vector<int32_t, UninitializedAllocator<int32_t>> next;
   // The same transitions as runs of bytes with one target, per state in byte order: what the
@@ -90,12 +94,20 @@ struct Automaton {
   std::vector<CheckSpec> checks;
 
   int32_t n_states() const { return static_cast<int32_t>(rule_of.size()); }
-  bool has_bytes(int32_t s) const { return row[s] >= 0; }
+  bool has_bytes(int32_t s) const { return row[s] != -1; }
   int32_t step(int32_t s, uint8_t byte) const {
-    return row[s] < 0 ? -1 : next[row[s] + byte_class[byte]];
+    const int32_t r = row[s];
+    if (r >= 0) return next[r + byte_class[byte]];
+    if (r == -1) return -1;
+    const ByteRun& run = runs[-2 - r];
+    return uint32_t(byte - run.lo) <= uint32_t(run.hi - run.lo) ? run.to : -1;
   }
-  // A state's row (has_bytes(s)): n_classes targets.
-  const int32_t* row_of(int32_t s) const { return &next[row[s]]; }
+  // Whether every byte steps s and t alike.
+  bool same_steps(int32_t s, int32_t t) const {
+    for (int32_t c = 0; c < n_classes; ++c)
+      if (step(s, class_first[c]) != step(t, class_first[c])) return false;
+    return true;
+  }
   const Call* calls_begin(int32_t s) const { return calls.data() + call_begin[s]; }
   const Call* calls_end(int32_t s) const { return calls.data() + call_begin[s + 1]; }
   const ByteRun* runs_begin(int32_t s) const { return runs.data() + run_begin[s]; }
