@@ -144,3 +144,28 @@ def test_equal_string_constraints_share_one_automaton(compiler):
     for bad in ('{"p": "abz", "q": "a1234z", "r": "az", "s": "az"}', '{"p": "az", "q": "az", "r": "az", "s": "a12z"}',
                 '{"p": "az", "q": "az", "r": "abc", "s": "az"}'):
         assert not accepts(g, bad), bad
+
+
+@pytest.mark.parametrize("pattern", PATTERNS + ["a[ab]{5}$", "\\p{L}x"])
+def test_lazy_searches_match_as_the_whole_automaton_does(pattern):
+    # pattern_search builds only the states its texts reach; the answers are the full DFA's
+    whole = _dfa.from_ir(_text.pattern_search_expr(pattern, ""), compact="\\p" in pattern)
+    lazy = _dfa.LazyDfa(_text.pattern_search_expr(pattern, ""), compact="\\p" in pattern)
+    for s in _strings(pattern, longest=16) + ["b" + "a" * 13, "a" * 13, "éx", "xx"]:
+        assert lazy.matches(s.encode()) == whole.matches(s.encode()), (pattern, s)
+        if "\\p" not in pattern:
+            assert _text.pattern_search(pattern, s, "") == bool(re.search(pattern, s)), (pattern, s)
+
+
+def test_values_are_tested_against_a_pattern_too_big_to_build_whole(compiler):
+    # The search for `a[ab]{12}$` has 2^13 states, more than MAX_STATES: a grammar that needs it
+    # whole is refused, but testing an enum's values against it takes a few of them.
+    from tests.grammar.conftest import accepts
+    with pytest.raises(UnsupportedSchemaError, match="automaton states"):
+        _text.pattern_dfa("a[ab]{12}$", "")
+    g = compiler.compile_json_schema({"enum": ["xa" + "b" * 12, "a" + "b" * 11, "zzab" + "a" * 11, 7],
+                                      "pattern": "a[ab]{12}$"})
+    assert accepts(g, '"xa' + "b" * 12 + '"') and accepts(g, '"zzab' + "a" * 11 + '"') and accepts(g, "7")
+    assert not accepts(g, '"a' + "b" * 11 + '"')
+    for s in _strings("big", longest=20) + ["b" + "a" * 13, "a" * 13]:
+        assert _text.pattern_search("a[ab]{12}$", s, "") == bool(re.search("a[ab]{12}$", s)), s

@@ -235,6 +235,47 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
     return minimize(Dfa(trans, accept)) if compact else Dfa(trans, accept)
 
 
+class LazyDfa:
+    """The subset construction of from_ir, done only for the steps that strings being matched
+    take: a property name or an enum value tested against a pattern meets a few of the states
+    that the whole automaton of the search has (a search for one of 18 words: hundreds)."""
+
+    MAX_STEPS = 100_000  # steps remembered (a cache: past this it starts again)
+
+    def __init__(self, expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact: bool = False):
+        nfa = _Nfa(share_ends=compact)
+        start = nfa.new()
+        try:
+            self.end = nfa.build(expr, start, [200_000])
+        except OverflowError:
+            raise _too_big("this string constraint", keyword, pointer) from None
+        self.nfa = nfa
+        # as in from_ir: the sets that hold a universal state are one, which accepts everything
+        self.universal = _universal_states(nfa, self.end)
+        self.everything = nfa.closure([min(self.universal)]) if self.universal else None
+        self.first = self._settled(nfa.closure([start]))
+        self.steps: dict = {}
+
+    def _settled(self, states: frozenset) -> frozenset:
+        return self.everything if self.universal and not self.universal.isdisjoint(states) else states
+
+    def matches(self, data: bytes) -> bool:
+        cur, steps, edges, everything = self.first, self.steps, self.nfa.edges, self.everything
+        for b in data:
+            if cur is everything:
+                return True
+            nxt = steps.get((cur, b))
+            if nxt is None:
+                if len(steps) >= self.MAX_STEPS:
+                    steps.clear()
+                nxt = steps[cur, b] = self._settled(
+                    self.nfa.closure([t for s in cur for lo, hi, t in edges[s] if lo <= b <= hi]))
+            if not nxt:
+                return False
+            cur = nxt
+        return self.end in cur
+
+
 def _universal_states(nfa: _Nfa, end: int) -> set[int]:
     """States from which every byte string leads to `end`: the target t of an edge on every
     byte from a state s, when t's closure holds `end` and s (so that it can loop)."""

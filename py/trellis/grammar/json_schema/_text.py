@@ -302,8 +302,16 @@ def pattern_dfa(pattern, pointer: str, keyword: str = "pattern") -> _dfa.Dfa:
     return _pattern_dfa_cached(pattern)
 
 
+@lru_cache(maxsize=512)
+def _pattern_matcher_cached(pattern: str) -> _dfa.LazyDfa:
+    return _dfa.LazyDfa(_pattern_search_cached(pattern), compact=_has_property_escape(pattern))
+
+
 def pattern_search(pattern: str, text: str, pointer: str, keyword: str = "pattern") -> bool:
-    return pattern_dfa(pattern, pointer, keyword).matches(text.encode("utf-8"))
+    """Whether `pattern` matches anywhere in `text`: the automaton built only as far as the
+    texts tested so far lead (a pattern's whole automaton is built where a grammar needs it)."""
+    pattern_expr(pattern, pointer, keyword)  # raises the schema error when unsupported
+    return _pattern_matcher_cached(pattern).matches(text.encode("utf-8"))
 
 
 def length_expr(lo: int, hi: int | None) -> ir.Expr:
