@@ -444,5 +444,10 @@ def test_numbers_python_hashes_alike_number_subschemas_apart(compiler):
     n = 2 * MIN_NUMBERED
     resolver = Resolver({"prefixItems": [{"minimum": 1 + i * p} for i in range(n)]}, draft7=False)
     assert len({hash(k) for k in resolver._numbers}) > n  # the items, the root, no two alike
+    # the converter's number grammars, remembered by what their keywords say, too
+    from trellis.grammar.json_schema.converter import Converter, Options
+    conv = Converter({"prefixItems": [{"minimum": 1 + i * p} for i in range(n)]}, Options(True, False, 0), draft7=False)
+    conv.grammar()
+    assert len({hash(k) for k in conv._numbers}) >= n
     compiled = compiler.compile_json_schema({"prefixItems": [{"minimum": 1 + i * p} for i in range(3)]})
     assert accepts(compiled, f"[1, {1 + p}, {1 + 2 * p}]") and not accepts(compiled, f"[1, {p}]")

@@ -224,6 +224,28 @@ def test_combined_multiples_make_long_rule_chains(compiler):
         assert (matcher.accept_string(str(value)) and matcher.can_terminate()) == validator.is_valid(value), value
 
 
+def test_equal_number_constraints_are_built_once(compiler, monkeypatch):
+    # Two prices with equal keywords (titles aside) are one automata product, which costs
+    # milliseconds; other bounds, another type or an excluded value are theirs, and each is
+    # checked on its own text.
+    price = {"type": "number", "multipleOf": 0.01, "minimum": -999.99, "maximum": 999.99}
+    products = []
+    real = _dfa.intersect
+    monkeypatch.setattr(_dfa, "intersect", lambda dfas, *a: products.append(1) or real(dfas, *a))
+    json_schema_to_grammar({"type": "object", "properties": {"a": price, "b": {**price, "title": "B"}}})
+    assert len(products) == 1
+    schema = {"type": "object", "required": ["a", "b", "c", "d", "e"], "properties": {
+        "a": price, "b": dict(price), "c": {**price, "maximum": 99.99}, "d": {**price, "type": "integer"},
+        "e": {**price, "not": {"const": 5}}}}
+    g = compiler.compile_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for a, b, c, d, e in [("999.99", "0.01", "99.99", "999", "4.99"), ("999.99", "0.001", "1", "1", "1"),
+                          ("1", "1", "100", "1", "1"), ("1", "1", "1", "1.5", "1"), ("1", "1", "1", "1", "5"),
+                          ("1000", "1", "1", "1", "1"), ("-999.99", "-0.5", "-1", "-999", "5.25")]:
+        text = f'{{"a": {a}, "b": {b}, "c": {c}, "d": {d}, "e": {e}}}'
+        assert accepts(g, text) == validator.is_valid(json.loads(text)), text
+
+
 def test_multiple_of_is_exact_beyond_decimal_precision(compiler):
     assert not _numbers.is_multiple(Decimal("1e308"), Decimal("0.123456789"))
     assert _numbers.is_multiple(Decimal("1e308"), Decimal("0.5"))

@@ -6,6 +6,7 @@ the Converter (it uses its options, const_expr and intersection)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -64,7 +65,19 @@ def number_facts(nodes) -> NumberFacts:
 
 class NumberSchema:
     def number(self, nodes, atoms) -> ir.Expr:
+        """The numbers of `atoms` (int, frac) that the number keywords of `nodes` allow. Equal
+        keywords in several places (a price's bounds and multipleOf, for each price) are one
+        grammar: the products behind multipleOf cost milliseconds each."""
         facts = number_facts(nodes)
+        # As written: Python hashes numbers alike modulo 2^61 - 1 (a flood of colliding bounds)
+        key = (str(facts.lo), facts.lo_inclusive, str(facts.hi), facts.hi_inclusive, *map(str, facts.multiples), "/",
+               *map(str, facts.not_multiples), "/", *map(json.dumps, facts.excluded), frozenset(atoms))
+        known = self._numbers.get(key)
+        if known is None:
+            known = self._numbers[key] = self._number(facts, atoms)
+        return known
+
+    def _number(self, facts: NumberFacts, atoms) -> ir.Expr:
         lo, li, hi, hinc = facts.lo, facts.lo_inclusive, facts.hi, facts.hi_inclusive
         multiples, not_multiples, excluded = facts.multiples, facts.not_multiples, facts.excluded
         integer_only = "frac" not in atoms

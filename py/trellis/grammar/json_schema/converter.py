@@ -204,6 +204,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self._patterns_disjoint: dict = {}  # patterns_disjoint's answers
         self._pattern_work = 0  # counted against MAX_PATTERN_WORK
         self._expanded: dict = {}  # expand's answers by the nodes' keys
+        self._numbers: dict = {}  # number()'s answers by what the number keywords say
         self._shared: dict = {}  # shared()'s rules by their expression
         self.prefix = ""  # of every rule name made here (ANY_PREFIX while building any value)
         self.prelude = PRELUDE  # any_value's, with its rules, once they are used
