@@ -169,3 +169,10 @@ def test_values_are_tested_against_a_pattern_too_big_to_build_whole(compiler):
     assert not accepts(g, '"a' + "b" * 11 + '"')
     for s in _strings("big", longest=20) + ["b" + "a" * 13, "a" * 13]:
         assert _text.pattern_search("a[ab]{12}$", s, "") == bool(re.search("a[ab]{12}$", s)), s
+    # A text that alone meets more states than the whole automaton may have is refused as the
+    # whole automaton was: a long enough random text meets most of the 2^13.
+    rng = random.Random(5)
+    text = "".join(rng.choice("ab") for _ in range(60_000))
+    with pytest.raises(UnsupportedSchemaError, match="automaton states") as e:
+        compiler.compile_json_schema({"properties": {"p": {"enum": [text], "pattern": "a[ab]{12}$"}}})
+    assert e.value.keyword == "pattern" and e.value.pointer == "/properties/p"

@@ -238,9 +238,13 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
 class LazyDfa:
     """The subset construction of from_ir, done only for the steps that strings being matched
     take: a property name or an enum value tested against a pattern meets a few of the states
-    that the whole automaton of the search has (a search for one of 18 words: hundreds)."""
+    that the whole automaton of the search has (a search for one of 18 words: hundreds).
 
-    MAX_STEPS = 100_000  # steps remembered (a cache: past this it starts again)
+    Shared by the compiles of a process (and their threads): its states and steps are a cache,
+    which starts again when full (a race recomputes a step). A text that alone meets more than
+    MAX_STATES states raises OverflowError: the whole automaton, too big, was refused before."""
+
+    MAX_STEPS = 100_000
 
     def __init__(self, expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact: bool = False):
         nfa = _Nfa(share_ends=compact)
@@ -254,6 +258,7 @@ class LazyDfa:
         self.universal = _universal_states(nfa, self.end)
         self.everything = nfa.closure([min(self.universal)]) if self.universal else None
         self.first = self._settled(nfa.closure([start]))
+        self.states: dict[frozenset, frozenset] = {}
         self.steps: dict = {}
 
     def _settled(self, states: frozenset) -> frozenset:
@@ -261,15 +266,22 @@ class LazyDfa:
 
     def matches(self, data: bytes) -> bool:
         cur, steps, edges, everything = self.first, self.steps, self.nfa.edges, self.everything
+        met = 0  # states this text met first
         for b in data:
             if cur is everything:
                 return True
             nxt = steps.get((cur, b))
             if nxt is None:
-                if len(steps) >= self.MAX_STEPS:
-                    steps.clear()
-                nxt = steps[cur, b] = self._settled(
-                    self.nfa.closure([t for s in cur for lo, hi, t in edges[s] if lo <= b <= hi]))
+                nxt = self._settled(self.nfa.closure([t for s in cur for lo, hi, t in edges[s] if lo <= b <= hi]))
+                if nxt not in self.states:
+                    met += 1
+                    if met > MAX_STATES:
+                        raise OverflowError
+                    if len(self.states) >= MAX_STATES or len(steps) >= self.MAX_STEPS:
+                        self.states.clear()
+                        steps.clear()
+                    self.states[nxt] = nxt
+                steps[cur, b] = nxt
             if not nxt:
                 return False
             cur = nxt

@@ -311,7 +311,10 @@ def pattern_search(pattern: str, text: str, pointer: str, keyword: str = "patter
     """Whether `pattern` matches anywhere in `text`: the automaton built only as far as the
     texts tested so far lead (a pattern's whole automaton is built where a grammar needs it)."""
     pattern_expr(pattern, pointer, keyword)  # raises the schema error when unsupported
-    return _pattern_matcher_cached(pattern).matches(text.encode("utf-8"))
+    try:
+        return _pattern_matcher_cached(pattern).matches(text.encode("utf-8"))
+    except OverflowError:
+        raise _dfa._too_big("this string constraint", keyword, pointer) from None
 
 
 def length_expr(lo: int, hi: int | None) -> ir.Expr:
