@@ -145,3 +145,16 @@ def test_the_schema_oracle_takes_a_floats_own_spelling_for_that_float():
         check_schema_oracle(const, {}, b'{"a": -3.7279715353317888e+37}', "here")
     check_schema_oracle({"enum": [-5.122939065414451e+16]}, {}, b"-51229390654144512", "here")
     check_schema_oracle({"enum": [-5.122939065414451e+16]}, {}, b"-5.122939065414451e+16", "here")
+
+
+def test_the_schema_oracle_does_not_judge_formats_it_turns_around():
+    """Formats are asserted by the grammar and only annotate for the oracle: under `not` the
+    oracle held every string invalid, where the grammar allows the strings that are no date (a
+    fuzz finding against the oracle, seed 37). Formats elsewhere are judged as before."""
+    negated = {"not": {"multipleOf": 0.1, "format": "date"}}
+    check_schema_oracle(negated, {}, b'"sage"', "here")
+    check_schema_oracle({"oneOf": [{"format": "date"}, {"type": "string"}]}, {}, b'"sage"', "here")
+    with pytest.raises(Disagreement):
+        check_schema_oracle({"format": "date", "type": "integer"}, {}, b'"sage"', "here")
+    with pytest.raises(Disagreement):
+        check_schema_oracle({"not": {"type": "string"}, "properties": {"format": {}}}, {}, b'"sage"', "here")

@@ -231,10 +231,12 @@ def check_schema_oracle(schema, options: dict, text: bytes, where: str) -> None:
     with more digits than a float holds where the oracle would do float arithmetic on it (the
     grammar's checks are exact: 4444...4.1, 55 digits, is no multiple of 0.5, but as a float it
     is), or a pattern that writes a surrogate pair as two escapes (ECMA-262 reads `\\uD83D\\uDE00`
-    as one character, 😀; Python's re, which the oracle uses, as two code points no text holds)."""
+    as one character, 😀; Python's re, which the oracle uses, as two code points no text holds), or a
+    `format` where its answer turns the outcome around (under `not`, `if`, `oneOf`, `contains`):
+    the grammar asserts formats, the oracle only annotates with them (it holds every string there)."""
     import jsonschema
 
-    if options.get("draft") or isinstance(schema, str) or _surrogate_escapes(schema):
+    if options.get("draft") or isinstance(schema, str) or _surrogate_escapes(schema) or _format_turned(schema):
         return
     try:
         value = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_float=_exact_float)
@@ -300,6 +302,19 @@ def _surrogate_escapes(schema) -> bool:
         if any(_SURROGATE_ESCAPE.search(p) for p in patterns):
             return True
     return False
+
+
+_TURNING = ("not", "if", "oneOf", "contains")  # keywords whose subschemas failing can make a value valid
+
+
+def _format_turned(schema) -> bool:
+    """Whether a `format` keyword sits in a subschema of a _TURNING keyword."""
+    try:
+        objects = [v for v, _, _ in walk_json(schema) if isinstance(v, dict)]
+        return any("format" in x for o in objects for k in _TURNING if k in o
+                   for x, _, _ in walk_json(o[k]) if isinstance(x, dict))
+    except NotJson:
+        return False  # not JSON: the oracle's own checks say so
 
 
 def _no_duplicates(pairs):
