@@ -193,24 +193,34 @@ def _sweep(edges):
     return out
 
 
+class _Subsets:
+    """What both subset constructions (from_ir, LazyDfa) start from: the NFA of an expression,
+    its end, and the collapse of sets that hold a universal state. A set holding a state from
+    which every string is accepted (after the match of an unanchored pattern) accepts everything
+    too: all such sets are one DFA state, which keeps the searches for several words from
+    tracking every combination of words found so far."""
+
+    def __init__(self, expr: ir.Expr, keyword: str, pointer: str, compact: bool):
+        self.nfa = nfa = _Nfa(share_ends=compact)
+        start = nfa.new()
+        try:
+            self.end = nfa.build(expr, start, [200_000])
+        except OverflowError:
+            raise _too_big("this string constraint", keyword, pointer) from None
+        self.universal = _universal_states(nfa, self.end)
+        self.everything = nfa.closure([min(self.universal)]) if self.universal else None
+        self.first = self.settled(nfa.closure([start]))
+
+    def settled(self, states: frozenset) -> frozenset:
+        return self.everything if self.universal and not self.universal.isdisjoint(states) else states
+
+
 def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact: bool = False) -> Dfa:
     """The subset construction. `compact` (for expressions with huge character classes): shared
     Alt ends (see _Nfa) and memoized closures, then minimized; other callers keep their automata."""
-    nfa = _Nfa(share_ends=compact)
-    start = nfa.new()
-    try:
-        end = nfa.build(expr, start, [200_000])
-    except OverflowError:
-        raise _too_big("this string constraint", keyword, pointer) from None
-    first = nfa.closure([start])
+    sets = _Subsets(expr, keyword, pointer, compact)
+    nfa, end, first = sets.nfa, sets.end, sets.first
     closure = _memoized(nfa.closure) if compact else nfa.closure
-    # A set holding a state from which every string is accepted (after the match of an
-    # unanchored pattern) accepts everything too: all such sets are one DFA state, which keeps
-    # the searches for several words from tracking every combination of words found so far.
-    universal = _universal_states(nfa, end)
-    everything = nfa.closure([min(universal)]) if universal else None
-    if universal and not universal.isdisjoint(first):
-        first = everything
     index = {first: 0}
     order = [first]
     trans: list[list[tuple[int, int, int]]] = []
@@ -222,9 +232,7 @@ def from_ir(expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact:
         accept.append(end in cur)
         row = []
         for lo, hi, targets in _partition([e for s in cur for e in nfa.edges[s]]):
-            nxt = closure(targets)
-            if universal and not universal.isdisjoint(nxt):
-                nxt = everything
+            nxt = sets.settled(closure(targets))
             if nxt not in index:
                 if len(order) >= MAX_STATES:
                     raise _too_big("this string constraint", keyword, pointer)
@@ -247,32 +255,20 @@ class LazyDfa:
     MAX_STEPS = 100_000
 
     def __init__(self, expr: ir.Expr, keyword: str = "pattern", pointer: str = "", compact: bool = False):
-        nfa = _Nfa(share_ends=compact)
-        start = nfa.new()
-        try:
-            self.end = nfa.build(expr, start, [200_000])
-        except OverflowError:
-            raise _too_big("this string constraint", keyword, pointer) from None
-        self.nfa = nfa
-        # as in from_ir: the sets that hold a universal state are one, which accepts everything
-        self.universal = _universal_states(nfa, self.end)
-        self.everything = nfa.closure([min(self.universal)]) if self.universal else None
-        self.first = self._settled(nfa.closure([start]))
-        self.states: dict[frozenset, frozenset] = {}
+        self.sets = _Subsets(expr, keyword, pointer, compact)
+        self.states: set[frozenset] = set()
         self.steps: dict = {}
 
-    def _settled(self, states: frozenset) -> frozenset:
-        return self.everything if self.universal and not self.universal.isdisjoint(states) else states
-
     def matches(self, data: bytes) -> bool:
-        cur, steps, edges, everything = self.first, self.steps, self.nfa.edges, self.everything
+        sets, steps = self.sets, self.steps
+        cur, edges, closure = sets.first, sets.nfa.edges, sets.nfa.closure
         met = 0  # states this text met first
         for b in data:
-            if cur is everything:
+            if cur is sets.everything:
                 return True
             nxt = steps.get((cur, b))
             if nxt is None:
-                nxt = self._settled(self.nfa.closure([t for s in cur for lo, hi, t in edges[s] if lo <= b <= hi]))
+                nxt = sets.settled(closure([t for s in cur for lo, hi, t in edges[s] if lo <= b <= hi]))
                 if nxt not in self.states:
                     met += 1
                     if met > MAX_STATES:
@@ -280,12 +276,12 @@ class LazyDfa:
                     if len(self.states) >= MAX_STATES or len(steps) >= self.MAX_STEPS:
                         self.states.clear()
                         steps.clear()
-                    self.states[nxt] = nxt
+                    self.states.add(nxt)
                 steps[cur, b] = nxt
             if not nxt:
                 return False
             cur = nxt
-        return self.end in cur
+        return sets.end in cur
 
 
 def _universal_states(nfa: _Nfa, end: int) -> set[int]:
