@@ -18,7 +18,7 @@ from . import _text
 from ._keywords import ANNOTATIONS, ATOMS, NUMBER_KEYWORDS, REF_KEYWORDS, STRING_KEYWORDS, count_bounds
 from ._negate import WITNESS
 from ._refs import Node
-from ._state_machine import ACCEPT, MAX_ORDERED_STATES, StateMachine
+from ._state_machine import ACCEPT, MAX_ORDERED_STATES, StateMachine, automaton
 
 MAX_TRACKED_KEYS = 8  # required/dependent keys tracked as subsets when properties come in any order
 # Known properties of one object in schema order: each costs the core about 30 states (3,000
@@ -372,6 +372,8 @@ class ObjectSchema:
         if len(keys) > MAX_ORDERED_PROPERTIES:
             raise SchemaLimitError(f"{len(keys)} properties in one object, more than the limit {MAX_ORDERED_PROPERTIES}",
                                    "properties", pointer)
+        if max_p is None and not eff_min and not deps:
+            return self.members_in_order(keys, members, additional, required)
         deps = deps or {}
         watched = {x for k, v in deps.items() for x in [k, *v]}
         c_cap = max_p if max_p is not None else 0
@@ -405,3 +407,39 @@ class ObjectSchema:
 
         states = StateMachine(self, "obj", state)
         return ir.seq(ir.literal("{"), self.ws, states.start(0, 0, 0, False, False, frozenset()))
+
+    def members_in_order(self, keys, members, additional, required) -> ir.Expr:
+        """object_ordered's automaton where nothing is counted (no min/maxProperties, no
+        dependencies: most objects), built without its general states: the same states, numbered
+        in the same order, and the same edges. A state is (i, started): the next known key's index
+        (len(keys) + 1: after an additional member) and whether a member came."""
+        n = len(keys)
+        sep, first = self.sep, self.first
+        close = ir.literal("}")
+        ws_close = ir.seq(self.close_ws, close)
+        after_sep = [ir.seq(sep, members[k]) for k in keys]
+        more = ir.seq(sep, additional) if additional != ir.NOTHING else None
+        numbers = {(0, False): 0}
+        order = [(0, False)]
+
+        def number(state) -> int:
+            known = numbers.get(state)
+            if known is None:
+                known = numbers[state] = len(order)
+                order.append(state)
+            return known
+
+        edges = []
+        while len(edges) < len(order):
+            i, started = order[len(edges)]
+            if i < n:
+                k = keys[i]
+                out = [] if k in required else [(ir.EMPTY, number((i + 1, started)))]
+                out.append((after_sep[i] if started else ir.seq(first, members[k]), number((i + 1, True))))
+            else:
+                out = [(ws_close if started else close, ACCEPT)]
+                if more is not None:
+                    out.append((more if started else ir.seq(first, additional), number((n + 1, True))))
+            edges.append(out)
+        return ir.seq(ir.literal("{"), self.ws, automaton(self, "obj", edges))
+

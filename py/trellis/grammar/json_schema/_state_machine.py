@@ -40,12 +40,17 @@ class StateMachine:
         while len(edges) < len(self.keys):  # the list of keys grows while bodies are built
             edges.append([(e, t) for e, t in self.body(*self.keys[len(edges)]) if e != ir.NOTHING])
         self.body = None  # the body closes over this object: a cycle broken now, not by the collector
-        n = len(edges)
-        if n <= MACHINE_STATES:
-            return ir.Machine([(s, e, n if t == ACCEPT else t) for s, out in enumerate(edges) for e, t in out],
-                              [False] * n + [True])
-        conv = self.conv
-        names = [conv.fresh(self.hint) for _ in range(n)]
-        for name, out in zip(names, edges):
-            conv.rules[name] = ir.alt(*(e if t == ACCEPT else ir.seq(e, conv.ref(names[t])) for e, t in out))
-        return conv.ref(names[0])
+        return automaton(self.conv, self.hint, edges)
+
+
+def automaton(conv, hint: str, edges: list) -> ir.Expr:
+    """The expression of a counting automaton from its states' edges (state 0 first; each a list
+    of (expression, next state's number or ACCEPT) pairs)."""
+    n = len(edges)
+    if n <= MACHINE_STATES:
+        return ir.Machine([(s, e, n if t == ACCEPT else t) for s, out in enumerate(edges) for e, t in out],
+                          [False] * n + [True])
+    names = [conv.fresh(hint) for _ in range(n)]
+    for name, out in zip(names, edges):
+        conv.rules[name] = ir.alt(*(e if t == ACCEPT else ir.seq(e, conv.ref(names[t])) for e, t in out))
+    return conv.ref(names[0])
