@@ -1203,6 +1203,22 @@ def test_recursive_ref_other_than_hash_is_refused_with_its_pointer(compiler):
     assert (e.value.keyword, e.value.pointer) == ("$recursiveRef", "/properties/a")
 
 
+@pytest.mark.parametrize("text, instances", [
+    # draft-04's flag, given as text: plainly, and spelled with \\u escapes the text must not hide
+    ('{"$schema": "%s", "maximum": 5, "exclusiveMaximum": true}' % DRAFT4, [("4", True), ("5", False)]),
+    ('{"$schema": "%s", "maximum": 5, "exclusiveM\\u0061ximum": true}' % DRAFT4, [("4", True), ("5", False)]),
+    ('{"$schema": "%s", "$id": "https://example.com/t", "$recursiveAnchor": true, "type": "object", '
+     '"properties": {"v": {"type": "integer"}, "k": {"$recursive\\u0052ef": "#"}}}' % DRAFT2019,
+     [('{"k": {"v": 1}}', True), ('{"k": {"v": "x"}}', False)]),
+])
+def test_dialect_forms_are_read_from_schema_text(compiler, text, instances):
+    """A schema given as text is looked through for the older dialects' keywords (as its parsed
+    value would be), escapes and all."""
+    g = compiler.compile_json_schema(text, property_order="any")
+    for instance, ok in instances:
+        assert suite.accepts(g, instance, None) == ok, instance
+
+
 def test_enum_values_meet_the_rest_of_their_context(compiler):
     """Values of an enum-only subschema are still checked against their siblings' keywords (and
     their type), only not against the subschema they come from."""

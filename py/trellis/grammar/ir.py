@@ -636,7 +636,7 @@ def children(e: Expr) -> tuple:
     if t is Repeat or t is Region:
         return (e.item,)
     if t is Machine:
-        return tuple(x for _, x, _ in e.edges)
+        return tuple([x for _, x, _ in e.edges])
     return ()
 
 

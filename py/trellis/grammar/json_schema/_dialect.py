@@ -33,6 +33,15 @@ def _declared(schema) -> str:
     return schema["$schema"] if isinstance(schema, dict) and isinstance(schema.get("$schema"), str) else ""
 
 
+def _text_of(schema, text: str | None) -> str:
+    """The document as JSON text, to look for keywords in: `text`, the text it was read from,
+    unless a \\u escape there could spell a keyword; else written, C-fast where a walk costs as
+    much as a rewrite (a cycle, which no parsed document has, ends as a RecursionError)."""
+    if text is not None and "\\u" not in text:
+        return text
+    return json.dumps(schema, ensure_ascii=False, check_circular=False)
+
+
 def is_draft4(schema) -> bool:
     return "draft-04" in _declared(schema)
 
@@ -80,10 +89,10 @@ def _draft6_forms(out: dict, _scope, _pointer) -> None:
                 out[flag] = out.pop(bound)
 
 
-def draft6_forms(schema):
+def draft6_forms(schema, text: str | None = None):
     """The schema with draft-04's boolean exclusive bounds and `id` in draft-06's forms."""
     try:  # most draft-04 documents name none of the keywords this rewrites: no copy of them
-        text = json.dumps(schema)
+        text = _text_of(schema, text)
     except (TypeError, ValueError, RecursionError):  # not JSON, or deep: the rewrite's walk says where
         text = '"id"'
     if not any(k in text for k in ('"id"', '"$id"', '"exclusiveMaximum"', '"exclusiveMinimum"')):
@@ -127,10 +136,10 @@ def _recursive_forms(out: dict, anchored: bool, pointer: str) -> None:
         out[key] = target
 
 
-def dynamic_forms(schema):
+def dynamic_forms(schema, text: str | None = None):
     """The schema with 2019-09's `$recursiveRef` / `$recursiveAnchor` in 2020-12's forms."""
     try:
-        present = "$recursiveRef" in json.dumps(schema)  # C-fast; a walk costs as much as the rewrite
+        present = "$recursiveRef" in _text_of(schema, text)
     except (TypeError, ValueError, RecursionError):  # not JSON, or deep: the converter's walk says where
         return schema
     return _rewrite(schema, _recursive_forms, enter=_recursive_scope) if present else schema

@@ -206,6 +206,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self._expanded: dict = {}  # expand's answers by the nodes' keys
         self._numbers: dict = {}  # number()'s answers by what the number keywords say
         self._shared: dict = {}  # shared()'s rules by their expression
+        self._type_nodes: dict = {}  # type_node()'s answers for a type named as a string
         self.prefix = ""  # of every rule name made here (ANY_PREFIX while building any value)
         self.prelude = PRELUDE  # any_value's, with its rules, once they are used
 
@@ -321,16 +322,17 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                 todo.append(target)
             if "$dynamicRef" in s:
                 todo.append(self.resolver.follow(node, "$dynamicRef"))
-            for key in s:
-                if key in REFUSED_KEYWORDS and not (key.startswith("unevaluated") and s[key] is True):
-                    raise UnsupportedSchemaError(f"{key} is not supported", key, node.pointer)
+            if not REFUSED_KEYWORDS.isdisjoint(s):
+                for key in s:
+                    if key in REFUSED_KEYWORDS and not (key.startswith("unevaluated") and s[key] is True):
+                        raise UnsupportedSchemaError(f"{key} is not supported", key, node.pointer)
             # A subschema of notes alone (beside a reference: Kubernetes' `{"$ref": ..., "description":
             # ...}`) is left out, and one of a type alone (the schema walk checked its names) is the
             # conversion's one such subschema: every use of a definition, every `{"type": "string",
             # "description": ...}`, is one context, built once.
             said = self.constraining.intersection(s)
             if said == _TYPE_ONLY:
-                out.append(self.synth(self.resolver.root, "type/" + json.dumps(s["type"]), {"type": s["type"]}))
+                out.append(self.type_node(s["type"]))
             elif said:
                 node = self.resolver.canonical(node)
                 if node.key not in kept:  # allOf: [A, a copy of A]
@@ -339,6 +341,15 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             if isinstance(s.get("allOf"), list):
                 todo.extend(self.child(node, "allOf", i) for i in range(len(s["allOf"])))
         return out
+
+    def type_node(self, types) -> Node:
+        """The conversion's one subschema of nothing but `"type": types`."""
+        known = self._type_nodes.get(types) if type(types) is str else None
+        if known is None:
+            known = self.synth(self.resolver.root, "type/" + json.dumps(types), {"type": types})
+            if type(types) is str:
+                self._type_nodes[types] = known
+        return known
 
     def child(self, node: Node, key: str, *more) -> Node:
         ptr = node.pointer + "/" + escape_pointer(key) + "".join("/" + escape_pointer(str(m)) for m in more)
@@ -690,6 +701,7 @@ def to_grammar(schema, *, any_whitespace=True, strict=False, max_whitespace=DEFA
 
 
 def _to_grammar(schema, options: Options, draft, format_assertion: bool | None) -> ir.Grammar:
+    text = schema if isinstance(schema, str) else None  # where the dialects' keywords are looked for
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -703,10 +715,10 @@ def _to_grammar(schema, options: Options, draft, format_assertion: bool | None) 
             raise UnsupportedSchemaError(f"unknown meta-schema {uri!r} (its vocabularies are unknown)", "$schema", "")
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
     if (is_draft4(schema) if draft is None else draft == "draft4"):
-        schema = draft6_forms(schema)
+        schema, text = draft6_forms(schema, text), None  # (the text is in the old forms)
         options.integers_without_fraction()  # 1.0 is a number, not an integer, in draft-04
     if not draft7:
-        schema = dynamic_forms(schema)
+        schema = dynamic_forms(schema, text)
     if format_assertion is None:  # generation wants the format; the full language is the dialect's
         format_assertion = options.strict or not format_is_annotation(schema)
     if not format_assertion:
