@@ -109,6 +109,7 @@ class Resolver:
         self.dynamic_anchors: dict[tuple[str, str], Node] = {}  # (resource URI, name) -> node
         self.dynamic_names: set[str] = set()  # the anchor names of the $dynamicRefs
         self._resolved: dict[tuple[str, str], Node] = {}  # (base URI, reference) -> its target
+        self._base_uris: dict[str, str] = {}  # base URI -> it without its fragment
         self.content: dict[str, int] = {}  # walked subschema's pointer -> the number of what it says
         self._numbers: dict = {}  # what a subschema says -> its number
         self._canonical: dict = {}  # (number, base, dyn) -> the first node met
@@ -227,8 +228,13 @@ class Resolver:
         return known
 
     def _resolve(self, node: Node, ref: str, keyword: str) -> Node:
-        target = join(node.base, ref)
-        uri, fragment = _defrag(target)
+        if ref.startswith("#"):  # in the node's own resource (nearly every reference): its URI is the base's
+            uri = self._base_uris.get(node.base)
+            if uri is None:
+                uri = self._base_uris[node.base] = _defrag(node.base + "#")[0]  # parsed, as a target is
+            fragment = ref[1:]
+        else:
+            uri, fragment = _defrag(join(node.base, ref))
         if uri not in self.resources:
             raise UnsupportedSchemaError(f"remote reference {ref!r} is not supported", keyword, node.pointer)
         resource = self.resources[uri]
