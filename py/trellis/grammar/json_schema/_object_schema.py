@@ -442,4 +442,3 @@ class ObjectSchema:
                     out.append((more if started else ir.seq(first, additional), number((n + 1, True))))
             edges.append(out)
         return ir.seq(ir.literal("{"), self.ws, automaton(self, "obj", edges))
-
