@@ -206,7 +206,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self._expanded: dict = {}  # expand's answers by the nodes' keys
         self._numbers: dict = {}  # number()'s answers by what the number keywords say
         self._shared: dict = {}  # shared()'s rules by their expression
-        self._type_nodes: dict = {}  # type_node()'s answers for a type named as a string
+        self._type_nodes: dict = {}  # type_node()'s answers by the type's names
         self.prefix = ""  # of every rule name made here (ANY_PREFIX while building any value)
         self.prelude = PRELUDE  # any_value's, with its rules, once they are used
 
@@ -343,12 +343,13 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         return out
 
     def type_node(self, types) -> Node:
-        """The conversion's one subschema of nothing but `"type": types`."""
-        known = self._type_nodes.get(types) if type(types) is str else None
+        """The conversion's one subschema of nothing but `"type": types` (a name, or a list
+        known by its text)."""
+        key = types if type(types) is str else json.dumps(types)
+        known = self._type_nodes.get(key)
         if known is None:
-            known = self.synth(self.resolver.root, "type/" + json.dumps(types), {"type": types})
-            if type(types) is str:
-                self._type_nodes[types] = known
+            known = self._type_nodes[key] = self.synth(self.resolver.root, "type/" + json.dumps(types),
+                                                       {"type": types})
         return known
 
     def child(self, node: Node, key: str, *more) -> Node:
