@@ -25,7 +25,7 @@ from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary, ir
 from trellis.grammar.builtin_json import builtin_json_grammar
 from trellis.grammar.core import CoreError
 from trellis.grammar.ebnf import ARITHMETIC_EBNF, WEBLLM_JSON_EBNF, parse_ebnf
-from trellis.grammar.json_schema import json_schema_to_grammar
+from trellis.grammar.json_schema import _string_schema, json_schema_to_grammar
 from trellis.grammar.regex import parse_regex
 
 CORES = os.environ.get("TRELLIS_CORE_BACKENDS", "native,wasmtime").split(",")
@@ -265,18 +265,26 @@ JSON_DOC = json.dumps({"name": "Hermione Granger", "age": 17, "house": "Gryffind
 
 
 _SAMPLED_ORACLE: dict = {}  # grammar name -> {text: brute-force mask}, shared by the cores' runs
-# A string near its maxLength, in 16-character blocks (a rule the string calls): positions far
-# from the bound share their caches, those near it must still refuse a token too long for the rest.
-BOUNDED_TEXT = ("Trellis bounds strings: " + "é" * 7 + " " + "word " * 30)[:196]
+# A string near its maxLength, a call of a one-character rule per position (and, for
+# bounded_blocks, past the first 40 positions, of a 16-character rule per 16): positions far from
+# the bound share their caches, those near it must still refuse a token too long for the rest.
+BOUNDED_TEXT = ("Trellis bounds strings: " + "é" * 7 + " " + "word " * 30)[:116]
+
+
+def bounded_string_grammar(called_chars):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_string_schema, "CALLED_CHARS", called_chars)
+        return json_schema_to_grammar({"type": "string", "minLength": 2, "maxLength": 120})
 
 
 # counted / searching regexes: the mask cache accepts whole trie subtrees there without walking them
 @pytest.mark.parametrize("name", ["builtin_json", "webllm_ebnf", "arithmetic", "date_regex", "counted_regex",
-                                  "search_regex", "bounded_string"])
+                                  "search_regex", "bounded_string", "bounded_blocks"])
 def test_smollm2_masks_match_brute_force_on_sampled_tokens(core, smollm2, name):
     grammar, doc = {
-        "bounded_string": (json_schema_to_grammar({"type": "string", "minLength": 2, "maxLength": 200}),
+        "bounded_string": (bounded_string_grammar(_string_schema.CALLED_CHARS),
                            json.dumps(BOUNDED_TEXT, ensure_ascii=False)),
+        "bounded_blocks": (bounded_string_grammar(40), json.dumps(BOUNDED_TEXT, ensure_ascii=False)),
         "builtin_json": (builtin_json_grammar(), JSON_DOC),
         "webllm_ebnf": (parse_ebnf(WEBLLM_JSON_EBNF), JSON_DOC),
         "arithmetic": (parse_ebnf(ARITHMETIC_EBNF), "(12+3)*45-(6/7)"),
@@ -291,7 +299,7 @@ def test_smollm2_masks_match_brute_force_on_sampled_tokens(core, smollm2, name):
     # Check every step on a sample of tokens plus the ones the document uses (and for the bound,
     # the longest ones).
     longest = sorted(range(smollm2.vocab_size), key=lambda i: -len(smollm2.token_bytes[i]))[:60]
-    ids = sorted(set(sample) | set(tokens) | (set(longest) if name == "bounded_string" else set()))
+    ids = sorted(set(sample) | set(tokens) | (set(longest) if name.startswith("bounded") else set()))
     matcher, text = check_walk(compiler, grammar, rng, 0, ids=ids, forced=tokens,
                                oracle=_SAMPLED_ORACLE.setdefault(name, {}))
     assert text == doc.encode()

@@ -29,7 +29,7 @@ from tests.grammar.conftest import accepts
 from trellis.errors import UnsupportedSchemaError
 from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary, ir
 from trellis.grammar.json_schema import ANNOTATIONS, json_schema_to_grammar
-from trellis.grammar.json_schema import _dfa, _numbers, _refs, _text
+from trellis.grammar.json_schema import _dfa, _numbers, _refs, _string_schema, _text
 
 
 def matches(compiler, schema, text: str, **options) -> bool:
@@ -260,12 +260,16 @@ def test_multiple_of_is_exact_beyond_decimal_precision(compiler):
     {"type": "string", "pattern": "^[^\\s\"]*$", "minLength": 3, "maxLength": 100},  # any width
     {"type": "string", "pattern": "^([a-z/-]|[a-z-][a-z/-]*[a-z-])$", "maxLength": 255},  # ASCII: counted bytes
     {"type": "string", "pattern": "^(ab|é)+$", "minLength": 3, "maxLength": 40},
-    # a class repeated, its count the pattern's own: 16-character blocks
+    # a class repeated, its count the pattern's own: a call per character
     {"type": "string", "pattern": "^[a-zé0-9/-]{1,100}$"},
     {"type": "string", "pattern": "^[A-Za-zé0-9/ -]{70,255}$"},
     {"type": "string", "pattern": "^[ab]{81}$"},
 ])
-def test_long_lengths_with_a_pattern(compiler, schema):
+# Counts of more than CALLED_CHARS characters go on in 16-character blocks: 40 puts the lengths
+# tried on both sides.
+@pytest.mark.parametrize("called_chars", [_string_schema.CALLED_CHARS, 40])
+def test_long_lengths_with_a_pattern(compiler, schema, called_chars, monkeypatch):
+    monkeypatch.setattr(_string_schema, "CALLED_CHARS", called_chars)
     compiled = compiler.compile_ir(json_schema_to_grammar(schema))
     validator = jsonschema.Draft202012Validator(schema)
     rng = random.Random(0)

@@ -74,6 +74,24 @@ def test_ten_thousand_position_repetitions_walk_without_slowing():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
+@pytest.mark.parametrize("max_length", [255, 1024, 32767])
+def test_a_long_max_length_string_shares_its_mask_caches(compiler, max_length):
+    """JSON string characters counted up to a maxLength: the positions more than a token's length
+    from the bound stand in one cache class, so 150 characters of text build a handful of caches
+    (before, a 16-character block's positions, each with its own cache per caller: about 45)."""
+    vocab = compiler.vocab
+    grammar = compiler.compile_json_schema({"type": "string", "maxLength": max_length})
+    matcher = GrammarMatcher(grammar)
+    mask = matcher.new_bitmask()
+    word = vocab.token_bytes.index(b" word")
+    for i in range(1 + 30):
+        matcher.fill_next_token_bitmask(mask)
+        t = vocab.token_bytes.index(b'"') if i == 0 else word
+        assert mask[t >> 5] >> (t & 31) & 1
+        assert matcher.accept_token(t)
+    assert grammar.stats()["mask_caches"] <= 4
+
+
 def test_repetitions_of_nothing_and_of_a_nullable_outlined_item_are_cheap():
     """Fuzz findings, in a child bounded in time: the core built 2^31 - 1 copies of an empty item one
     loop turn each; (\\p{L}|a*){16,100001} chained empty calls of its item rule at every position;

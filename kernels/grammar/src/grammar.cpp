@@ -251,10 +251,28 @@ bool Grammar::by_site(int32_t state) {
     int32_t n = 0;
     for (int32_t b = 0; b < 256 && n <= kNarrow; ++b) n += automaton.step(state, static_cast<uint8_t>(b)) >= 0;
     known = contexts[automaton.rule_of[state]].size() > 1 &&
-            (n <= kNarrow || cache_for(state, -1).uncertain.size() > kManyUncertain);
+            (n <= kNarrow || completes_within(state, kNarrow) ||
+             cache_for(state, -1).uncertain.size() > kManyUncertain);
     by_site_[state].store(known, std::memory_order_relaxed);
   }
   return known;
+}
+
+bool Grammar::completes_within(int32_t state, int32_t n) const {
+  const Automaton& a = automaton;
+  std::vector<int32_t> level{state}, next;
+  for (int32_t k = 0; k <= n; ++k) {
+    if (level.empty()) return true;
+    next.clear();
+    for (int32_t s : level) {
+      if (a.calls_begin(s) != a.calls_end(s)) return false;
+      for (const ByteRun* r = a.runs_begin(s); r != a.runs_end(s); ++r)
+        if (std::find(next.begin(), next.end(), r->to) == next.end()) next.push_back(r->to);
+      if (next.size() > 64) return false;
+    }
+    level.swap(next);
+  }
+  return level.empty();
 }
 
 std::unique_ptr<TokenCache> Grammar::new_cache(int32_t state, const std::vector<int32_t>* after, bool exact) {
@@ -523,7 +541,7 @@ int32_t rest_of_char(const Vocab& v, int32_t i) {
 bool Grammar::walk_trie(int32_t state, const std::vector<int32_t>* after, bool exact, CheckMode mode,
                         int64_t* marked_out, int32_t* lo_out, int32_t* hi_out, std::vector<int32_t>* unsure) {
   const Vocab& v = *vocab;
-  if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton);
+  if (!walk_) walk_ = std::make_unique<MaskWalk>(automaton, rep_.data());
   MaskWalk& walk = *walk_;
   walk.begin(state, after, beyond_, mode);
   config_runs_.clear();

@@ -137,10 +137,14 @@ struct Grammar {
   // the rule is called from (for the shared whitespace rule, nearly all of the grammar).
   // Safe from many threads at once; built on first use.
   const TokenCache& cache_for(int32_t state, int32_t ret = -1);
-  // Whether frames in `state` use per-return-state caches: a narrow state, or one whose own cache
-  // leaves many tokens to the real stack (a character of a long counted repetition, where every
-  // longer token ends the rule and goes on in the caller).
+  // Whether frames in `state` use per-return-state caches: a narrow state, one whose rule ends
+  // within a few bytes, or one whose own cache leaves many tokens to the real stack (a character
+  // of a long counted repetition, where every longer token ends the rule and goes on in the
+  // caller).
   bool by_site(int32_t state);
+  // Whether every path from `state` leaves its rule within `n` bytes, calling no rule (one
+  // character of a count): every longer token goes on in the caller.
+  bool completes_within(int32_t state, int32_t n) const;
   // Builds up to `max_caches` (all when negative) of the caches not built yet; returns how many,
   // or -1 when one of them passed the walk's work limit (the rest not built).
   int32_t warm(int32_t max_caches);

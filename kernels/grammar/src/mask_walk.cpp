@@ -376,7 +376,9 @@ bool MaskWalk::text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met
   // The sets are tiny (a string body's states after k bytes of a character). Plain states with
   // equal rows have the same future: the automaton keeps copies of a body's state (one after
   // each kind of character), which count once; `met` gets every state of the body met.
-  const auto same = [&](int32_t s, int32_t t) { return s == t || a_.same_steps(s, t); };
+  const auto same = [&](int32_t s, int32_t t) {
+    return s == t || class_state(s) == class_state(t) || a_.same_steps(s, t);
+  };
   const auto arrive = [&](int32_t t) {
     if (t < 0 || !a_.plain[t]) return false;
     if (std::find(met->begin(), met->end(), t) == met->end()) met->push_back(t);

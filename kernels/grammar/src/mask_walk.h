@@ -49,7 +49,14 @@ class FlatMap {
 
 class MaskWalk {
  public:
-  explicit MaskWalk(const Automaton& a) : a_(a), stepper_(a) {}
+  // `rep`: per state, the state of its cache class (cache_classes.h), -1 where not known yet.
+  // A walk looks no further than a token's length, within which a state and its class's agree:
+  // the walk names frames by class and steps lone plain frames into class states, so that a
+  // long count (a string's maxLength) meets its own configuration again after a character, as
+  // an unbounded string body does, instead of a new one per position.
+  MaskWalk(const Automaton& a, const int32_t* rep) : a_(a), rep_(rep), stepper_(a) {
+    names_.name_states_by(rep);
+  }
   // Starts the walk from the bottom frame `state`; `after` are the states that may follow its
   // rule, `beyond` those that may follow any rule above (closed: once one of them completes
   // its rule, what follows is among them again). The tables of the previous walk are cleared,
@@ -103,7 +110,7 @@ class MaskWalk {
     const Frame f = pool_.get(frame);
     const int32_t to = a_.step(f.state, byte);
     if (to < 0) return -1;
-    return a_.plain[to] ? pool_.intern(to, f.parent) : -2;
+    return a_.plain[to] ? pool_.intern(class_state(to), f.parent) : -2;
   }
   int32_t state_of(int32_t frame) const { return pool_.get(frame).state; }
   bool loops_on_state(int32_t state, const ByteSet& bytes);
@@ -143,7 +150,9 @@ class MaskWalk {
   int64_t work_start_ = 0;
   bool over_work_ = false;
 
+  int32_t class_state(int32_t s) const { return rep_[s] >= 0 ? rep_[s] : s; }
   const Automaton& a_;
+  const int32_t* rep_;
   const std::vector<int32_t>* after_ = nullptr;
   const std::vector<int32_t>* beyond_ = nullptr;
   FramePool pool_;

@@ -129,6 +129,10 @@ class FrameNames {
   // Without `region_starts`, joins that differ only in where their region starts share a name:
   // for answers that no check read (checks read from there).
   explicit FrameNames(bool region_starts) : region_starts_(region_starts) {}
+  // Names states by `rep` (per state, the state standing for it, -1 itself): states that no
+  // token can tell apart (cache_classes.h) then give frames one name, for answers within a
+  // token's length. Kept until set again.
+  void name_states_by(const int32_t* rep) { rep_ = rep; }
   void clear() {
     names_.clear();
     table_.clear();
@@ -136,7 +140,9 @@ class FrameNames {
   int32_t name(const FramePool& pool, int32_t n_states, int32_t frame);
 
  private:
+  int32_t state_name(int32_t s) const { return rep_ && rep_[s] >= 0 ? rep_[s] : s; }
   bool region_starts_;
+  const int32_t* rep_ = nullptr;
   std::vector<int32_t> names_;  // per pool frame (id - n_states): its name, -1 not known yet
   std::vector<int32_t> todo_;
   SignatureTable table_;

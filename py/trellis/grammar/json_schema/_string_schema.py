@@ -18,6 +18,10 @@ from ._negate import NOT_CONST, NOT_FORMAT, NOT_PATTERN
 
 # A string with a larger maxLength is generated with at most this many characters.
 MAX_STRING_LENGTH = 100_000
+# Character counts up to FLAT_CHARS are written out; up to CALLED_CHARS, one call per character
+# (see StringSchema.char_count).
+FLAT_CHARS = 64
+CALLED_CHARS = 1024
 
 
 @dataclass
@@ -32,29 +36,48 @@ class StringFacts:
 
 class StringSchema:
     def char_count(self, lo: int, hi: int | None, char: ir.Expr = _text.JSON_CHAR) -> ir.Expr:
-        """lo..hi JSON string characters (each one `char`). Long counts go through a shared
-        16-character block rule, so the core's automaton grows with hi/16 calls instead of hi
-        copies of a char."""
-        if (hi is None or hi <= 64) and lo <= 64:
+        """lo..hi JSON string characters (each one `char`). A short count is written out; a long
+        one calls a rule of one character per position (one automaton state each instead of a
+        character's dozens), and past CALLED_CHARS a rule of 16 characters per 16 positions.
+        One call per character keeps the core's token-mask caches few: the positions that lie
+        more than a token's length from both bounds are one cache class, while a 16-character
+        block's 16 positions each need their own cache (a new walk of the vocabulary)."""
+        if (hi is None or hi <= FLAT_CHARS) and lo <= FLAT_CHARS:
             return ir.repeat(char, lo, hi)
-        name = self.char_blocks.get(char)
-        if name is None:
-            name = self.char_blocks[char] = "chars16" if char is _text.JSON_CHAR else self.fresh("chars16")
-            self.rules[name] = ir.repeat(char, 16, 16)
-        block = self.ref(name)
+        if hi is None:
+            return ir.seq(self.char_count(lo, lo, char), ir.repeat(char, 0, None))
+        one = self.char_rule(char, 1)
+        if hi <= CALLED_CHARS:
+            return ir.repeat(one, lo, hi)
+        block = self.char_rule(char, 16)
 
         def exactly(n):
-            return ir.seq(ir.repeat(block, n // 16, n // 16), ir.repeat(char, n % 16, n % 16))
+            return ir.seq(ir.repeat(block, n // 16, n // 16), ir.repeat(one, n % 16, n % 16))
 
         def up_to(m):
             q = m // 16
             if q == 0:
-                return ir.repeat(char, 0, m)
-            return ir.alt(ir.seq(ir.repeat(block, 0, q - 1), ir.repeat(char, 0, 15)),
-                          ir.seq(ir.repeat(block, q, q), ir.repeat(char, 0, m % 16)))
+                return ir.repeat(one, 0, m)
+            return ir.alt(ir.seq(ir.repeat(block, 0, q - 1), ir.repeat(one, 0, 15)),
+                          ir.seq(ir.repeat(block, q, q), ir.repeat(one, 0, m % 16)))
 
-        rest = ir.repeat(char, 0, None) if hi is None else up_to(hi - lo)
-        return ir.seq(exactly(lo), rest)
+        # Strings shorter than CALLED_CHARS, or CALLED_CHARS characters and then the rest (the
+        # core's automaton for the rule shares the two's positions).
+        rest_lo = max(lo - CALLED_CHARS, 0)
+        longer = ir.seq(ir.repeat(one, CALLED_CHARS, CALLED_CHARS), exactly(rest_lo),
+                        up_to(hi - CALLED_CHARS - rest_lo))
+        if lo >= CALLED_CHARS:
+            return longer
+        return ir.alt(ir.repeat(one, lo, CALLED_CHARS - 1), longer)
+
+    def char_rule(self, char: ir.Expr, n: int) -> ir.Expr:
+        """A reference to the rule of `n` characters `char`, one per (char, n)."""
+        name = self.char_rules.get((char, n))
+        if name is None:
+            hint = f"chars{n}"
+            name = self.char_rules[char, n] = hint if char is _text.JSON_CHAR else self.fresh(hint)
+            self.rules[name] = ir.repeat(char, n, n)
+        return self.ref(name)
 
     def string_facts(self, nodes) -> StringFacts:
         """The string keywords of `nodes` (draft-07 asserts contentMediaType / contentEncoding)."""

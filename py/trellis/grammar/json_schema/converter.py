@@ -192,7 +192,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self._refs: dict[str, ir.Ref] = {}
         self._in_place: dict = {}
         self.key_cache: dict = {}
-        self.char_blocks: dict = {}  # one JSON string character's expression -> its 16-block rule
+        self.char_rules: dict = {}  # (a string character's expression, n) -> the rule of n of them
         self.strings: dict = {}  # (lo, hi, ((kind, value), ...)) -> a constrained string's expression (strings)
         self.sites: dict[str, tuple[str, str]] = {}  # rule -> (keyword, pointer) for the core's limit errors
         self.contexts = 0
