@@ -16,8 +16,8 @@ namespace tg {
 // one rule and agree to a depth of `horizon` bytes (the longest token): whether the rule may
 // complete, which bytes lead on and to which classes, which rules they call and where those
 // calls return, the return seen at the depth the called rule's shortest match reaches it (a
-// string's 16-character blocks). A call to a rule that may match the empty string (a check
-// among them) returns to the very same state in both, as the return comes before any byte.
+// string's calls of one or 16 characters). A call to a rule that may match the empty string (a
+// check among them) returns to the very same state in both, as the return comes before any byte.
 //
 // A rule's classes depend on its own states alone, so they are found one rule at a time, when
 // a mask first needs them: the first masks of a large schema stand in a few of its rules.

@@ -156,7 +156,7 @@ class StringSchema:
             rlo, rhi = _text.regex_min_max_length(expr)
             one_class = type(expr) is ir.Repeat and _text.regex_min_max_length(expr.item) == (1, 1)
             if rlo >= lo and (hi is None or (rhi is not None and rhi <= hi)):
-                if one_class:  # a long count in 16-character blocks, as a maxLength's
+                if one_class:  # a long count as a maxLength's (char_count)
                     return ir.seq(quote, self.char_count(expr.min, expr.max, _text.json_escape(expr.item)), quote)
                 return ir.seq(quote, _text.json_escape(expr), quote)
             if one_class:
