@@ -377,7 +377,7 @@ bool MaskWalk::text_closed(std::vector<int32_t>* body, std::vector<int32_t>* met
   // equal rows have the same future: the automaton keeps copies of a body's state (one after
   // each kind of character), which count once; `met` gets every state of the body met.
   const auto same = [&](int32_t s, int32_t t) {
-    return s == t || class_state(s) == class_state(t) || a_.same_steps(s, t);
+    return class_state(rep_, s) == class_state(rep_, t) || a_.same_steps(s, t);
   };
   const auto arrive = [&](int32_t t) {
     if (t < 0 || !a_.plain[t]) return false;

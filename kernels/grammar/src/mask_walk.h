@@ -110,7 +110,7 @@ class MaskWalk {
     const Frame f = pool_.get(frame);
     const int32_t to = a_.step(f.state, byte);
     if (to < 0) return -1;
-    return a_.plain[to] ? pool_.intern(class_state(to), f.parent) : -2;
+    return a_.plain[to] ? pool_.intern(class_state(rep_, to), f.parent) : -2;
   }
   int32_t state_of(int32_t frame) const { return pool_.get(frame).state; }
   bool loops_on_state(int32_t state, const ByteSet& bytes);
@@ -150,7 +150,6 @@ class MaskWalk {
   int64_t work_start_ = 0;
   bool over_work_ = false;
 
-  int32_t class_state(int32_t s) const { return rep_[s] >= 0 ? rep_[s] : s; }
   const Automaton& a_;
   const int32_t* rep_;
   const std::vector<int32_t>* after_ = nullptr;

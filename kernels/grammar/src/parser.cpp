@@ -279,7 +279,7 @@ void Stepper::step(FramePool& pool, const StateSet& in, uint8_t byte, StateSet* 
 
 int32_t FrameNames::name(const FramePool& pool, int32_t n_states, int32_t frame) {
   const int32_t n = n_states;
-  if (frame < n) return frame < 0 ? frame : state_name(frame);  // the bottom (-1) or a bottom frame
+  if (frame < n) return frame < 0 ? frame : class_state(rep_, frame);  // the bottom (-1) or a bottom frame
   if (names_.size() < size_t(pool.size())) names_.resize(pool.size(), -1);
   if (names_[frame - n] >= 0) return names_[frame - n];
   // Depth first without recursion: a node is named once the nodes it points to are.
@@ -299,10 +299,10 @@ int32_t FrameNames::name(const FramePool& pool, int32_t n_states, int32_t frame)
         todo_.push_back(x);
         ready = false;
       }
-      return x < 0 ? x : x < n ? state_name(x) : names_[x - n];
+      return x < 0 ? x : x < n ? class_state(rep_, x) : names_[x - n];
     };
     if (!is_join(f)) {
-      w.insert(w.end(), {0, state_name(f.state), name_of(f.parent)});
+      w.insert(w.end(), {0, class_state(rep_, f.state), name_of(f.parent)});
     } else {
       const Join& j = pool.join_of(id);
       const int64_t start = region_starts_ ? j.from : 0;

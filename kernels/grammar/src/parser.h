@@ -119,6 +119,10 @@ class FramePool {
   std::vector<int32_t> first_with_key_;  // per key: the first join that has it
 };
 
+// The state standing for `s` in `rep` (per state, its cache class's representative, -1 itself;
+// no table: every state itself).
+inline int32_t class_state(const int32_t* rep, int32_t s) { return rep && rep[s] >= 0 ? rep[s] : s; }
+
 // Names for a pool's frames that say what they do, not when they were made. Each closure makes
 // joins of its own, so equal stacks reached by two closures have distinct frame ids but one name:
 // a frame's is (state, its parent's name); a join's, (where its region starts, region, its
@@ -140,7 +144,6 @@ class FrameNames {
   int32_t name(const FramePool& pool, int32_t n_states, int32_t frame);
 
  private:
-  int32_t state_name(int32_t s) const { return rep_ && rep_[s] >= 0 ? rep_[s] : s; }
   bool region_starts_;
   const int32_t* rep_ = nullptr;
   std::vector<int32_t> names_;  // per pool frame (id - n_states): its name, -1 not known yet
