@@ -56,6 +56,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections import deque
 
 from ...errors import GrammarLimitError, InvalidRequestError, SchemaLimitError, UnsupportedSchemaError
 from .. import ir
@@ -110,6 +111,10 @@ CONTAINERS = frozenset({"array", "object"})
 
 
 _TYPE_ONLY = {"type"}
+# The keywords a split carries whole once its marker is in `done` (body): its case holds the
+# branch, the negation or the then/else that it chose.
+_SPLIT_KEYWORDS = {"if": ("if", "then", "else"), "anyOf": ("anyOf",), "oneOf": ("oneOf",), "not": ("not",)}
+_UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 
 
 def _key_test(cond):
@@ -200,6 +205,8 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         self.bodies: list = []  # value rules named but not built yet (see value)
         self._type_only: dict = {}
         self._no_value: dict = {}  # no_value's answers
+        self._spent_after: dict = {}  # spent_after's answers by the nodes' keys
+        self._steps: dict = {}  # _step's answers by the nodes' keys
         self._required_facts: dict = {}  # required_facts' answers
         self._patterns_disjoint: dict = {}  # patterns_disjoint's answers
         self._pattern_work = 0  # counted against MAX_PATTERN_WORK
@@ -301,46 +308,93 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         out: list[Node] = []
         seen: set = set()
         kept: set = set()
-        todo = list(nodes)
+        todo = deque(nodes)
+        steps = self._steps
         while todo:
-            node = todo.pop(0)
+            node = todo.popleft()
             if node.key in seen:
                 continue
             seen.add(node.key)
-            s = node.schema
-            if s is True:
-                continue
-            if s is False:
+            step = steps.get(node.key)
+            if step is None:
+                step = steps[node.key] = self._step(node)
+            if step is False:
                 return None
-            if not isinstance(s, dict):
-                raise UnsupportedSchemaError("a schema must be an object or a boolean", None, node.pointer)
-            if "$ref" in s:
-                target = self.resolver.follow(node, "$ref")
-                if self.draft7:  # draft-07: siblings of $ref are ignored
-                    todo.insert(0, target)
-                    continue
-                todo.append(target)
-            if "$dynamicRef" in s:
-                todo.append(self.resolver.follow(node, "$dynamicRef"))
-            if not REFUSED_KEYWORDS.isdisjoint(s):
-                for key in s:
-                    if key in REFUSED_KEYWORDS and not (key.startswith("unevaluated") and s[key] is True):
-                        raise UnsupportedSchemaError(f"{key} is not supported", key, node.pointer)
-            # A subschema of notes alone (beside a reference: Kubernetes' `{"$ref": ..., "description":
-            # ...}`) is left out, and one of a type alone (the schema walk checked its names) is the
-            # conversion's one such subschema: every use of a definition, every `{"type": "string",
-            # "description": ...}`, is one context, built once.
-            said = self.constraining.intersection(s)
-            if said == _TYPE_ONLY:
-                out.append(self.type_node(s["type"]))
-            elif said:
-                node = self.resolver.canonical(node)
-                if node.key not in kept:  # allOf: [A, a copy of A]
-                    kept.add(node.key)
-                    out.append(node)
-            if isinstance(s.get("allOf"), list):
-                todo.extend(self.child(node, "allOf", i) for i in range(len(s["allOf"])))
+            first, then, said = step
+            if first is not None:  # draft-07: a $ref's siblings are ignored
+                todo.appendleft(first)
+                continue
+            if said is not None and said.key not in kept:  # allOf: [A, a copy of A]
+                kept.add(said.key)
+                out.append(said)
+            todo.extend(then)
         return out
+
+    def _step(self, node: Node):
+        """What expanding meets at `node` (the same in every context, so asked once): False where
+        it is `false`; else (the one subschema to go on with instead, or None; the subschemas it
+        brings in, in order; the node it adds to the context, or None)."""
+        s = node.schema
+        if s is True:
+            return None, (), None
+        if s is False:
+            return False
+        if not isinstance(s, dict):
+            raise UnsupportedSchemaError("a schema must be an object or a boolean", None, node.pointer)
+        then = []
+        if "$ref" in s:
+            target = self.resolver.follow(node, "$ref")
+            if self.draft7:
+                return target, (), None
+            then.append(target)
+        if "$dynamicRef" in s:
+            then.append(self.resolver.follow(node, "$dynamicRef"))
+        if not REFUSED_KEYWORDS.isdisjoint(s):
+            for key in s:
+                if key in REFUSED_KEYWORDS and not (key.startswith("unevaluated") and s[key] is True):
+                    raise UnsupportedSchemaError(f"{key} is not supported", key, node.pointer)
+        # A subschema of notes alone (beside a reference: Kubernetes' `{"$ref": ..., "description":
+        # ...}`) is left out, and one of a type alone (the schema walk checked its names) is the
+        # conversion's one such subschema: every use of a definition, every `{"type": "string",
+        # "description": ...}`, is one context, built once.
+        said = self.constraining.intersection(s)
+        if said == _TYPE_ONLY:
+            said = self.type_node(s["type"])
+        elif said:
+            said = node = self.resolver.canonical(node)
+        else:
+            said = None
+        if isinstance(s.get("allOf"), list):
+            then.extend(self.child(node, "allOf", i) for i in range(len(s["allOf"])))
+        return None, then, said
+
+    def unspent(self, nodes: list[Node], done: frozenset) -> list[Node]:
+        """`nodes` less those that constrain nothing the splits in `done` have not carried: an
+        if/then chain's case then holds the subschemas it picked, not the whole chain (a
+        125-way chain was 125 x 125 subschemas to look through). Where an unevaluated* keyword
+        reads what subschemas evaluate, every node stays."""
+        keep = []
+        for n in nodes:
+            markers = self.spent_after(n)
+            if markers is None or not all((n.key, m) in done for m in markers):
+                keep.append(n)
+        if len(keep) < len(nodes) and not any(k in n.schema for n in nodes for k in _UNEVALUATED):
+            return keep
+        return nodes
+
+    def spent_after(self, n: Node) -> tuple | None:
+        """The splits (done's markers) after which `n` constrains nothing more, or None where it
+        says more than splits do (allOf counts as said: expand flattened it)."""
+        known = self._spent_after.get(n.key, self)
+        if known is self:
+            said = self.constraining.intersection(n.schema).difference(("allOf",))
+            markers = tuple(m for m, words in _SPLIT_KEYWORDS.items() if words[0] in said)
+            if markers and said.issubset(w for m in markers for w in _SPLIT_KEYWORDS[m]):
+                known = markers
+            else:
+                known = None
+            self._spent_after[n.key] = known
+        return known
 
     def type_node(self, types) -> Node:
         """The conversion's one subschema of nothing but `"type": types` (a name, or a list
@@ -368,6 +422,8 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         expanded = self.expand(nodes)
         if expanded is None or not atoms:
             return ir.NOTHING
+        if done:
+            expanded = self.unspent(expanded, done)
         keys = frozenset(n.key for n in expanded)
         depth = self.value_depth
         if depth is not None:  # indented: a rule per depth where arrays or objects may come
@@ -470,13 +526,17 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         if cands is not None:
             # A subschema of nothing but enum, const and type holds for every string candidate of
             # an allowed type (a candidate is in each enum): only the others are asked (an enum of
-            # 28,000 names was half a schema's conversion).
-            asked = [n for n in nodes if not VALUE_LIST.issuperset(n.schema)]
+            # 28,000 names was half a schema's conversion), and one that excludes a value (a negated
+            # enum's, one each) is a set look-up.
+            excluded = {canon(n.schema[NOT_CONST]) for n in nodes if len(n.schema) == 1 and NOT_CONST in n.schema}
+            asked = [n for n in nodes if not VALUE_LIST.issuperset(n.schema)
+                     and not (len(n.schema) == 1 and NOT_CONST in n.schema)]
             strings, integer = "string" in atoms, "frac" not in atoms
             keep = []
             for v in cands:
                 if type(v) is str:
-                    if strings and (not asked or all(self.validator.holds(v, n) for n in asked)):
+                    if strings and canon(v) not in excluded and (
+                            not asked or all(self.validator.holds(v, n) for n in asked)):
                         keep.append(_text.string_literal(v, shared=False))
                 elif atom_of(v) in atoms and all(self.validator.holds(v, n) for n in nodes):
                     keep.append(self.const_expr(v, integer=integer))
@@ -594,27 +654,33 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         named = list({canon(v): v for _, values, _ in group for v in values}.values())
         done = done | {(n.key, "if") for n, _, _ in group}
 
-        def outcome(holds) -> list:  # the then or else of each if, as holds(values, required) says
-            picked = [(n, "then" if holds(values, required) else "else") for n, values, required in group]
-            return [self.child(n, branch) for n, branch in picked if branch in n.schema]
+        branches = [tuple(self.child(n, b) if b in n.schema else None for b in ("then", "else")) for n, _, _ in group]
+        naming: dict = {}  # a value's canon -> the ifs that name it
+        for i, (_, values, _) in enumerate(group):
+            for x in values:
+                naming.setdefault(canon(x), set()).add(i)
+
+        def outcome(holds) -> list:  # the then or else of each if, as holds(i, required) says
+            picked = [branches[i][0 if holds(i, required) else 1] for i, (_, _, required) in enumerate(group)]
+            return [b for b in picked if b is not None]
 
         k = escape_pointer(key)
         cases = []
         if atoms - {"object"}:  # not an object: `properties` and `required` hold
-            cases.append((nodes + outcome(lambda values, required: True), frozenset(atoms - {"object"})))
+            cases.append((nodes + outcome(lambda i, required: True), frozenset(atoms - {"object"})))
         if "object" in atoms:
             obj = frozenset({"object"})
             absent = self.synth(first, f"switch/{k}/absent", {"properties": {key: False}})
-            cases.append((nodes + [absent] + outcome(lambda values, required: not required), obj))
+            cases.append((nodes + [absent] + outcome(lambda i, required: not required), obj))
             for v in named:
                 tag = escape_pointer(json.dumps(v))
                 is_v = self.synth(first, f"switch/{k}/is/{tag}", {"required": [key], "properties": {key: {"const": v}}})
-                cases.append((nodes + [is_v] + outcome(lambda values, required: any(json_equal(v, x) for x in values)),
-                               obj))
+                named_by = naming[canon(v)]
+                cases.append((nodes + [is_v] + outcome(lambda i, required: i in named_by), obj))
             tag = escape_pointer(json.dumps(named))
             other = self.synth(first, f"switch/{k}/other/{tag}",
                                {"required": [key], "properties": {key: {"not": {"enum": named}}}})
-            cases.append((nodes + [other] + outcome(lambda values, required: False), obj))
+            cases.append((nodes + [other] + outcome(lambda i, required: False), obj))
         self.distribute("if", first, len(cases))
         return ir.alt(*(self.value(c, a, done) for c, a in cases))
 
