@@ -1257,6 +1257,28 @@ def test_copies_of_a_subschema_are_built_once(compiler, monkeypatch):
             assert GrammarMatcher(compiler.compile_ir(grammar)).accept_string(text) == ok, text
 
 
+def test_copies_in_a_folder_of_definitions_are_built_once(compiler):
+    """Definitions kept under a keyword that is not a schema's (a folder, as jfrog-pipelines'
+    `definitions/stepTypes`) are walked when a reference first reaches them, and numbered then:
+    their copies of one subschema are one context too, and a folder's `$id` or anchor names
+    nothing."""
+    copy = {"type": "object", "properties": {"x": {"type": "integer", "minimum": 3}, "y": {"type": "string"}},
+            "required": ["x"], "additionalProperties": False}
+    folder = {f"s{i}": {"type": "object", "properties": {"conf": {**copy, "description": f"copy {i}"}},
+                        "additionalProperties": False} for i in range(30)}
+    folder["s0"]["$anchor"] = "nothere"
+    schema = _numbered({"type": "object", "additionalProperties": False, "definitions": {"steps": folder},
+                        "properties": {f"p{i}": {"$ref": f"#/definitions/steps/s{i}"} for i in range(30)}})
+    spread = {**schema, "definitions": {}, "$defs": {**schema["$defs"], **folder},
+              "properties": {f"p{i}": {"$ref": f"#/$defs/s{i}"} for i in range(30)}}
+    assert len(json_schema_to_grammar(schema).rules) == len(json_schema_to_grammar(spread).rules)
+    for text, ok in (('{"p0": {"conf": {"x": 3}}, "p29": {"conf": {"x": 4, "y": "a"}}}', True),
+                     ('{"p3": {"conf": {"x": 2}}}', False), ('{"p7": {"conf": {"y": "a"}}}', False)):
+        assert matches(compiler, schema, text) == ok, text
+    with pytest.raises(UnsupportedSchemaError, match="not found"):
+        json_schema_to_grammar({**schema, "properties": {"a": {"$ref": "#nothere"}}})
+
+
 @pytest.mark.parametrize("first, second, cases", [
     # (text, valid against first, valid against second): property names are part of what is said
     ({"properties": {"a": {"type": "integer"}}, "additionalProperties": False},

@@ -125,16 +125,19 @@ class Resolver:
         self.resources.setdefault(id_base, self.root)  # refs written against the ignored $id still work
         self._scope_init()
 
-    def _walk(self, root, base: str, pointer: str, register: bool = True) -> None:
+    def _walk(self, root, base: str, pointer: str, late: bool = False) -> None:
         """Visits every subschema (depth first, in document order, without recursion: nesting is
-        the user's), checks its keywords (_keywords.subschemas) and, with `register`, records
-        its pointer, `$id`, anchors and dynamic references, and numbers it by what it says."""
+        the user's), checks its keywords (_keywords.subschemas), records its pointer, `$id`,
+        anchors and dynamic references, and numbers it by what it says. `late`: a subschema a
+        reference reaches inside an unknown keyword (a folder of definitions), whose `$id`s and
+        anchors are not a schema's: only its pointers and numbers are recorded, every node with
+        `base`, so that its copies of one definition are built once too."""
         todo = [(root, base, pointer, pointer.count("/"))]
         walked: list = []
         while todo:
             schema, base, pointer, depth = todo.pop()
             if not isinstance(schema, dict):
-                if isinstance(schema, bool) and register:
+                if isinstance(schema, bool):
                     self.by_pointer[pointer] = Node(schema, base, pointer)
                 continue
             check_depth(depth, pointer)
@@ -149,11 +152,13 @@ class Resolver:
                     if kids is None:
                         kids = {}
                     kids[key] = subs
-            if register:
+            if late:
+                self.by_pointer[pointer] = Node(schema, base, pointer)
+            else:
                 base = self._register(schema, base, pointer)
-                walked.append((pointer, schema, kids))
+            walked.append((pointer, schema, kids))
             todo.extend((sub, base, ptr, d) for sub, ptr, d in reversed(children))
-        if register and len(walked) >= MIN_NUMBERED:
+        if len(walked) >= MIN_NUMBERED or (late and self.content):
             self._content(walked)
 
     def _content(self, walked: list) -> None:
@@ -263,14 +268,12 @@ class Resolver:
             return known
         if not isinstance(value, (dict, bool)):
             raise UnsupportedSchemaError(f"reference {ref!r} is not a schema", keyword, at.pointer)
-        # not walked yet (inside an unknown keyword, such as a folder of definitions): checked
-        # now, and remembered, as the next reference to it would check it again
-        self._walk(value, resource.base, pointer, register=False)
+        # not walked yet (inside an unknown keyword, such as a folder of definitions): walked now
         base = resource.base
         if isinstance(value, dict) and isinstance(value.get("$id"), str):
             base = _defrag(join(base, value["$id"]))[0]
-        node = self.by_pointer[pointer] = Node(value, base, pointer)
-        return node
+        self._walk(value, base, pointer, late=True)
+        return self.by_pointer[pointer]
 
     # ---- dynamic scope ($dynamicRef) --------------------------------------------------------
 
