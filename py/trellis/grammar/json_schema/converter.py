@@ -422,9 +422,15 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         expanded = self.expand(nodes)
         if expanded is None or not atoms:
             return ir.NOTHING
-        if done:
+        split = bool(done)
+        if split:
             expanded = self.unspent(expanded, done)
         keys = frozenset(n.key for n in expanded)
+        # The context is named by the splits of subschemas still in it: a branch split off under
+        # different parents is one context. Its body still knows every split made (a subschema
+        # dropped as spent and met again stays spent); what the spent ones said, the subschemas
+        # they added say in every context of this name.
+        said = frozenset([m for m in done if m[0] in keys]) if split else done
         depth = self.value_depth
         if depth is not None:  # indented: a rule per depth where arrays or objects may come
             nests = self._nests.get(keys)
@@ -436,12 +442,12 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                 atoms, depth = frozenset(atoms) - CONTAINERS, None
                 if not atoms:
                     return ir.NOTHING
-        key = (keys, frozenset(atoms), done, depth)
+        key = (keys, frozenset(atoms), said, depth)
         name = self.names.get(key)
         if name is None and key == _ANY_CONTEXT and not self.layouts.by_depth and not self.prefix:
             name = self.names[key] = self.any_value()
         elif name is None:
-            if done and "object" in atoms and self.object_impossible(expanded):
+            if split and "object" in atoms and self.object_impossible(expanded):
                 # A case a combinator split off contradicts itself on a required key: no objects
                 # here, and no splitting below it (n exclusive if/then pairs would split 2^n ways
                 # before each case found itself empty in its body).
