@@ -1279,6 +1279,50 @@ def test_copies_in_a_folder_of_definitions_are_built_once(compiler):
         json_schema_to_grammar({**schema, "properties": {"a": {"$ref": "#nothere"}}})
 
 
+def test_the_cases_of_an_if_chain_hold_only_the_ifs_they_picked(compiler, monkeypatch):
+    """A 40-way if/then chain on one key (cloudify's node types) splits into a case per value; a
+    case holds the `then`s it picked, not the 40 ifs it has decided (each case would look through
+    them all: quadratic)."""
+    from trellis.grammar.json_schema import converter
+    kinds = [f"k{i}" for i in range(40)]
+    schema = {"type": "object", "properties": {"kind": {"type": "string"}, "conf": {"type": "object"}},
+              "required": ["kind"],
+              "allOf": [{"if": {"properties": {"kind": {"const": k}}},
+                         "then": {"properties": {"conf": {"properties": {k: {"type": "integer"}},
+                                                          "additionalProperties": False}}}} for k in kinds]}
+    ifs = []  # per body built, the ifs in its context
+    body = converter.Converter.body
+    monkeypatch.setattr(converter.Converter, "body", lambda self, nodes, *rest: ifs.append(
+        sum("if" in n.schema for n in nodes)) or body(self, nodes, *rest))
+    json_schema_to_grammar(schema)
+    assert len(ifs) > 40 and ifs[0] == 40 and not any(ifs[1:]), ifs
+    monkeypatch.undo()
+    for text, ok in (('{"kind": "k3", "conf": {"k3": 1}}', True), ('{"kind": "k3", "conf": {"k4": 1}}', False),
+                     ('{"kind": "other", "conf": {"k4": "x"}}', True), ('{"conf": {}}', False),
+                     ('{"kind": "k39", "conf": {"k39": "x"}}', False)):
+        assert matches(compiler, schema, text) == ok, text
+
+
+def test_a_branch_split_off_under_many_parents_is_built_once(compiler, monkeypatch):
+    """A definition that is a branch of many anyOfs (each property its own) is one context once
+    split off: the anyOf that offered it has said all it says."""
+    from trellis.grammar.json_schema import converter
+    shared = {"type": "object", "properties": {"x": {"type": "string", "maxLength": 5}}, "required": ["x"]}
+    schema = {"type": "object", "additionalProperties": False, "$defs": {"A": shared},
+              "properties": {f"p{i}": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "integer", "minimum": i}]}
+                             for i in range(20)}}
+    built = []
+    body = converter.Converter.body
+    monkeypatch.setattr(converter.Converter, "body",
+                        lambda self, nodes, *rest: built.append([n.pointer for n in nodes]) or body(self, nodes, *rest))
+    json_schema_to_grammar(schema)
+    assert sum("/$defs/A" in pointers for pointers in built) == 1
+    monkeypatch.undo()
+    for text, ok in (('{"p0": {"x": "ab"}, "p19": 19}', True), ('{"p3": 2}', False), ('{"p4": {"x": "abcdef"}}', False),
+                     ('{"p5": {"y": 1}}', False), ('{"p6": {"x": ""}, "p7": {"x": "a", "z": null}}', True)):
+        assert matches(compiler, schema, text) == ok, text
+
+
 @pytest.mark.parametrize("first, second, cases", [
     # (text, valid against first, valid against second): property names are part of what is said
     ({"properties": {"a": {"type": "integer"}}, "additionalProperties": False},
