@@ -1211,6 +1211,9 @@ def test_recursive_ref_other_than_hash_is_refused_with_its_pointer(compiler):
     # draft-04's flag, given as text: plainly, and spelled with \\u escapes the text must not hide
     ('{"$schema": "%s", "maximum": 5, "exclusiveMaximum": true}' % DRAFT4, [("4", True), ("5", False)]),
     ('{"$schema": "%s", "maximum": 5, "exclusiveM\\u0061ximum": true}' % DRAFT4, [("4", True), ("5", False)]),
+    # ids spaced as a person writes them
+    ('{"$schema": "%s", "id" : "http://example.com/root.json", "properties": {"a": {"$ref": "item.json"}}, '
+     '"definitions": {"item": {"id":"item.json", "type": "integer"}}}' % DRAFT4, [('{"a": 1}', True), ('{"a": "x"}', False)]),
     ('{"$schema": "%s", "$id": "https://example.com/t", "$recursiveAnchor": true, "type": "object", '
      '"properties": {"v": {"type": "integer"}, "k": {"$recursive\\u0052ef": "#"}}}' % DRAFT2019,
      [('{"k": {"v": 1}}', True), ('{"k": {"v": "x"}}', False)]),
@@ -1221,6 +1224,20 @@ def test_dialect_forms_are_read_from_schema_text(compiler, text, instances):
     g = compiler.compile_json_schema(text, property_order="any")
     for instance, ok in instances:
         assert suite.accepts(g, instance, None) == ok, instance
+
+
+def test_a_draft4_schema_is_copied_only_where_it_has_older_forms(monkeypatch):
+    """A property or required key named "id" is not draft-04's `id`: the document is not copied
+    into draft-06's forms for it (a copy of a large document costs as much as reading it)."""
+    from trellis.grammar.json_schema import _dialect
+    copies = []
+    rewrite = _dialect._rewrite
+    monkeypatch.setattr(_dialect, "_rewrite", lambda schema, edit, *a, **k: copies.append(edit) or rewrite(schema, edit, *a, **k))
+    plain = {"$schema": DRAFT4, "type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}
+    _dialect.draft6_forms(plain)
+    assert copies == []
+    for older in ({"id": "http://example.com/x.json"}, {"maximum": 3, "exclusiveMaximum": True}, {"$id": 1}):
+        assert _dialect.draft6_forms({**plain, **older}) != {**plain, **older}
 
 
 def test_enum_values_meet_the_rest_of_their_context(compiler):

@@ -20,12 +20,17 @@ alone) and keeps the document's shape, so that `$ref` pointers still lead to the
 from __future__ import annotations
 
 import json
+import re
 
 from ...errors import UnsupportedSchemaError
 from ._keywords import SCHEMA_KEYWORDS, SCHEMA_LIST_KEYWORDS, SCHEMA_MAP_KEYWORDS, check_depth
 from ._refs import escape_pointer
 
 _FLAGS = (("exclusiveMaximum", "maximum"), ("exclusiveMinimum", "minimum"))
+# What _draft6_forms rewrites, as JSON text: an `id` with a string value (a property named "id"
+# has an object, a `required` entry a comma), any `$id`, a flag. Whatever else matches (a key in
+# an example) only costs a copy.
+_DRAFT4_FORMS = re.compile(r'"id"\s*:\s*"|"\$id"\s*:|"exclusiveM(?:ax|in)imum"\s*:\s*[tf]')
 _ANNOTATED_FORMAT = ("json-schema.org/draft/2020-12/", "json-schema.org/draft/2019-09/")
 
 
@@ -92,11 +97,10 @@ def _draft6_forms(out: dict, _scope, _pointer) -> None:
 def draft6_forms(schema, text: str | None = None):
     """The schema with draft-04's boolean exclusive bounds and `id` in draft-06's forms."""
     try:  # most draft-04 documents name none of the keywords this rewrites: no copy of them
-        text = _text_of(schema, text)
+        if not _DRAFT4_FORMS.search(_text_of(schema, text)):
+            return schema
     except (TypeError, ValueError, RecursionError):  # not JSON, or deep: the rewrite's walk says where
-        text = '"id"'
-    if not any(k in text for k in ('"id"', '"$id"', '"exclusiveMaximum"', '"exclusiveMinimum"')):
-        return schema
+        pass
     return _rewrite(schema, _draft6_forms)
 
 
