@@ -21,7 +21,9 @@ depend on it, see _refs.py). A context is compiled by:
    patterns), and bᵢ ∧ ⋀ⱼ≠ᵢ ¬bⱼ on the others; an `anyOf` whose annotations an `unevaluated*`
    keyword reads distributes over the non-empty sets of its branches, every branch that holds
    counting. A case that contradicts itself on a required key is empty at once: no body, and
-   no splitting below it;
+   no splitting below it. A case holds what its split added (the branch, the negation, the
+   `then`), not the subschemas that split spent (an `anyOf`, an `if` alone), and is named by
+   the splits of the subschemas still in it: a branch met under many parents is one context;
 6. per atom, the keywords of that atom from every subschema together (numbers: exact
    digit-level ranges and multiples; strings: pattern/format/length intersected (ir.And);
    arrays: prefix items, counts, contains; objects: properties in any order with required
