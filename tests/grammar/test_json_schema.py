@@ -1296,6 +1296,27 @@ def test_copies_in_a_folder_of_definitions_are_built_once(compiler):
         json_schema_to_grammar({**schema, "properties": {"a": {"$ref": "#nothere"}}})
 
 
+@pytest.mark.parametrize("other", [
+    {"not": {"type": "string", "enum": ["CAN", "USA"]}},  # "any other country", as o35866 writes it
+    {"not": {"enum": ["CAN", "USA"]}},
+    {"type": "string", "pattern": "^[A-Z]{3}$"},  # overlaps the named ones: no discriminator
+])
+def test_a_one_of_told_apart_by_a_key_it_does_not_require(compiler, other):
+    """Branches that differ in one key's value where the key is there (an address's country)
+    are an anyOf among the objects that have it; without it exactly one must still hold by the
+    rest. Checked against jsonschema's validator."""
+    schema = {"type": "object", "oneOf": [
+        {"properties": {"country": {"enum": ["CAN"]}, "state": {"enum": ["ON", "QC"]}}},
+        {"properties": {"country": {"const": "USA"}, "state": {"enum": ["NY", "CA"]}}},
+        {"properties": {"country": other, "state": {"type": "string", "maxLength": 3}}}]}
+    validator = jsonschema.Draft7Validator(schema)
+    for text in ('{}', '{"country": "CAN"}', '{"country": "CAN", "state": "NY"}', '{"country": "FRA", "state": "IDF"}',
+                 '{"state": "ON"}', '{"state": "XYZW"}', '{"state": "NY"}', '{"country": 5}', '{"country": "USA"}',
+                 '{"country": "USA", "state": "CA"}', '{"country": "USA", "state": "ON"}', '{"country": "fr"}',
+                 '{"country": "MEX", "state": "ONTARIO"}', '{"zip": 1}'):
+        assert matches(compiler, schema, text) == validator.is_valid(json.loads(text)), text
+
+
 def test_the_cases_of_an_if_chain_hold_only_the_ifs_they_picked(compiler, monkeypatch):
     """A 40-way if/then chain on one key (cloudify's node types) splits into a case per value; a
     case holds the `then`s it picked, not the 40 ifs it has decided (each case would look through

@@ -204,9 +204,24 @@ class TypeAnalysis:
             else:
                 cands = self.finite_values(expanded)
                 excluded = {canon(n.schema[NOT_CONST]) for n in expanded if NOT_CONST in n.schema}
+                for n in expanded:
+                    excluded |= self.names_excluded(n)
                 known = cands is not None and all(canon(c) in excluded for c in cands)
             self._no_value[key] = known
         return known
+
+    def names_excluded(self, n: Node) -> set:
+        """The strings n's `not` refuses by name (`not: {enum: [...]}`, perhaps with `type:
+        string`: the "any other value" branch beside a discriminator's), by canon; else none."""
+        inner = n.schema.get("not")
+        if type(inner) is not dict or not {"enum", "const"} & inner.keys() or any(
+                k not in ("enum", "const", "type") and k not in ANNOTATIONS for k in inner):
+            return set()
+        node = self.child(n, "not")
+        if "string" not in self.type_atoms(node):
+            return set()
+        values = self.finite_values([node]) or []
+        return {canon(v) for v in values if type(v) is str}
 
     def object_shape(self, nodes: list[Node]):
         """(required keys, expanded nodes) of a context: a branch with the context it is in (a key

@@ -117,6 +117,7 @@ _TYPE_ONLY = {"type"}
 # branch, the negation or the then/else that it chose.
 _SPLIT_KEYWORDS = {"if": ("if", "then", "else"), "anyOf": ("anyOf",), "oneOf": ("oneOf",), "not": ("not",)}
 _UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
+MAX_KEY_TRIES = 8  # keys tried as a oneOf's discriminator (split_on_key), each a disjointness test
 
 
 def _key_test(cond):
@@ -601,6 +602,10 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                                 for c in itertools.combinations(branches, r)]
                         return ir.alt(*(self.value(nodes + c, frozenset(atoms), done | {marker}) for c in sets))
                     clear = frozenset(atoms if comb == "anyOf" else self.disjoint_atoms(nodes, branches, atoms))
+                    if "object" in atoms - clear and (n.key, "oneOf", "key") not in done:
+                        by_key = self.split_on_key(n, nodes, branches, atoms, done)
+                        if by_key is not None:
+                            return by_key
                     parts = [self.value(nodes + [b], clear, done | {marker}) for b in branches] if clear else []
                     if clear != atoms:  # exactly one: bᵢ ∧ ⋀ⱼ≠ᵢ ¬bⱼ, where branches may overlap
                         negs = [self.negation(b) for b in branches]
@@ -641,6 +646,29 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         if "object" in atoms:
             parts.append(self.nested(self.object, nodes))
         return ir.alt(*parts)
+
+    def split_on_key(self, n: Node, nodes, branches, atoms, done) -> ir.Expr | None:
+        """A oneOf whose object branches differ in one key's value where the key is there (a
+        discriminator the schema does not require): the objects with the key, where the oneOf is
+        an anyOf, and those without it, where exactly one branch must hold by the rest (no key
+        tells them apart: None)."""
+        names = None
+        for b in branches:
+            expanded = self.expand([b]) or []
+            here = [k for x in expanded if type(x.schema.get("properties")) is dict for k in x.schema["properties"]]
+            names = here if names is None else [k for k in names if k in here]
+        obj = frozenset({"object"})
+        for k in list(dict.fromkeys(names or ()))[:MAX_KEY_TRIES]:
+            present = self.synth(n, f"oneOf/has/{escape_pointer(k)}", {"required": [k]})
+            if "object" not in self.disjoint_atoms(nodes + [present], branches, obj):
+                continue
+            absent = self.synth(n, f"oneOf/lacks/{escape_pointer(k)}", {"properties": {k: False}})
+            self.distribute("oneOf", n)
+            after = done | {(n.key, "oneOf", "key")}
+            rest = frozenset(atoms - obj)
+            return ir.alt(self.value(nodes, rest, after) if rest else ir.NOTHING,
+                          self.value(nodes + [present], obj, after), self.value(nodes + [absent], obj, after))
+        return None
 
     def if_switch(self, nodes, atoms, done) -> ir.Expr | None:
         """if/then pairs that test one key's value (a discriminator written as ifs: `if:
