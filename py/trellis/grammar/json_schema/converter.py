@@ -652,13 +652,13 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         discriminator the schema does not require): the objects with the key, where the oneOf is
         an anyOf, and those without it, where exactly one branch must hold by the rest (no key
         tells them apart: None)."""
-        names = None
+        names = None  # the keys every branch names, in the first one's order
         for b in branches:
-            expanded = self.expand([b]) or []
-            here = [k for x in expanded if type(x.schema.get("properties")) is dict for k in x.schema["properties"]]
-            names = here if names is None else [k for k in names if k in here]
+            here = dict.fromkeys(k for x in self.expand([b]) or () if type(x.schema.get("properties")) is dict
+                                 for k in x.schema["properties"])
+            names = list(here) if names is None else [k for k in names if k in here]
         obj = frozenset({"object"})
-        for k in list(dict.fromkeys(names or ()))[:MAX_KEY_TRIES]:
+        for k in names[:MAX_KEY_TRIES]:
             present = self.synth(n, f"oneOf/has/{escape_pointer(k)}", {"required": [k]})
             if "object" not in self.disjoint_atoms(nodes + [present], branches, obj):
                 continue
