@@ -433,7 +433,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
         # different parents is one context. Its body still knows every split made (a subschema
         # dropped as spent and met again stays spent); what the spent ones said, the subschemas
         # they added say in every context of this name.
-        said = frozenset([m for m in done if m[0] in keys]) if split else done
+        splits = frozenset([m for m in done if m[0] in keys]) if split else done
         depth = self.value_depth
         if depth is not None:  # indented: a rule per depth where arrays or objects may come
             nests = self._nests.get(keys)
@@ -445,7 +445,7 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
                 atoms, depth = frozenset(atoms) - CONTAINERS, None
                 if not atoms:
                     return ir.NOTHING
-        key = (keys, frozenset(atoms), said, depth)
+        key = (keys, frozenset(atoms), splits, depth)
         name = self.names.get(key)
         if name is None and key == _ANY_CONTEXT and not self.layouts.by_depth and not self.prefix:
             name = self.names[key] = self.any_value()
@@ -537,9 +537,12 @@ class Converter(TypeAnalysis, Evaluation, NumberSchema, StringSchema, ArraySchem
             # an allowed type (a candidate is in each enum): only the others are asked (an enum of
             # 28,000 names was half a schema's conversion), and one that excludes a value (a negated
             # enum's, one each) is a set look-up.
-            excluded = {canon(n.schema[NOT_CONST]) for n in nodes if len(n.schema) == 1 and NOT_CONST in n.schema}
-            asked = [n for n in nodes if not VALUE_LIST.issuperset(n.schema)
-                     and not (len(n.schema) == 1 and NOT_CONST in n.schema)]
+            excluded, asked = set(), []
+            for n in nodes:
+                if len(n.schema) == 1 and NOT_CONST in n.schema:
+                    excluded.add(canon(n.schema[NOT_CONST]))
+                elif not VALUE_LIST.issuperset(n.schema):
+                    asked.append(n)
             strings, integer = "string" in atoms, "frac" not in atoms
             keep = []
             for v in cands:
