@@ -1,0 +1,336 @@
+#include "refs.h"
+
+#include <algorithm>
+
+namespace tg::schema {
+
+namespace {
+
+constexpr size_t kMinNumbered = 64;  // _refs.MIN_NUMBERED
+
+bool in(std::string_view key, std::initializer_list<std::string_view> keys) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// _keywords.NOTES, and _refs._SILENT (notes and definitions).
+bool is_note(std::string_view k) {
+  return in(k, {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"});
+}
+bool is_silent(std::string_view k) { return is_note(k) || k == "$defs" || k == "definitions"; }
+
+bool is_schema(const Value& v) { return v.is_object() || v.is_bool(); }
+
+bool all_schemas(const Value& v) {
+  for (const Value& x : v.items())
+    if (!is_schema(x)) return false;
+  return true;
+}
+
+bool is_strings(const Value& v) {
+  if (!v.is_array()) return false;
+  for (const Value& x : v.items())
+    if (!x.is_string()) return false;
+  return true;
+}
+
+bool is_type_name(const Value& v) {
+  return v.is_string() && in(v.text(), {"null", "boolean", "integer", "number", "string", "array", "object"});
+}
+
+bool is_number(const Value& v) { return v.is_integer() || v.is_number(); }
+
+bool is_count(const Value& v) {  // a non-negative integer, 2.0 counting as 2
+  if (v.is_number()) return v.number() >= 0 && v.number() == static_cast<double>(static_cast<int64_t>(v.number()));
+  return v.is_integer() && v.text()[0] != '-';
+}
+
+// _keywords.SHAPES: whether `key`'s value has the shape the specification gives it (keywords
+// that are not listed are notes or unknown: any value).
+bool shape_ok(std::string_view key, const Value& v) {
+  if (in(key, {"not", "if", "then", "else", "contains", "propertyNames", "additionalProperties",
+               "additionalItems", "unevaluatedItems", "unevaluatedProperties"}))
+    return is_schema(v);
+  if (in(key, {"allOf", "anyOf", "oneOf"})) return v.is_array() && v.size() > 0 && all_schemas(v);
+  if (key == "prefixItems") return v.is_array() && all_schemas(v);
+  if (key == "items") return is_schema(v) || (v.is_array() && all_schemas(v));
+  if (in(key, {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})) {
+    if (!v.is_object()) return false;
+    for (const Member& m : v.members())
+      if (!is_schema(m.value)) return false;
+    return true;
+  }
+  if (key == "dependentRequired" || key == "dependencies") {
+    if (!v.is_object()) return false;
+    for (const Member& m : v.members())
+      if (!is_strings(m.value) && !(key == "dependencies" && is_schema(m.value))) return false;
+    return true;
+  }
+  if (key == "required") return is_strings(v);
+  if (key == "enum") return v.is_array();
+  if (key == "type") {
+    if (v.is_string()) return is_type_name(v);
+    if (!v.is_array() || v.size() == 0) return false;
+    for (const Value& x : v.items())
+      if (!is_type_name(x)) return false;
+    return true;
+  }
+  if (in(key, {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "minContains",
+               "maxContains"}))
+    return is_count(v);
+  if (key == "minimum" || key == "maximum") return is_number(v);
+  if (key == "exclusiveMinimum" || key == "exclusiveMaximum") return is_number(v) || v.is_bool();
+  if (key == "multipleOf") {
+    if (v.is_number()) return v.number() > 0;
+    return v.is_integer() && v.text()[0] != '-' && v.text() != "0";
+  }
+  if (key == "uniqueItems") return v.is_bool();
+  if (in(key, {"pattern", "format", "contentEncoding", "contentMediaType", "$ref", "$dynamicRef", "$id", "$anchor",
+               "$dynamicAnchor", "$schema", "$recursiveRef"}))
+    return v.is_string();
+  return true;
+}
+
+// Keywords that name resources, anchors or dynamic scopes: not covered yet.
+bool names_scope(std::string_view key) {
+  return in(key, {"$id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor"});
+}
+
+// _keywords.subschemas: the subschemas of one keyword, as (token below the keyword, value).
+void subschemas(std::string_view key, const Value& v, std::vector<Kid>* out) {
+  out->clear();
+  if (in(key, {"additionalProperties", "propertyNames", "additionalItems", "contains", "not", "if", "then", "else",
+               "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items"}) &&
+      is_schema(v)) {
+    out->push_back({"", &v});
+    return;
+  }
+  if (in(key, {"allOf", "anyOf", "oneOf", "prefixItems", "items"}) && v.is_array() && all_schemas(v)) {
+    uint32_t i = 0;
+    for (const Value& s : v.items()) out->push_back({"/" + std::to_string(i++), &s});
+    return;
+  }
+  if (in(key, {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}) &&
+      v.is_object()) {
+    for (const Member& m : v.members())
+      if (is_schema(m.value)) out->push_back({"/" + escape_pointer(m.key), &m.value});
+  }
+}
+
+void put(std::string* out, std::string_view s) {
+  *out += std::to_string(s.size());
+  *out += ':';
+  *out += s;
+}
+
+}  // namespace
+
+std::string escape_pointer(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  for (char c : token) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+bool Resolver::decline(std::string why) {
+  if (declined_.empty()) declined_ = std::move(why);
+  return false;
+}
+
+NodeId Resolver::intern(const Value* value, const std::string& pointer) {
+  auto it = ids_.find(pointer);
+  if (it != ids_.end()) return it->second;
+  NodeId id = static_cast<NodeId>(nodes_.size());
+  nodes_.push_back({value, pointer});
+  ids_.emplace(pointer, id);
+  return id;
+}
+
+bool Resolver::init(const Value& root) {
+  if (!walk(&root, "", false)) return false;
+  root_ = intern(&root, "");
+  return true;
+}
+
+NodeId Resolver::child(const std::string& pointer, const Value* value) { return intern(value, pointer); }
+
+// Resolver._walk: every subschema below `root`, depth first in document order, its keywords
+// checked; then numbered by what it says (Resolver._content) when there are enough of them.
+bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
+  struct Todo {
+    const Value* schema;
+    std::string pointer;
+  };
+  std::vector<Todo> todo{{root, pointer}};
+  std::vector<NodeId> walked;
+  std::vector<std::vector<std::pair<uint32_t, std::vector<Kid>>>> kids;  // per walked subschema
+  std::vector<Kid> subs;
+  std::vector<Todo> children;
+  while (!todo.empty()) {
+    Todo t = std::move(todo.back());
+    todo.pop_back();
+    const Value& s = *t.schema;
+    if (!s.is_object()) {  // a boolean subschema
+      walked_[t.pointer] = intern(t.schema, t.pointer);
+      continue;
+    }
+    children.clear();
+    std::vector<std::pair<uint32_t, std::vector<Kid>>> mine;
+    uint32_t index = 0;
+    for (const Member& m : s.members()) {
+      uint32_t at_member = index++;
+      if (names_scope(m.key)) return decline(std::string(m.key) + " at " + t.pointer);
+      if (m.value.is_string() && is_note(m.key)) continue;
+      if (!shape_ok(m.key, m.value)) return decline("malformed " + std::string(m.key) + " at " + t.pointer);
+      subschemas(m.key, m.value, &subs);
+      if (subs.empty()) continue;
+      std::string at = t.pointer + "/" + escape_pointer(m.key);
+      for (const Kid& k : subs) children.push_back({k.value, at + k.token});
+      mine.emplace_back(at_member, subs);
+    }
+    NodeId id = intern(t.schema, t.pointer);
+    walked_[t.pointer] = id;
+    walked.push_back(id);
+    kids.push_back(std::move(mine));
+    for (auto it = children.rbegin(); it != children.rend(); ++it) todo.push_back(std::move(*it));
+  }
+  if (walked.size() >= kMinNumbered || (late && !content_.empty())) number(walked, kids);
+  return true;
+}
+
+// Resolver._content: equal numbers for subschemas that say the same (the same keywords in the
+// same order, with equal values and subschemas of equal numbers), notes and definitions aside.
+// Children come after their parents in `walked`, so they are numbered from the end.
+void Resolver::number(const std::vector<NodeId>& walked,
+                      const std::vector<std::vector<std::pair<uint32_t, std::vector<Kid>>>>& kids) {
+  std::string said;
+  for (size_t w = walked.size(); w-- > 0;) {
+    const Node& n = nodes_[walked[w]];
+    said.clear();
+    const auto& mine = kids[w];
+    size_t next = 0;
+    uint32_t index = 0;
+    for (const Member& m : n.schema->members()) {
+      uint32_t at_member = index++;
+      const std::vector<Kid>* subs = nullptr;
+      while (next < mine.size() && mine[next].first < at_member) ++next;
+      if (next < mine.size() && mine[next].first == at_member) subs = &mine[next].second;
+      if (is_silent(m.key)) continue;
+      put(&said, m.key);
+      const Value& v = m.value;
+      if (subs != nullptr && (!v.is_object() || subs->size() == v.size())) {
+        said += 'S';
+        std::string at = n.pointer + "/" + escape_pointer(m.key);
+        said += std::to_string(subs->size());
+        for (const Kid& k : *subs) {
+          put(&said, k.token);
+          if (k.value->is_bool()) {
+            said += k.value->boolean() ? 'T' : 'F';
+          } else {
+            said += '#';
+            said += std::to_string(content_.at(at + k.token));
+          }
+          said += ';';
+        }
+      } else if (v.is_string()) {
+        said += 's';
+        put(&said, v.text());
+      } else {
+        // the type tells 1, 1.0, true and "1" apart (Python's tuple holds the type)
+        switch (v.kind()) {
+          case Kind::null: said += "n"; break;
+          case Kind::boolean: said += v.boolean() ? "bT" : "bF"; break;
+          case Kind::integer: said += 'i'; put(&said, v.text()); break;
+          case Kind::number: said += 'f'; put(&said, v.text()); break;
+          default: said += v.is_array() ? 'l' : 'd'; put(&said, dumps(v)); break;
+        }
+      }
+    }
+    auto it = numbers_.emplace(said, static_cast<int32_t>(numbers_.size()) + 1).first;
+    content_[n.pointer] = it->second;
+  }
+}
+
+int32_t Resolver::number_of(NodeId id) const {
+  auto c = content_.find(nodes_[id].pointer);
+  return c == content_.end() ? 0 : c->second;
+}
+
+NodeId Resolver::canonical(NodeId id) {
+  const Node& n = nodes_[id];
+  auto c = content_.find(n.pointer);
+  if (c == content_.end()) return id;
+  auto w = walked_.find(n.pointer);
+  if (w == walked_.end() || nodes_[w->second].schema != n.schema) return id;
+  return canonical_.emplace(c->second, id).first->second;
+}
+
+bool Resolver::follow(NodeId id, NodeId* target) {
+  const Value* ref = nodes_[id].schema->find("$ref");
+  if (ref == nullptr || !ref->is_string()) return decline("$ref is not a string at " + nodes_[id].pointer);
+  std::string key(ref->text());
+  auto known = resolved_.find(key);
+  if (known != resolved_.end()) {
+    *target = known->second;
+    return true;
+  }
+  // Only a fragment that is a JSON pointer (or empty) in this document; no percent-escapes.
+  if (key.empty() || key[0] != '#' || key.find('%') != std::string::npos)
+    return decline("reference " + key + " at " + nodes_[id].pointer);
+  std::string fragment = key.substr(1);
+  if (!fragment.empty() && fragment[0] != '/') return decline("anchor reference " + key);
+  if (!pointer_target(fragment, target)) return false;
+  resolved_.emplace(key, *target);
+  return true;
+}
+
+// Resolver._pointer from the document root: the walked node there, or the subschema inside an
+// unknown keyword (a folder of definitions), walked now.
+bool Resolver::pointer_target(const std::string& fragment, NodeId* target) {
+  const Value* value = nodes_[root_].schema;
+  std::string pointer;
+  size_t at = fragment.empty() ? std::string::npos : 1;
+  while (at != std::string::npos) {
+    size_t end = fragment.find('/', at);
+    std::string raw = fragment.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? end : end + 1;
+    std::string token;  // "~1" -> "/", then "~0" -> "~", as Python's two replaces
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '~' && i + 1 < raw.size() && raw[i + 1] == '1') {
+        token += '/';
+        ++i;
+      } else {
+        token += raw[i];
+      }
+    }
+    for (size_t i = 0; (i = token.find("~0", i)) != std::string::npos; ++i) token.replace(i, 2, "~");
+    pointer += "/" + escape_pointer(token);
+    if (value->is_object()) {
+      value = value->find(token);
+      if (value == nullptr) return decline("reference to nothing at " + pointer);
+    } else if (value->is_array()) {
+      // digits only, no leading zero: Python would also take "01" (a pointer of its own)
+      bool digits = !token.empty() && token.size() < 10 && (token == "0" || token[0] != '0') &&
+                    std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits || std::stoul(token) >= value->size()) return decline("reference to nothing at " + pointer);
+      value = &value->items()[static_cast<uint32_t>(std::stoul(token))];
+    } else {
+      return decline("reference to nothing at " + pointer);
+    }
+  }
+  auto w = walked_.find(pointer);
+  if (w != walked_.end() && nodes_[w->second].schema == value) {
+    *target = w->second;
+    return true;
+  }
+  if (!is_schema(*value)) return decline("reference to a non-schema at " + pointer);
+  if (value->is_object() && value->find("$id") != nullptr) return decline("$id at " + pointer);
+  if (!walk(value, pointer, true)) return false;
+  *target = walked_.at(pointer);
+  return true;
+}
+
+}  // namespace tg::schema

@@ -1,0 +1,73 @@
+// The subschemas of one document and `$ref` between them: json_schema/_refs.py (Resolver) and
+// _keywords.py (the shapes checked on the walk), for the documents this port covers: no `$id`,
+// anchors or dynamic references, references that are JSON pointers into the document. Any other
+// document, and any keyword the Python walk would refuse, is declined (see README.md): the
+// Python converter then runs and raises its own error.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "json.h"
+
+namespace tg::schema {
+
+using NodeId = int32_t;
+
+// A subschema where it is: its value and its JSON pointer from the document root (Python's Node
+// with the default base and no dynamic scope). Equal pointers are one node.
+struct Node {
+  const Value* schema;
+  std::string pointer;
+};
+
+// Where a walked subschema's own subschemas are: per keyword (the member's index in the
+// subschema), the pointer tokens below the keyword and the values (_keywords.subschemas).
+struct Kid {
+  std::string token;  // "" (the keyword's value), "/3" or "/name" (escaped)
+  const Value* value;
+};
+
+class Resolver {
+ public:
+  // Walks the document: false (and `declined()` says why) where this port does not cover it.
+  bool init(const Value& root);
+  const std::string& declined() const { return declined_; }
+
+  NodeId root() const { return root_; }
+  const Node& node(NodeId id) const { return nodes_[id]; }
+  size_t size() const { return nodes_.size(); }
+  // A walked subschema's number (what it says), 0 when it has none.
+  int32_t number_of(NodeId id) const;
+  // The node of the subschema `value` at `pointer` (Resolver.child: the walked one when there is one).
+  NodeId child(const std::string& pointer, const Value* value);
+  // The target of the node's `$ref` (a string there); false: declined.
+  bool follow(NodeId id, NodeId* target);
+  // The first node asked about that says what `id` says (Resolver.canonical).
+  NodeId canonical(NodeId id);
+
+ private:
+  bool walk(const Value* root, const std::string& pointer, bool late);
+  void number(const std::vector<NodeId>& walked, const std::vector<std::vector<std::pair<uint32_t, std::vector<Kid>>>>& kids);
+  bool pointer_target(const std::string& fragment, NodeId* target);
+  bool decline(std::string why);
+  NodeId intern(const Value* value, const std::string& pointer);
+
+  std::deque<Node> nodes_;  // stable: references to nodes stay valid as nodes are added
+  std::unordered_map<std::string, NodeId> ids_;     // pointer -> node (walked, or made since)
+  std::unordered_map<std::string, NodeId> walked_;  // Python's by_pointer: the walked subschemas
+  std::unordered_map<std::string, int32_t> content_;  // walked subschema's pointer -> its number
+  std::unordered_map<std::string, int32_t> numbers_;  // what a subschema says -> its number
+  std::unordered_map<int32_t, NodeId> canonical_;     // number -> the first node asked about
+  std::unordered_map<std::string, NodeId> resolved_;  // reference -> target
+  NodeId root_ = -1;
+  std::string declined_;
+};
+
+// JSON pointer escaping of one reference token ("~" -> "~0", "/" -> "~1").
+std::string escape_pointer(std::string_view token);
+
+}  // namespace tg::schema

@@ -1,0 +1,58 @@
+// Test probes into the native schema port (kernels/grammar/src/schema/), built into a small
+// shared library by the tests of this folder and called through ctypes.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "../../../kernels/grammar/src/schema/json.h"
+#include "../../../kernels/grammar/src/schema/refs.h"
+
+using namespace tg::schema;
+
+namespace {
+
+char* give(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  std::memcpy(out, s.data(), s.size() + 1);
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+void probe_free(char* p) { std::free(p); }
+
+// The walk of a document as JSON: {"declined": why} or {"walked": {pointer: number or 0},
+// "refs": {pointer of a subschema with $ref: target pointer}} after following every $ref of the
+// walked subschemas in walk order (which walks the folders of definitions they reach).
+char* probe_refs(const char* text, size_t n) {
+  Document doc;
+  if (!parse(std::string_view(text, n), &doc, 1990).ok()) return give("{\"declined\": \"parse\"}");
+  Resolver r;
+  if (!r.init(doc.root())) return give("{\"declined\": " + [&] { std::string s; dump_string(r.declined(), &s); return s; }() + "}");
+  std::string refs;
+  for (NodeId id = 0; id < static_cast<NodeId>(r.size()); ++id) {
+    const Node& nd = r.node(id);
+    if (!nd.schema->is_object() || nd.schema->find("$ref") == nullptr) continue;
+    NodeId target;
+    if (!r.follow(id, &target)) {
+      std::string s;
+      dump_string(r.declined(), &s);
+      return give("{\"declined\": " + s + "}");
+    }
+    if (!refs.empty()) refs += ", ";
+    dump_string(nd.pointer, &refs);
+    refs += ": ";
+    dump_string(r.node(target).pointer, &refs);
+  }
+  std::string walked;
+  for (NodeId id = 0; id < static_cast<NodeId>(r.size()); ++id) {
+    if (!walked.empty()) walked += ", ";
+    dump_string(r.node(id).pointer, &walked);
+    walked += ": " + std::to_string(r.number_of(id));
+  }
+  return give("{\"walked\": {" + walked + "}, \"refs\": {" + refs + "}}");
+}
+
+}
