@@ -214,7 +214,8 @@ std::string replay(IrBuilder& b, const std::vector<std::vector<std::string>>& bl
     for (int i = 0; i < repeats; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       (void)b.serialize(g, &words, &names);
-      ns.push_back(double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()));
+      const auto spent = std::chrono::steady_clock::now() - t0;
+      ns.push_back(double(std::chrono::duration_cast<std::chrono::nanoseconds>(spent).count()));
     }
     std::sort(ns.begin(), ns.end());
     std::fprintf(stderr, "time %s %zu %.0f\n", label.c_str(), words.size(), ns[ns.size() / 2]);

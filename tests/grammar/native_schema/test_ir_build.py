@@ -378,8 +378,8 @@ def _program(seed: int, n_ops: int) -> tuple[str, list[str], list[str]]:
     def raw():
         kind = rng.choice("QQAARRBSFGCDUM")
         if kind in "QA":
-            ks = picks(0, 4)
-            return f"n {kind} {' '.join(map(str, ks))}", lambda: (ir.Seq if kind == "Q" else ir.Alt)(tuple(values[k] for k in ks))
+            ks, node = picks(0, 4), ir.Seq if kind == "Q" else ir.Alt
+            return f"n {kind} {' '.join(map(str, ks))}", lambda: node(tuple(values[k] for k in ks))
         if kind == "R":
             k, lo = pick(), rng.choice([0, 1, 2])
             hi = rng.choice([None, lo, lo + 3])
@@ -428,7 +428,8 @@ def _program(seed: int, n_ops: int) -> tuple[str, list[str], list[str]]:
         try:
             if op == "literal":
                 text = rng.choice(_TEXT)
-                line, value = f"literal {_hex(text.encode())}", ir.literal(text if rng.random() < 0.5 else text.encode())
+                line = f"literal {_hex(text.encode())}"
+                value = ir.literal(text if rng.random() < 0.5 else text.encode())
             elif op == "byte_set":
                 rs = ranges(lambda: rng.choice([0, 9, 10, 32, 48, 57, 65, 97, 127, 128, 200, 255]) + rng.randint(-1, 1),
                             rng.randint(0, 4))

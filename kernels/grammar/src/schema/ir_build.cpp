@@ -161,7 +161,8 @@ Expr IrBuilder::intern(int32_t kind, Nullable nullable, const int32_t* words, si
   size_t slot = h & mask;
   for (; table_[slot] >= 0; slot = (slot + 1) & mask) {
     const Node& node = nodes_[table_[slot]];
-    if (node.hash == h && node.kind == kind && node.size == n && std::equal(words, words + n, pool_.data() + node.begin))
+    if (node.hash == h && node.kind == kind && node.size == n &&
+        std::equal(words, words + n, pool_.data() + node.begin))
       return table_[slot];
   }
   if (pool_.size() + n > kMaxExprWords)
@@ -840,9 +841,10 @@ Status IrBuilder::serialize(const IrGrammar& g, std::vector<int32_t>* out, std::
       w.order.push_back(r);
     }
   }
-  if (bad_rule(g.root) || w.index[g.root] < 0)
-    return Status::error(Code::grammar, "the start rule " + (bad_rule(g.root) ? std::string("?") : py_repr(names_[g.root])) +
-                                            " is not defined");
+  if (bad_rule(g.root) || w.index[g.root] < 0) {
+    const std::string name = bad_rule(g.root) ? std::string("?") : py_repr(names_[g.root]);
+    return Status::error(Code::grammar, "the start rule " + name + " is not defined");
+  }
   const size_t n = w.order.size();
   std::vector<Expr> body_of(n);
   for (size_t i = 0; i < n; ++i) body_of[i] = g.get(w.order[i]);
