@@ -5,6 +5,7 @@
 #include <string>
 
 #include "../../../kernels/grammar/src/schema/json.h"
+#include "../../../kernels/grammar/src/schema/converter.h"
 #include "../../../kernels/grammar/src/schema/refs.h"
 
 using namespace tg::schema;
@@ -53,6 +54,42 @@ char* probe_refs(const char* text, size_t n) {
     walked += ": " + std::to_string(r.number_of(id));
   }
   return give("{\"walked\": {" + walked + "}, \"refs\": {" + refs + "}}");
+}
+
+}
+
+extern "C" {
+
+// The port's conversion of a schema text: {"declined": why} or {"words": [...], "names": [...]}.
+// flags: 1 any_whitespace, 2 strict, 4 draft7, 8 integers_without_fraction, 16 format_assertion,
+// 32 canonical_integers.
+char* probe_convert(const char* text, size_t n, int flags, int max_whitespace) {
+  Document doc;
+  if (!parse(std::string_view(text, n), &doc, 1990).ok() || doc.has_lone_surrogate())
+    return give("{\"declined\": \"parse\"}");
+  Options o;
+  o.any_whitespace = flags & 1;
+  o.strict = flags & 2;
+  o.draft7 = flags & 4;
+  o.integers_without_fraction = flags & 8;
+  o.format_assertion = flags & 16;
+  o.canonical_integers = flags & 32;
+  o.max_whitespace = max_whitespace;
+  Converted out;
+  std::string why;
+  if (!convert(doc.root(), o, &out, &why)) {
+    std::string s;
+    dump_string(why, &s);
+    return give("{\"declined\": " + s + "}");
+  }
+  std::string r = "{\"words\": [";
+  for (size_t i = 0; i < out.words.size(); ++i) r += (i ? ", " : "") + std::to_string(out.words[i]);
+  r += "], \"names\": [";
+  for (size_t i = 0; i < out.names.size(); ++i) {
+    if (i) r += ", ";
+    dump_string(out.names[i], &r);
+  }
+  return give(r + "]}");
 }
 
 }

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_SRC = ROOT / "kernels" / "grammar" / "src" / "schema"
 PROBE = Path(__file__).with_name("probe.cpp")
 OUT = ROOT / "build" / "native_schema" / "libprobe.so"
-SOURCES = ("json.cpp", "refs.cpp")
+SOURCES = ("json.cpp", "refs.cpp", "ir_build.cpp", "text.cpp", "converter.cpp")
 
 
 def library() -> ctypes.CDLL:
@@ -31,9 +31,9 @@ def library() -> ctypes.CDLL:
         stamp.write_text(h.hexdigest())
     lib = ctypes.CDLL(str(OUT))
     lib.probe_free.argtypes = [ctypes.c_void_p]
-    for name in ("probe_refs",):
-        fn = getattr(lib, name)
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.probe_refs.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.probe_convert.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]
+    for fn in (lib.probe_refs, lib.probe_convert):
         fn.restype = ctypes.c_void_p
     return lib
 
@@ -42,9 +42,9 @@ class Probes:
     def __init__(self):
         self.lib = library()
 
-    def _call(self, name: str, text: str):
+    def _call(self, name: str, text: str, *args):
         data = text.encode("utf-8", "surrogatepass")
-        p = getattr(self.lib, name)(data, len(data))
+        p = getattr(self.lib, name)(data, len(data), *args)
         try:
             return json.loads(ctypes.string_at(p).decode())
         finally:
@@ -52,3 +52,23 @@ class Probes:
 
     def refs(self, text: str) -> dict:
         return self._call("probe_refs", text)
+
+    def convert(self, text: str, *, any_whitespace=True, strict=False, draft7=False, integers_without_fraction=False,
+                format_assertion=True, canonical_integers=False, max_whitespace=20) -> dict:
+        flags = (any_whitespace * 1 | strict * 2 | draft7 * 4 | integers_without_fraction * 8 | format_assertion * 16
+                 | canonical_integers * 32)
+        return self._call("probe_convert", text, flags, max_whitespace)
+
+
+def native_options(schema, strict: bool):
+    """The port's options for a schema as json_schema_to_grammar reads it (the dialect the
+    Python side decides), or None where the Python rewrites the document first (draft-04's old
+    forms), which the port does not take yet."""
+    from trellis.grammar.json_schema._dialect import draft6_forms, format_is_annotation, is_draft4
+    from trellis.grammar.json_schema.converter import detect_draft7
+
+    draft4 = is_draft4(schema)
+    if draft4 and draft6_forms(schema) is not schema:
+        return None
+    return {"strict": strict, "draft7": detect_draft7(schema), "integers_without_fraction": draft4,
+            "format_assertion": strict or not format_is_annotation(schema)}

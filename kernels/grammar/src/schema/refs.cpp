@@ -149,7 +149,8 @@ NodeId Resolver::intern(const Value* value, const std::string& pointer) {
   return id;
 }
 
-bool Resolver::init(const Value& root) {
+bool Resolver::init(const Value& root, bool drop_formats) {
+  drop_formats_ = drop_formats;
   if (!walk(&root, "", false)) return false;
   root_ = intern(&root, "");
   return true;
@@ -183,6 +184,8 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
     for (const Member& m : s.members()) {
       uint32_t at_member = index++;
       if (names_scope(m.key)) return decline(std::string(m.key) + " at " + t.pointer);
+      // without_formats rewrites the schema's own places only, not a folder of definitions
+      if (late && drop_formats_ && m.key == "format") return decline("format in a folder of definitions");
       if (m.value.is_string() && is_note(m.key)) continue;
       if (!shape_ok(m.key, m.value)) return decline("malformed " + std::string(m.key) + " at " + t.pointer);
       subschemas(m.key, m.value, &subs);
@@ -218,7 +221,7 @@ void Resolver::number(const std::vector<NodeId>& walked,
       const std::vector<Kid>* subs = nullptr;
       while (next < mine.size() && mine[next].first < at_member) ++next;
       if (next < mine.size() && mine[next].first == at_member) subs = &mine[next].second;
-      if (is_silent(m.key)) continue;
+      if (is_silent(m.key) || (drop_formats_ && m.key == "format" && m.value.is_string())) continue;
       put(&said, m.key);
       const Value& v = m.value;
       if (subs != nullptr && (!v.is_object() || subs->size() == v.size())) {

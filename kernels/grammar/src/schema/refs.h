@@ -34,7 +34,9 @@ struct Kid {
 class Resolver {
  public:
   // Walks the document: false (and `declined()` says why) where this port does not cover it.
-  bool init(const Value& root);
+  // `drop_formats`: a string `format` is an annotation, as if absent (_dialect.without_formats).
+  bool init(const Value& root, bool drop_formats = false);
+  bool drops_formats() const { return drop_formats_; }
   const std::string& declined() const { return declined_; }
 
   NodeId root() const { return root_; }
@@ -64,6 +66,7 @@ class Resolver {
   std::unordered_map<int32_t, NodeId> canonical_;     // number -> the first node asked about
   std::unordered_map<std::string, NodeId> resolved_;  // reference -> target
   NodeId root_ = -1;
+  bool drop_formats_ = false;
   std::string declined_;
 };
 

@@ -1,0 +1,832 @@
+#include "converter.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "text.h"
+
+namespace tg::schema {
+
+namespace {
+
+constexpr int32_t kMaxRules = 15000;             // converter.MAX_RULES
+constexpr size_t kMaxOrderedProperties = 3000;   // _object_schema.MAX_ORDERED_PROPERTIES
+constexpr size_t kMachineStates = 64;            // _state_machine.MACHINE_STATES
+constexpr int64_t kCountBlocksFrom = 256;        // _array_schema.COUNT_BLOCKS_FROM
+constexpr int32_t kDistinctKey = 2;              // ir.DISTINCT_KEY
+constexpr int32_t kValidatorDepth = 200;         // Validator's depth_limit
+
+bool in(std::string_view key, std::initializer_list<std::string_view> keys) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// TypeAnalysis.KNOWN_ALL less the reference keywords: what makes a subschema say something.
+bool constraining(std::string_view k, bool draft7) {
+  return in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "minimum",
+                "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
+                "pattern", "format", "items", "prefixItems", "additionalItems", "contains", "minContains",
+                "maxContains", "minItems", "maxItems", "uniqueItems", "properties", "required",
+                "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties",
+                "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedItems",
+                "unevaluatedProperties", "$recursiveRef", "$trellis:notConst", "$trellis:notPattern",
+                "$trellis:notFormat", "$trellis:notMultipleOf", "$trellis:someProperty"}) ||
+         (draft7 && (k == "contentMediaType" || k == "contentEncoding"));
+}
+
+// The constraining keywords this port builds (README.md's first step); a subschema with any
+// other declines the document.
+bool covered(std::string_view k, const Value& v) {
+  if (in(k, {"type", "enum", "const", "allOf", "properties", "required", "additionalProperties", "minItems",
+             "maxItems", "minLength", "maxLength"}))
+    return true;
+  if (k == "items") return !v.is_array();  // the array form (a tuple) is not covered yet
+  if (k == "uniqueItems") return v.is_bool() && !v.boolean();
+  return false;
+}
+
+// _keywords.VALUE_LIST: a subschema of only these is a list of values with a type.
+bool value_list_key(std::string_view k) {
+  return in(k, {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly",
+                "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor",
+                "$dynamicAnchor", "$recursiveAnchor", "$defs", "definitions", "$vocabulary", "enum", "const",
+                "type"});
+}
+
+uint8_t type_atoms(const Value* schema) {
+  if (!schema->is_object()) return kAllAtoms;
+  const Value* t = schema->find("type");
+  if (t == nullptr) return kAllAtoms;
+  uint8_t out = 0;
+  auto add = [&](std::string_view name) {
+    if (name == "null") out |= kNull;
+    else if (name == "boolean") out |= kBoolean;
+    else if (name == "integer") out |= kInt;
+    else if (name == "number") out |= kInt | kFrac;
+    else if (name == "string") out |= kString;
+    else if (name == "array") out |= kArray;
+    else if (name == "object") out |= kObject;
+  };
+  if (t->is_string()) add(t->text());
+  for (const Value& x : t->items()) add(x.text());
+  return out;
+}
+
+// _validate.canon for the scalars this port takes as candidates: strings, null, booleans and
+// integers (equal numbers compare equal: 100 and 1e2); other values have no key (declined).
+std::optional<std::string> canon(const Value& v) {
+  switch (v.kind()) {
+    case Kind::string: return "s" + std::string(v.text());
+    case Kind::null: return std::string("n");
+    case Kind::boolean: return std::string(v.boolean() ? "bT" : "bF");
+    case Kind::integer: {  // Decimal(v).normalize(): digits without trailing zeros, and their count
+      std::string_view t = v.text();
+      if (t == "0") return std::string("n0");
+      size_t end = t.size();
+      while (t[end - 1] == '0') --end;
+      return "n" + std::string(t.substr(0, end)) + "e" + std::to_string(t.size() - end);
+    }
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// One conversion (converter.Converter and its object and array mixins). A second one with the
+// prefix "any." builds the rules of any JSON value, the prelude (Converter.any_value).
+class Conv : public TextHost {
+ public:
+  Conv(IrBuilder& b, Resolver& r, const Options& opt, std::string prefix, std::string* declined)
+      : b_(b), r_(r), opt_(opt), prefix_(std::move(prefix)), declined_(declined), strings_(b, *this) {
+    if (opt.any_whitespace) {  // _layout.Layouts: one rule of whitespace that every place calls
+      RuleId ws = b_.rule("ws");
+      rules_.set(ws, b_.repeat(b_.byte_set({{0x20, 0x20}, {0x09, 0x0A}, {0x0D, 0x0D}}), 0, opt.max_whitespace));
+      Expr w = b_.make_ref(ws);
+      ws_ = close_ws_ = w;
+      first_ = IrBuilder::kEmpty;
+      sep_ = b_.seq(w, b_.literal(","), w);
+      colon_ = b_.seq(w, b_.literal(":"), w);
+    } else {
+      Expr space = b_.repeat(b_.literal(" "), 0, 1);
+      ws_ = close_ws_ = first_ = IrBuilder::kEmpty;
+      sep_ = b_.seq(b_.literal(","), space);
+      colon_ = b_.seq(b_.literal(":"), space);
+    }
+  }
+
+  bool failed() const { return !declined_->empty() || !b_.ok(); }
+  IrGrammar& rules() { return rules_; }
+
+  // Converter.grammar: the root's rule, every body it names, then "root".
+  bool grammar() {
+    Expr root = value({r_.root()}, kAllAtoms);
+    build_bodies();
+    rules_.set(b_.rule("root"), root);
+    rules_.root = b_.rule("root");
+    return !failed();
+  }
+
+  // Converter.value: the rule of the values valid against all of `nodes` among `atoms`.
+  Expr value(const std::vector<NodeId>& nodes, uint8_t atoms) {
+    if (failed()) return IrBuilder::kNothing;
+    const std::vector<NodeId>* ex = expand(nodes);
+    if (ex == nullptr || atoms == 0) return IrBuilder::kNothing;
+    std::vector<NodeId> keys(*ex);
+    std::sort(keys.begin(), keys.end());
+    std::string key(reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(NodeId));
+    key += static_cast<char>(atoms);
+    auto known = names_.find(key);
+    if (known != names_.end()) return b_.make_ref(known->second);
+    if (keys.empty() && atoms == kAllAtoms && prefix_.empty()) {
+      RuleId name = any_value();
+      names_.emplace(key, name);
+      return b_.make_ref(name);
+    }
+    std::string hint;
+    if (!rule_hint(ex->empty() ? std::string("any") : r_.node((*ex)[0]).pointer, &hint))
+      return IrBuilder::kNothing;
+    RuleId name = fresh(hint);
+    names_.emplace(key, name);
+    rules_.set(name, IrBuilder::kNothing);  // its place now, its body once built
+    bodies_.push_back({name, *ex, atoms});
+    return b_.make_ref(name);
+  }
+
+  // converter.PRELUDE's expressions: a string's characters and numbers, written first in every grammar.
+  std::vector<Expr> prelude_exprs() {
+    const Num& n = num();
+    return {strings_.text().json_char, strings_.text().any_string, n.number, num_integer_, n.non_integer,
+            IrBuilder::kEmpty};
+  }
+
+  // The prelude this grammar's words start with (Converter.prelude).
+  const IrPrelude* prelude() const { return prelude_; }
+  void set_prelude(const IrPrelude* p) { prelude_ = p; }
+
+  // The rules of any JSON value, made by a conversion of `true` with the prefix "any.", as the
+  // prelude of this grammar (Converter.any_value).
+  RuleId any_value();
+
+ private:
+  struct Step {
+    bool is_false = false;
+    NodeId first = -1;            // draft-07: the $ref target to go on with instead
+    std::vector<NodeId> then;     // the subschemas it brings in, in order
+    NodeId said = -1;             // the node it adds to the context
+  };
+  struct Pending {
+    RuleId name;
+    std::vector<NodeId> nodes;
+    uint8_t atoms;
+  };
+
+  bool decline(std::string why) {
+    if (declined_->empty()) *declined_ = std::move(why);
+    return false;
+  }
+
+  // A `format` that only annotates (format_assertion false): as if the schema did not have it.
+  bool dropped(const Member& m) const { return r_.drops_formats() && m.key == "format" && m.value.is_string(); }
+
+  RuleId fresh(std::string_view hint) override {
+    int32_t n = counter_++;
+    if (n > kMaxRules) decline("more rules than the limit");
+    return b_.rule(prefix_ + std::string(hint) + "_" + std::to_string(n));
+  }
+  void set_rule(RuleId rule, Expr body) override { rules_.set(rule, body); }
+
+  // "v" and the last 40 characters of the pointer, each not a letter or digit as "_".
+  bool rule_hint(const std::string& pointer, std::string* out) {
+    size_t start = pointer.size(), n = 0;
+    while (start > 0 && n < 40) {
+      --start;
+      if ((static_cast<unsigned char>(pointer[start]) & 0xC0) != 0x80) ++n;
+    }
+    *out = "v";
+    for (size_t i = start; i < pointer.size(); ++i) {
+      unsigned char c = pointer[i];
+      if (c >= 0x80) return decline("a rule name from a non-ASCII pointer");
+      *out += ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) ? char(c) : '_';
+    }
+    return true;
+  }
+
+  // Converter.shared: one rule per distinct expression used in many places.
+  Expr shared(Expr e, const char* hint) {
+    if (e == IrBuilder::kNothing || b_.kind(e) == REF || b_.kind(e) == BYTES) return e;
+    auto known = shared_.find(e);
+    if (known != shared_.end()) return known->second;
+    RuleId name = fresh(hint);
+    rules_.set(name, e);
+    Expr ref = b_.make_ref(name);
+    shared_.emplace(e, ref);
+    return ref;
+  }
+
+  NodeId child(NodeId n, std::string_view key, const Value* value, const std::string& token = "") {
+    return r_.child(r_.node(n).pointer + "/" + escape_pointer(key) + token, value);
+  }
+
+  // A subschema that is not in the document, with its pointer as identity (Converter.synth).
+  NodeId synth(const std::string& pointer, const std::string& json) {
+    auto known = synthetic_.find(pointer);
+    if (known != synthetic_.end()) return known->second;
+    docs_.emplace_back();
+    if (!parse(json, &docs_.back()).ok()) {
+      decline("a synthetic subschema");
+      return r_.root();
+    }
+    NodeId id = r_.child(pointer, &docs_.back().root());
+    synthetic_.emplace(pointer, id);
+    return id;
+  }
+
+  // Converter.type_node: the one subschema of nothing but `"type": types`.
+  NodeId type_node(const Value& types) {
+    std::string text = dumps(types);
+    return synth(r_.node(r_.root()).pointer + "/~type/" + text, "{\"type\": " + text + "}");
+  }
+
+  // Converter._step: what expanding meets at a subschema (the same in every context).
+  const Step& step(NodeId id) {
+    auto known = steps_.find(id);
+    if (known != steps_.end()) return known->second;
+    Step st;
+    const Value* s = r_.node(id).schema;
+    if (s->is_bool()) {
+      st.is_false = !s->boolean();
+      return steps_.emplace(id, st).first->second;
+    }
+    if (s->find("$ref") != nullptr) {
+      NodeId target;
+      if (!r_.follow(id, &target)) decline(r_.declined());
+      else if (opt_.draft7) st.first = target;
+      else st.then.push_back(target);
+      if (st.first >= 0) return steps_.emplace(id, st).first->second;
+    }
+    bool type_only = true, any = false;
+    for (const Member& m : s->members()) {
+      if (!constraining(m.key, opt_.draft7) || dropped(m)) continue;
+      if (!covered(m.key, m.value)) decline(std::string(m.key) + " at " + r_.node(id).pointer);
+      any = true;
+      type_only &= m.key == "type";
+    }
+    NodeId node = id;
+    if (any && type_only) st.said = type_node(*s->find("type"));
+    else if (any) st.said = node = r_.canonical(id);
+    const Value* all = s->find("allOf");
+    if (all != nullptr && all->is_array()) {
+      const Value* canon_all = r_.node(node).schema->find("allOf");
+      for (uint32_t i = 0; i < all->size(); ++i)
+        st.then.push_back(child(node, "allOf", &canon_all->items()[i], "/" + std::to_string(i)));
+    }
+    return steps_.emplace(id, st).first->second;
+  }
+
+  // Converter.expand: allOf and $ref flattened; nullptr where some subschema is `false`.
+  const std::vector<NodeId>* expand(const std::vector<NodeId>& nodes) {
+    std::string key(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(NodeId));
+    auto known = expanded_.find(key);
+    if (known != expanded_.end()) return known->second ? &*known->second : nullptr;
+    std::vector<NodeId> out;
+    std::vector<char> seen, kept;
+    std::deque<NodeId> todo(nodes.begin(), nodes.end());
+    bool is_false = false;
+    auto mark = [](std::vector<char>* v, NodeId id) {
+      if (v->size() <= size_t(id)) v->resize(id + 1, 0);
+      bool was = (*v)[id];
+      (*v)[id] = 1;
+      return was;
+    };
+    while (!todo.empty() && !failed()) {
+      NodeId n = todo.front();
+      todo.pop_front();
+      if (mark(&seen, n)) continue;
+      const Step& st = step(n);
+      if (st.is_false) {
+        is_false = true;
+        break;
+      }
+      if (st.first >= 0) {
+        todo.push_front(st.first);
+        continue;
+      }
+      if (st.said >= 0 && !mark(&kept, st.said)) out.push_back(st.said);
+      todo.insert(todo.end(), st.then.begin(), st.then.end());
+    }
+    auto& slot = expanded_[key];
+    if (!is_false) slot = std::move(out);
+    return slot ? &*slot : nullptr;
+  }
+
+  // Converter.build_bodies: the rules named so far, and those their bodies name, depth first.
+  void build_bodies() {
+    std::vector<Pending> stack;
+    while ((!bodies_.empty() || !stack.empty()) && !failed()) {
+      for (auto it = bodies_.rbegin(); it != bodies_.rend(); ++it) stack.push_back(std::move(*it));
+      bodies_.clear();
+      Pending p = std::move(stack.back());
+      stack.pop_back();
+      rules_.set(p.name, body(p.nodes, p.atoms));
+    }
+  }
+
+  // Converter.body for the covered keywords: the candidates of an enum or const, else the
+  // values of each atom the context admits.
+  Expr body(const std::vector<NodeId>& nodes, uint8_t atoms) {
+    for (NodeId n : nodes) atoms &= type_atoms(r_.node(n).schema);
+    if (atoms == 0) return IrBuilder::kNothing;
+    std::vector<const Value*> cands;
+    if (finite_values(nodes, &cands)) {
+      std::vector<NodeId> asked;
+      for (NodeId n : nodes) {
+        for (const Member& m : r_.node(n).schema->members()) {
+          if (!value_list_key(m.key)) {
+            asked.push_back(n);
+            break;
+          }
+        }
+      }
+      std::vector<Expr> keep;
+      bool integer = !(atoms & kFrac);
+      for (const Value* v : cands) {
+        if (v->is_string()) {
+          if (!(atoms & kString)) continue;
+          bool ok = true;
+          for (NodeId n : asked) ok = ok && holds(*v, n);
+          if (ok) keep.push_back(string_literal(v->text()));
+        } else if (atom_of(*v) & atoms) {
+          bool ok = true;
+          for (NodeId n : nodes) ok = ok && holds(*v, n);
+          if (ok) keep.push_back(const_expr(*v, integer));
+        }
+      }
+      return b_.alt(IrSpan<Expr>(keep));
+    }
+    std::vector<Expr> parts;
+    if (atoms & kNull) parts.push_back(b_.literal("null"));
+    if (atoms & kBoolean) {
+      parts.push_back(b_.literal("true"));
+      parts.push_back(b_.literal("false"));
+    }
+    if (atoms & (kInt | kFrac)) parts.push_back(number(nodes, atoms));
+    if (atoms & kString) parts.push_back(string(nodes));
+    if (atoms & kArray) parts.push_back(array(nodes));
+    if (atoms & kObject) parts.push_back(object(nodes));
+    return b_.alt(IrSpan<Expr>(parts));
+  }
+
+  static uint8_t atom_of(const Value& v) {
+    switch (v.kind()) {
+      case Kind::null: return kNull;
+      case Kind::boolean: return kBoolean;
+      case Kind::integer: return kInt;
+      case Kind::string: return kString;
+      case Kind::array: return kArray;
+      case Kind::object: return kObject;
+      default: return v.number() == static_cast<double>(static_cast<int64_t>(v.number())) ? kInt : kFrac;
+    }
+  }
+
+  // TypeAnalysis.finite_values: false where the context has no enum or const; else the
+  // candidates of the first, kept where every later one has them, without repeats.
+  bool finite_values(const std::vector<NodeId>& nodes, std::vector<const Value*>* out) {
+    const std::vector<NodeId>* ex = expand(nodes);
+    if (ex == nullptr) return true;
+    bool any = false;
+    for (NodeId n : *ex) {
+      const Value* s = r_.node(n).schema;
+      if (!s->is_object()) continue;
+      for (const char* key : {"const", "enum"}) {
+        const Value* v = s->find(key);
+        if (v == nullptr) continue;
+        std::vector<const Value*> values;
+        if (std::string_view(key) == "const") values.push_back(v);
+        else for (const Value& x : v->items()) values.push_back(&x);
+        std::vector<std::string> keys;
+        for (const Value* x : values) {
+          auto k = canon(*x);
+          if (!k) {
+            decline("an enum or const that is not a string, null, boolean or integer");
+            return true;
+          }
+          keys.push_back(*k);
+        }
+        if (!any) {
+          std::unordered_map<std::string, size_t> first;
+          for (size_t i = 0; i < values.size(); ++i)
+            if (first.emplace(keys[i], i).second) out->push_back(values[i]);
+          any = true;
+        } else {
+          std::unordered_map<std::string, char> have;
+          for (auto& k : keys) have.emplace(k, 1);
+          std::vector<const Value*> still;
+          for (const Value* c : *out)
+            if (have.count(*canon(*c))) still.push_back(c);
+          *out = std::move(still);
+        }
+      }
+    }
+    return any;
+  }
+
+  // Validator.valid for a scalar candidate and the covered keywords (what is not a scalar's,
+  // such as `properties`, holds for every scalar).
+  bool holds(const Value& v, NodeId id, int32_t depth = 0) {
+    const Value* s = r_.node(id).schema;
+    if (s->is_bool()) return s->boolean();
+    if (depth > kValidatorDepth) {
+      decline("a reference chain too deep to evaluate");
+      return false;
+    }
+    if (s->find("$ref") != nullptr) {
+      NodeId target;
+      if (!r_.follow(id, &target)) return decline(r_.declined());
+      if (!holds(v, target, depth + 1)) return false;
+      if (opt_.draft7) return true;
+    }
+    if (type_atoms(s) != kAllAtoms && !(type_atoms(s) & atom_of(v))) return false;
+    auto key = canon(v);
+    if (const Value* c = s->find("const")) {
+      auto ck = canon(*c);
+      if (!ck) return decline("a const that is not a scalar");
+      if (*ck != *key) return false;
+    }
+    if (const Value* e = s->find("enum")) {
+      bool found = false;
+      for (const Value& x : e->items()) {
+        auto xk = canon(x);  // (a float could equal an integer: not covered)
+        if (!xk) return decline("an enum that is not of strings, null, booleans and integers");
+        if (*xk == *key) found = true;
+      }
+      if (!found) return false;
+    }
+    if (v.is_string()) {  // lengths in code points (Python's len)
+      int64_t n = 0, lo = 0, hi = -1;
+      for (unsigned char c : v.text()) n += (c & 0xC0) != 0x80;
+      if (!count_bounds(id, "minLength", "maxLength", &lo, &hi)) return false;
+      if (n < lo || (hi >= 0 && n > hi)) return false;
+    }
+    if (const Value* all = s->find("allOf")) {
+      for (uint32_t i = 0; i < all->size(); ++i)
+        if (!holds(v, child(id, "allOf", &all->items()[i], "/" + std::to_string(i)), depth + 1)) return false;
+    }
+    for (const Member& m : s->members())
+      if (constraining(m.key, opt_.draft7) && !dropped(m) && !covered(m.key, m.value))
+        return decline("validation of " + std::string(m.key));
+    return true;
+  }
+
+  // ---- the parts ported with the helpers' modules: strings, numbers, constants ----------
+
+  Expr string_literal(std::string_view text) {
+    Expr e = schema::string_literal(b_, text, false);
+    if (e == kNoExpr) decline("a string that UTF-8 cannot hold");
+    return e == kNoExpr ? IrBuilder::kNothing : e;
+  }
+  // Converter.const_expr for scalars (strings go through string_literal).
+  Expr const_expr(const Value& v, bool integer) {
+    if (v.is_null()) return b_.literal("null");
+    if (v.is_bool()) return b_.literal(v.boolean() ? "true" : "false");
+    if (v.is_integer()) {
+      const Num& n = num();
+      return b_.alt(b_.seq(b_.literal(v.text()), integer ? n.zero_frac : n.const_zero_frac));
+    }
+    decline("a float constant");
+    return IrBuilder::kNothing;
+  }
+  // NumberSchema.number without number keywords (they decline for now).
+  Expr number(const std::vector<NodeId>&, uint8_t atoms) { return atoms & kFrac ? num().number : num().integer; }
+
+  // _numbers' constants and the options' integer forms (Options.zero_frac / integer).
+  struct Num {
+    Expr number, integer, non_integer, zero_frac, const_zero_frac;
+  };
+  const Num& num() {
+    if (num_.number < 0) {
+      Expr digit = b_.byte_set({{0x30, 0x39}}), nonzero = b_.byte_set({{0x31, 0x39}});
+      Expr uint = b_.alt(b_.literal("0"), b_.seq(nonzero, b_.repeat(digit, 0, kUnbounded)));
+      Expr frac = b_.seq(b_.literal("."), b_.repeat(digit, 1, kUnbounded));
+      Expr exp = b_.seq(b_.byte_set({{0x45, 0x45}, {0x65, 0x65}}), b_.repeat(b_.byte_set({{0x2B, 0x2B}, {0x2D, 0x2D}}), 0, 1),
+                        b_.repeat(digit, 1, kUnbounded));
+      Expr minus = b_.repeat(b_.literal("-"), 0, 1);
+      Expr zero_frac = b_.repeat(b_.seq(b_.literal("."), b_.repeat(b_.literal("0"), 1, kUnbounded)), 0, 1);
+      num_.number = b_.seq(minus, uint, b_.repeat(frac, 0, 1), b_.repeat(exp, 0, 1));
+      Expr integer = b_.seq(minus, uint, zero_frac);
+      num_.non_integer = b_.seq(minus, uint, b_.literal("."), b_.repeat(digit, 0, kUnbounded), nonzero,
+                                b_.repeat(digit, 0, kUnbounded));
+      num_.const_zero_frac = opt_.canonical_integers ? IrBuilder::kEmpty : zero_frac;
+      num_.zero_frac = opt_.canonical_integers || opt_.integers_without_fraction ? IrBuilder::kEmpty : zero_frac;
+      num_.integer = num_.zero_frac == zero_frac ? integer : b_.seq(minus, uint);
+      num_integer_ = integer;
+    }
+    return num_;
+  }
+  Num num_{-1, -1, -1, -1, -1};
+  Expr num_integer_ = -1;  // _numbers.INTEGER (with ".0" forms), the prelude's
+  // StringSchema.string for strings whose only keywords are lengths.
+  Expr string(const std::vector<NodeId>& nodes) {
+    int64_t lo = 0, hi = -1;
+    for (NodeId n : nodes)
+      if (!count_bounds(n, "minLength", "maxLength", &lo, &hi)) return IrBuilder::kNothing;
+    Expr e = strings_.string_of_length(lo, hi < 0 ? kUnbounded : hi);
+    if (e == kNoExpr) decline("a string's length beyond the limits");
+    return e == kNoExpr ? IrBuilder::kNothing : e;
+  }
+  // _object_schema._ANY_KEY: any key, quoted.
+  Expr any_key() {
+    Expr quote = b_.literal("\"");
+    return b_.seq(quote, b_.repeat(strings_.text().json_char, 0, kUnbounded), quote);
+  }
+
+  // ---- arrays (_array_schema.py) ---------------------------------------------------------
+
+  bool count_bounds(NodeId n, const char* lo_key, const char* hi_key, int64_t* lo, int64_t* hi) {
+    const Value* s = r_.node(n).schema;
+    for (const char* key : {lo_key, hi_key}) {
+      const Value* v = s->find(key);
+      if (v == nullptr) continue;
+      int64_t x;
+      if (v->is_number()) x = static_cast<int64_t>(v->number());
+      else if (v->fits_int64()) x = v->int64();
+      else return decline(std::string("a huge ") + key);
+      if (key == lo_key) *lo = std::max(*lo, x);
+      else *hi = *hi < 0 ? x : std::min(*hi, x);
+    }
+    return true;
+  }
+
+  Expr array(const std::vector<NodeId>& nodes) {
+    int64_t lo = 0, hi = -1;  // hi -1: none
+    std::vector<NodeId> rest_nodes;
+    for (NodeId n : nodes) {
+      if (!count_bounds(n, "minItems", "maxItems", &lo, &hi)) return IrBuilder::kNothing;
+      const Value* items = r_.node(n).schema->find("items");
+      if (items != nullptr && (items->is_object() || items->is_bool())) rest_nodes.push_back(child(n, "items", items));
+    }
+    if (hi >= 0 && hi < lo) return IrBuilder::kNothing;
+    Expr rest = b_.seq(value(rest_nodes, kAllAtoms), IrBuilder::kEmpty);  // (no item check)
+    return array_shape(rest, lo, hi);
+  }
+
+  // ArraySchema.array_shape without prefix items.
+  Expr array_shape(Expr rest, int64_t lo, int64_t hi) {
+    Expr content;
+    if (hi == 0) {
+      content = IrBuilder::kNothing;
+    } else {
+      Expr more = counted(b_.seq(sep_, rest), std::max<int64_t>(0, lo - 1), hi < 0 ? -1 : hi - 1);
+      content = b_.seq(rest, more);
+    }
+    Expr open = b_.literal("["), close = b_.literal("]");
+    Expr full = b_.seq(open, ws_, first_, content, close_ws_, close);
+    if (lo == 0) return b_.alt(b_.seq(open, ws_, close), full);
+    return full;
+  }
+
+  // ArraySchema.counted: lo..hi copies of `unit` (hi -1: unbounded), base-16 blocks past 256.
+  Expr counted(Expr unit, int64_t lo, int64_t hi) {
+    int64_t top = std::max(lo, hi < 0 ? 0 : hi);
+    if (top <= kCountBlocksFrom) return b_.repeat(unit, lo, hi < 0 ? kUnbounded : hi);
+    std::vector<Expr> blocks{unit};
+    for (int64_t size = 16; size <= top; size *= 16) blocks.push_back(shared(b_.repeat(blocks.back(), 16, 16), "block"));
+    auto digit = [&](int64_t n, size_t j) { return (n >> (4 * j)) & 15; };
+    std::vector<Expr> parts;
+    for (size_t j = blocks.size(); j-- > 0;)
+      if (int64_t d = digit(lo, j)) parts.push_back(b_.repeat(blocks[j], d, d));
+    Expr exactly = b_.seq(IrSpan<Expr>(parts));
+    if (hi < 0) return b_.seq(exactly, b_.repeat(unit, 0, kUnbounded));
+    Expr up_to = IrBuilder::kEmpty, below = IrBuilder::kEmpty;
+    for (size_t j = 0; j < blocks.size(); ++j) {
+      int64_t d = digit(hi - lo, j);
+      if (d) {
+        up_to = b_.alt(b_.seq(b_.repeat(blocks[j], 0, d - 1), below), b_.seq(b_.repeat(blocks[j], d, d), up_to));
+        up_to = shared(up_to, "upto");
+      }
+      below = shared(b_.seq(b_.repeat(blocks[j], 0, 15), below), "below");
+    }
+    return b_.seq(exactly, up_to);
+  }
+
+  // ---- objects (_object_schema.py) -------------------------------------------------------
+
+  // TypeAnalysis.member_nodes without patternProperties.
+  void member_nodes(NodeId n, const std::string& k, std::vector<NodeId>* out) {
+    const Value* s = r_.node(n).schema;
+    if (!s->is_object()) return;
+    const Value* props = s->find("properties");
+    if (props != nullptr && props->is_object()) {
+      if (const Value* v = props->find(k)) {
+        out->push_back(child(n, "properties", v, "/" + escape_pointer(k)));
+        return;
+      }
+    }
+    if (const Value* a = s->find("additionalProperties")) out->push_back(child(n, "additionalProperties", a));
+  }
+
+  // Evaluation.strict_close for objects: the false node that closes a place that names
+  // properties and says nothing of others, in strict mode.
+  NodeId strict_close(const std::vector<NodeId>& nodes) {
+    if (!opt_.strict) return -1;
+    NodeId first = -1;
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      if (!s->is_object()) continue;
+      if (first < 0 && (s->find("properties") || s->find("patternProperties"))) first = n;
+      if (s->find("additionalProperties") || s->find("unevaluatedProperties")) return -1;
+    }
+    if (first < 0) return -1;
+    return synth(r_.node(first).pointer + "/unevaluated", "false");
+  }
+
+  Expr distinct_key(const std::vector<std::string>& known) {
+    std::vector<int32_t> params;
+    for (const std::string& k : known) {
+      params.push_back(static_cast<int32_t>(k.size()));
+      for (unsigned char c : k) params.push_back(c);
+    }
+    return b_.make_check(kDistinctKey, IrSpan<int32_t>(params));
+  }
+
+  Expr object(const std::vector<NodeId>& nodes) {
+    std::vector<std::string> order, required;
+    auto add = [](std::vector<std::string>* v, std::string_view k) {
+      if (std::find(v->begin(), v->end(), k) == v->end()) v->emplace_back(k);
+    };
+    std::vector<std::string> names;  // every property name, for strict mode's closing node
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      if (!s->is_object()) continue;
+      if (const Value* props = s->find("properties"))
+        for (const Member& m : props->members()) add(&order, m.key);
+      if (const Value* req = s->find("required"))
+        for (const Value& k : req->items()) add(&required, k.text());
+    }
+    for (const std::string& k : required) add(&order, k);
+    NodeId closed = strict_close(nodes);
+    std::vector<std::pair<std::string, Expr>> members;
+    for (const std::string& k : order) {
+      std::vector<NodeId> knodes;
+      for (NodeId n : nodes) member_nodes(n, k, &knodes);
+      if (closed >= 0 && !names_property(nodes, k)) knodes.push_back(closed);
+      Expr v = value(knodes, kAllAtoms);
+      if (v == IrBuilder::kNothing) {
+        if (std::find(required.begin(), required.end(), k) != required.end()) return IrBuilder::kNothing;
+        continue;
+      }
+      Expr lit = string_literal(k);
+      members.emplace_back(k, shared(b_.seq(lit, colon_, v), "member"));
+    }
+    if (members.size() > kMaxOrderedProperties) {
+      decline("more properties than the limit");
+      return IrBuilder::kNothing;
+    }
+    // additional members: any key but the known ones, checked to differ from the keys before
+    std::vector<NodeId> vnodes;
+    for (NodeId n : nodes)
+      if (const Value* a = r_.node(n).schema->is_object() ? r_.node(n).schema->find("additionalProperties") : nullptr)
+        vnodes.push_back(child(n, "additionalProperties", a));
+    if (closed >= 0) vnodes.push_back(closed);
+    std::vector<Expr> parts;  // additional_member: one part, as no pattern splits the keys
+    Expr av = value(vnodes, kAllAtoms);
+    if (av != IrBuilder::kNothing) parts.push_back(b_.seq(any_key(), distinct_key(order), colon_, av));
+    Expr additional = shared(b_.alt(IrSpan<Expr>(parts)), "extra");
+    Expr out = members_in_order(members, additional, required);
+    return additional == IrBuilder::kNothing ? out : b_.make_region(out);
+  }
+
+  bool names_property(const std::vector<NodeId>& nodes, const std::string& k) {
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      const Value* props = s->is_object() ? s->find("properties") : nullptr;
+      if (props != nullptr && props->find(k) != nullptr) return true;
+    }
+    return false;
+  }
+
+  // ObjectSchema.members_in_order: known members in schema order, each at most once, then
+  // additional ones. A state is (next known key's index, whether a member came).
+  Expr members_in_order(const std::vector<std::pair<std::string, Expr>>& members, Expr additional,
+                        const std::vector<std::string>& required) {
+    const int32_t n = static_cast<int32_t>(members.size());
+    Expr close = b_.literal("}");
+    Expr ws_close = b_.seq(close_ws_, close);
+    Expr more = additional != IrBuilder::kNothing ? b_.seq(sep_, additional) : kNoExpr;
+    std::vector<std::pair<int32_t, bool>> order{{0, false}};
+    std::map<std::pair<int32_t, bool>, int32_t> numbers{{{0, false}, 0}};
+    auto number = [&](int32_t i, bool started) {
+      auto it = numbers.emplace(std::make_pair(i, started), int32_t(order.size()));
+      if (it.second) order.emplace_back(i, started);
+      return it.first->second;
+    };
+    constexpr int32_t kAccept = -1;
+    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
+    while (edges.size() < order.size()) {
+      auto [i, started] = order[edges.size()];
+      std::vector<std::pair<Expr, int32_t>> out;
+      if (i < n) {
+        const std::string& k = members[i].first;
+        if (std::find(required.begin(), required.end(), k) == required.end()) out.emplace_back(IrBuilder::kEmpty, number(i + 1, started));
+        Expr m = members[i].second;
+        out.emplace_back(started ? b_.seq(sep_, m) : b_.seq(first_, m), number(i + 1, true));
+      } else {
+        out.emplace_back(started ? ws_close : close, kAccept);
+        if (more != kNoExpr) out.emplace_back(started ? more : b_.seq(first_, additional), number(n + 1, true));
+      }
+      edges.push_back(std::move(out));
+    }
+    return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
+  }
+
+  // _state_machine.automaton: one machine, or a rule per state when there are many states.
+  Expr automaton(const char* hint, const std::vector<std::vector<std::pair<Expr, int32_t>>>& edges) {
+    const int32_t n = static_cast<int32_t>(edges.size());
+    if (size_t(n) <= kMachineStates) {
+      std::vector<IrEdge> list;
+      for (int32_t s = 0; s < n; ++s)
+        for (auto& [e, t] : edges[s]) list.push_back({s, e, t < 0 ? n : t});
+      std::vector<uint8_t> accept(n + 1, 0);
+      accept[n] = 1;
+      return b_.make_machine(IrSpan<IrEdge>(list), IrSpan<uint8_t>(accept));
+    }
+    std::vector<RuleId> names;
+    for (int32_t s = 0; s < n; ++s) names.push_back(fresh(hint));
+    for (int32_t s = 0; s < n; ++s) {
+      std::vector<Expr> alts;
+      for (auto& [e, t] : edges[s]) alts.push_back(t < 0 ? e : b_.seq(e, b_.make_ref(names[t])));
+      rules_.set(names[s], b_.alt(IrSpan<Expr>(alts)));
+    }
+    return b_.make_ref(names[0]);
+  }
+
+  IrBuilder& b_;
+  Resolver& r_;
+  Options opt_;
+  std::string prefix_;
+  std::string* declined_;
+  IrGrammar rules_;
+  const IrPrelude* prelude_ = nullptr;
+  Expr ws_, first_, sep_, close_ws_, colon_;
+  int32_t counter_ = 0;
+  std::unordered_map<std::string, RuleId> names_;  // a context's key -> its rule
+  std::vector<Pending> bodies_;
+  std::unordered_map<Expr, Expr> shared_;
+  std::unordered_map<NodeId, Step> steps_;
+  std::unordered_map<std::string, std::optional<std::vector<NodeId>>> expanded_;
+  std::unordered_map<std::string, NodeId> synthetic_;
+  std::deque<Document> docs_;
+  StringSchema strings_;  // its character rules, one table per conversion
+  std::unique_ptr<IrPrelude> any_prelude_;
+  std::unique_ptr<Document> true_doc_;
+  std::unique_ptr<Resolver> true_resolver_;
+};
+
+// Converter.any_value: a conversion of `true` with the prefix "any." names the rules of any value;
+// they join this grammar (a rule it has already, "ws", keeps its place) as its prelude, after the
+// expressions every grammar's words start with.
+RuleId Conv::any_value() {
+  true_doc_ = std::make_unique<Document>();
+  true_resolver_ = std::make_unique<Resolver>();
+  if (!parse("true", true_doc_.get()).ok() || !true_resolver_->init(true_doc_->root())) {
+    decline("the any-value conversion");
+    return b_.rule("root");
+  }
+  Conv any(b_, *true_resolver_, opt_, "any.", declined_);
+  RuleId root = b_.ref_rule(any.value({}, kAllAtoms));
+  any.build_bodies();
+  any_prelude_ = std::make_unique<IrPrelude>();
+  any_prelude_->exprs = prelude_exprs();
+  for (int32_t i = 0; i < any.rules_.size(); ++i) {
+    any_prelude_->rules.emplace_back(any.rules_.rule_at(i), any.rules_.body_at(i));
+    rules_.set(any.rules_.rule_at(i), any.rules_.body_at(i));
+  }
+  prelude_ = any_prelude_.get();
+  return root;
+}
+
+}  // namespace
+
+bool convert(const Value& root, const Options& options, Converted* out, std::string* declined) {
+  declined->clear();
+  Resolver r;
+  if (!r.init(root, !options.format_assertion)) {
+    *declined = r.declined();
+    return false;
+  }
+  IrBuilder b;
+  Conv conv(b, r, options, "", declined);
+  if (!conv.grammar()) return false;
+  IrPrelude plain;  // converter.PRELUDE, where no rule of any value came in
+  if (conv.prelude() == nullptr) plain.exprs = conv.prelude_exprs();
+  conv.rules().prelude = conv.prelude() != nullptr ? conv.prelude() : &plain;
+  Status s = b.serialize(conv.rules(), &out->words, &out->names);
+  if (!s.ok()) {
+    *declined = "serialize: " + s.message;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace tg::schema
