@@ -207,7 +207,8 @@ def build_if_stale(out: Path, cmd: list[str], what: str, src: Path = GRAMMAR_SRC
 
 
 def grammar_sources() -> list[str]:
-    return sorted(str(p) for p in (GRAMMAR_SRC / "src").glob("*.cpp"))
+    src = GRAMMAR_SRC / "src"
+    return sorted(str(p) for p in [*src.glob("*.cpp"), *(src / "schema").glob("*.cpp")])
 
 
 def build_grammar_native() -> Path:

@@ -4,7 +4,7 @@ and web/grammar.js's copies (JS cannot import Python) say the same."""
 import re
 from pathlib import Path
 
-from trellis.grammar.abi import NO_COMPLETION, SIGNATURES, ErrorCode, Stat
+from trellis.grammar.abi import NO_COMPLETION, SIGNATURES, ErrorCode, SchemaFlag, Stat
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = (ROOT / "kernels/grammar/include/trellis_grammar.h").read_text()
@@ -18,6 +18,7 @@ def _enum(name: str, prefix: str) -> dict[str, int]:
 def test_error_codes_and_stats_match_the_header():
     assert _enum("tg_error_code", "TG_(?:ERR_)?") == {e.name: e.value for e in ErrorCode}
     assert _enum("tg_grammar_stat_id", "TG_STAT_") == {s.name: s.value for s in Stat}
+    assert _enum("tg_schema_flag", "TG_SCHEMA_") == {f.name: f.value for f in SchemaFlag}
     assert int(re.search(r"#define TG_NO_COMPLETION \((-?\d+)\)", HEADER).group(1)) == NO_COMPLETION
 
 

@@ -28,7 +28,18 @@ enum tg_error_code {
   TG_ERR_IR = 2,         /* malformed IR words */
   TG_ERR_GRAMMAR = 3,    /* well-formed IR that is not a usable grammar (left recursion, empty language) */
   TG_ERR_LIMIT = 4,      /* a size limit was exceeded, or memory ran out */
-  TG_ERR_INTERNAL = 5    /* an unexpected failure inside the core (a bug) */
+  TG_ERR_INTERNAL = 5,   /* an unexpected failure inside the core (a bug) */
+  TG_ERR_DECLINED = 6    /* the native JSON Schema converter does not cover this schema: the caller converts it */
+};
+
+/* tg_grammar_compile_json_schema's options (py/trellis/grammar/json_schema's, the dialect decided). */
+enum tg_schema_flag {
+  TG_SCHEMA_ANY_WHITESPACE = 1,
+  TG_SCHEMA_STRICT = 2,
+  TG_SCHEMA_DRAFT7 = 4,                    /* draft-07 semantics (and draft-06, draft-04) */
+  TG_SCHEMA_INTEGERS_WITHOUT_FRACTION = 8, /* draft-04: 1.0 is not an integer */
+  TG_SCHEMA_FORMAT_ASSERTION = 16,         /* `format` asserts (else an annotation) */
+  TG_SCHEMA_CANONICAL_INTEGERS = 32        /* integers written without ".0" */
 };
 
 /* tg_grammar_stat's statistics. */
@@ -62,6 +73,12 @@ TG_API void tg_vocab_free(tg_vocab* vocab);
 /* Compile IR words (layout in py/trellis/grammar/ir.py). The grammar keeps a pointer to the
  * vocabulary, which must outlive it. */
 TG_API tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* words, int32_t n_words);
+/* A JSON Schema given as JSON text, converted by the native port of the Python converter
+ * (kernels/grammar/src/schema/: the same grammar, word for word) and compiled. NULL with
+ * TG_ERR_DECLINED where the port does not cover the schema (nor anything the Python converter
+ * refuses): the caller then converts it in Python; NULL with another code is the compile's error. */
+TG_API tg_grammar* tg_grammar_compile_json_schema(const tg_vocab* vocab, const char* text, int32_t n_text,
+                                                  int32_t flags, int32_t max_whitespace);
 TG_API void tg_grammar_free(tg_grammar* grammar);
 /* Rule index named by the last TG_ERR_GRAMMAR error, or -1. */
 TG_API int32_t tg_last_error_rule(void);

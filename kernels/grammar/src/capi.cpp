@@ -13,6 +13,7 @@
 #include "../include/trellis_grammar.h"
 #include "grammar.h"
 #include "matcher.h"
+#include "schema/converter.h"
 #include "vocab.h"
 
 struct tg_vocab { tg::Vocab v; };
@@ -166,6 +167,49 @@ tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* words, int3
     }
     auto g = std::make_unique<tg_grammar>();
     tg::Status s = tg::compile_grammar(vocab->v, words, n_words, &g->g);
+    if (!s.ok()) {
+      fail(std::move(s));
+      return nullptr;
+    }
+    return g.release();
+  });
+}
+
+tg_grammar* tg_grammar_compile_json_schema(const tg_vocab* vocab, const char* text, int32_t n_text, int32_t flags,
+                                           int32_t max_whitespace) {
+  clear();
+  return guarded([&]() -> tg_grammar* {
+    if (!vocab || n_text < 0 || (!text && n_text)) {
+      fail("null vocabulary or text");
+      return nullptr;
+    }
+    tg::schema::Document doc;
+    // Deeper than the Python converter's MAX_NESTING (2,000), or not JSON as json.loads reads it:
+    // the Python side reports it.
+    if (!tg::schema::parse(std::string_view(text, size_t(n_text)), &doc, 1990).ok() || doc.has_lone_surrogate()) {
+      fail(tg::Status::error(tg::Code::declined, "not parsed natively"));
+      return nullptr;
+    }
+    tg::schema::Options o;
+    o.any_whitespace = flags & TG_SCHEMA_ANY_WHITESPACE;
+    o.strict = flags & TG_SCHEMA_STRICT;
+    o.draft7 = flags & TG_SCHEMA_DRAFT7;
+    o.integers_without_fraction = flags & TG_SCHEMA_INTEGERS_WITHOUT_FRACTION;
+    o.format_assertion = flags & TG_SCHEMA_FORMAT_ASSERTION;
+    o.canonical_integers = flags & TG_SCHEMA_CANONICAL_INTEGERS;
+    o.max_whitespace = max_whitespace;
+    tg::schema::Converted c;
+    std::string why;
+    if (!tg::schema::convert(doc.root(), o, &c, &why)) {
+      fail(tg::Status::error(tg::Code::declined, why));
+      return nullptr;
+    }
+    if (c.words.size() > size_t(INT32_MAX)) {
+      fail(tg::Status::error(tg::Code::limit, "grammar IR too large"));
+      return nullptr;
+    }
+    auto g = std::make_unique<tg_grammar>();
+    tg::Status s = tg::compile_grammar(vocab->v, c.words.data(), int32_t(c.words.size()), &g->g);
     if (!s.ok()) {
       fail(std::move(s));
       return nullptr;

@@ -4,7 +4,7 @@
 
 namespace tg {
 
-enum class Code { ok = 0, argument = 1, ir = 2, grammar = 3, limit = 4, internal = 5 };
+enum class Code { ok = 0, argument = 1, ir = 2, grammar = 3, limit = 4, internal = 5, declined = 6 };
 
 struct Status {
   Code code = Code::ok;

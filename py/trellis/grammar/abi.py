@@ -7,7 +7,7 @@ header and web/grammar.js).
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, IntFlag
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
@@ -20,6 +20,17 @@ class ErrorCode(IntEnum):
     GRAMMAR = 3  # well-formed IR that is not a usable grammar
     LIMIT = 4  # a size limit was exceeded, or memory ran out
     INTERNAL = 5  # a bug inside the core
+    DECLINED = 6  # the native JSON Schema converter does not cover the schema: convert it in Python
+
+
+class SchemaFlag(IntFlag):
+    """enum tg_schema_flag: tg_grammar_compile_json_schema's options."""
+    ANY_WHITESPACE = 1
+    STRICT = 2
+    DRAFT7 = 4  # draft-07 semantics (and draft-06, draft-04)
+    INTEGERS_WITHOUT_FRACTION = 8  # draft-04: 1.0 is not an integer
+    FORMAT_ASSERTION = 16  # `format` asserts (else an annotation)
+    CANONICAL_INTEGERS = 32  # integers written without ".0"
 
 
 class Stat(IntEnum):
@@ -43,6 +54,7 @@ SIGNATURES = {
     "tg_vocab_new": ("p", "ipp" "ipi" "pi"),
     "tg_vocab_free": ("v", "p"),
     "tg_grammar_compile": ("p", "ppi"),
+    "tg_grammar_compile_json_schema": ("p", "ppiii"),
     "tg_grammar_free": ("v", "p"),
     "tg_grammar_stat": ("l", "pi"),
     "tg_grammar_warm": ("i", "pi"),

@@ -49,8 +49,22 @@ class GrammarCompiler:
         """`source` read by the front-end `kind` (frontends.KINDS, with its options and `field`),
         compiled. `label`: the compiled grammar's source label (default `kind`)."""
         started = time.perf_counter()
+        if kind == "json_schema":
+            handle = self._native_json_schema(source, options)
+            if handle is not None:
+                return CompiledGrammar(self, handle, label or kind, time.perf_counter() - started)
         words, names, positions = serialized(kind, source, **options)
         return self._compile_words(words, names, positions, label or kind, started)
+
+    def _native_json_schema(self, source, options: dict) -> int | None:
+        """The schema compiled by the core's native converter, or None where it does not take
+        it (json_schema/native.py): then the Python converter runs and reports any error."""
+        try:
+            from .json_schema import native
+        except ImportError:  # the JSON Schema front-end is not built into this copy
+            return None
+        req = native.request(source, **options) if native.takes(options) else None
+        return None if req is None else self.core.grammar_compile_json_schema(self._handle, *req)
 
     def _compile_words(self, words, names, positions, source: str, started: float) -> CompiledGrammar:
         handle = self.core.grammar_compile(self._handle, words, names, positions)

@@ -94,6 +94,13 @@ class Core:
             self._raise(rule_names, positions)
         return handle
 
+    def grammar_compile_json_schema(self, vocab: int, text: bytes, flags: int, max_whitespace: int) -> int | None:
+        """The native converter's grammar of a JSON Schema text, or None: declined, or an error,
+        which the Python converter's path reports with its own message."""
+        with self.t.buffers(text) as (p,):
+            handle = self.t.call("tg_grammar_compile_json_schema", vocab, p, len(text), flags, max_whitespace)
+        return handle or None
+
     def warm(self, grammar: int, max_states: int) -> int:
         return self._checked(self.t.call("tg_grammar_warm", grammar, max_states))
 
@@ -173,8 +180,9 @@ def _serialized(method):
     return run
 
 
-for _name in ("vocab_new", "grammar_compile", "warm", "matcher_new", "free", "stat", "fill_mask", "accept_token",
-              "accept_bytes", "rollback", "query", "reset", "jump_forward", "shortest_completion"):
+for _name in ("vocab_new", "grammar_compile", "grammar_compile_json_schema", "warm", "matcher_new", "free", "stat",
+              "fill_mask", "accept_token", "accept_bytes", "rollback", "query", "reset", "jump_forward",
+              "shortest_completion"):
     setattr(SerializedCore, _name, _serialized(getattr(Core, _name)))
 
 

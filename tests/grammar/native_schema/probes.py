@@ -53,22 +53,10 @@ class Probes:
     def refs(self, text: str) -> dict:
         return self._call("probe_refs", text)
 
-    def convert(self, text: str, *, any_whitespace=True, strict=False, draft7=False, integers_without_fraction=False,
-                format_assertion=True, canonical_integers=False, max_whitespace=20) -> dict:
-        flags = (any_whitespace * 1 | strict * 2 | draft7 * 4 | integers_without_fraction * 8 | format_assertion * 16
-                 | canonical_integers * 32)
-        return self._call("probe_convert", text, flags, max_whitespace)
-
-
-def native_options(schema, strict: bool):
-    """The port's options for a schema as json_schema_to_grammar reads it (the dialect the
-    Python side decides), or None where the Python rewrites the document first (draft-04's old
-    forms), which the port does not take yet."""
-    from trellis.grammar.json_schema._dialect import draft6_forms, format_is_annotation, is_draft4
-    from trellis.grammar.json_schema.converter import detect_draft7
-
-    draft4 = is_draft4(schema)
-    if draft4 and draft6_forms(schema) is not schema:
-        return None
-    return {"strict": strict, "draft7": detect_draft7(schema), "integers_without_fraction": draft4,
-            "format_assertion": strict or not format_is_annotation(schema)}
+    def convert(self, text: bytes, flags: int, max_whitespace: int) -> dict:
+        """probe_convert of a native.request's (text, flags, max_whitespace)."""
+        p = self.lib.probe_convert(text, len(text), flags, max_whitespace)
+        try:
+            return json.loads(ctypes.string_at(p).decode())
+        finally:
+            self.lib.probe_free(p)

@@ -5,15 +5,13 @@ names as ir.serialize(json_schema_to_grammar(schema)); and how many it covers, a
 from __future__ import annotations
 
 import collections
-import json
-
 import pytest
 
 from trellis.errors import TrellisError
 from trellis.grammar import ir
-from trellis.grammar.json_schema import json_schema_to_grammar
+from trellis.grammar.json_schema import json_schema_to_grammar, native
 
-from .probes import Probes, native_options
+from .probes import Probes
 from .test_refs import dev_schemas
 
 
@@ -26,19 +24,19 @@ def probes():
 def test_dev_schemas_convert_as_python(probes, strict):
     covered, why = 0, collections.Counter()
     for sid, schema in dev_schemas():
-        opts = native_options(schema, strict)
-        if opts is None:
-            why["draft-04 forms"] += 1
+        req = native.request(schema, any_whitespace=True, strict=strict)  # what the compiler hands the core
+        if req is None:
+            why["not requested"] += 1
             continue
-        native = probes.convert(json.dumps(schema), **opts)
-        if "declined" in native:
-            why[native["declined"].split(" at ")[0]] += 1
+        port = probes.convert(*req)
+        if "declined" in port:
+            why[port["declined"].split(" at ")[0]] += 1
             continue
         try:
             words, names = ir.serialize(json_schema_to_grammar(schema, any_whitespace=True, strict=strict))
         except TrellisError as e:
             pytest.fail(f"{sid}: the port converted what Python refuses ({e})")
-        assert native["words"] == list(words), sid
-        assert native["names"] == names, sid
+        assert port["words"] == list(words), sid
+        assert port["names"] == names, sid
         covered += 1
     print(f"strict={strict}: covered {covered}; declined: {why.most_common(12)}")

@@ -1,0 +1,63 @@
+"""What the grammar core's native JSON Schema converter is handed (kernels/grammar/src/schema/,
+a port of this package that writes the same grammar word for word, for the schemas it covers).
+
+The dialect is decided here, by this package's own functions (one place): the core gets the
+schema's JSON text and the options as flags. `request` says None where the port cannot take a
+request (options it does not build, a document this package rewrites first); the core itself
+declines the schemas it does not cover. Either way, and on any error, the Python converter then
+runs, and its errors are the ones reported.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..abi import SchemaFlag
+from ..json_values import schema_of
+from ._dialect import draft6_forms, format_is_annotation, is_draft4
+from .converter import DEFAULT_MAX_WHITESPACE, KNOWN_METASCHEMAS, detect_draft7
+
+_OPTIONS = {"any_whitespace", "strict", "max_whitespace", "property_order", "draft", "canonical_integers",
+            "format_assertion", "indent", "separators", "field"}
+
+
+def request(source, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
+            property_order="schema", draft=None, canonical_integers=False, format_assertion=None, indent=None,
+            separators=None, field=None) -> tuple[bytes, int, int] | None:
+    """(the schema's JSON text as UTF-8, SchemaFlag flags, max_whitespace) for
+    tg_grammar_compile_json_schema, or None (see the module docstring)."""
+    del field  # errors are the Python converter's, which names it
+    if (property_order != "schema" or separators is not None or (indent is not None and not any_whitespace)
+            or type(max_whitespace) is not int or not 0 <= max_whitespace <= 1000):
+        return None
+    text = source if isinstance(source, str) else None
+    try:
+        schema = json.loads(text) if text is not None else schema_of(source)
+    except ValueError:
+        return None
+    if not isinstance(schema, (dict, bool)):
+        return None
+    uri = schema.get("$schema") if isinstance(schema, dict) else None
+    if uri is not None and (not isinstance(uri, str) or not any(m in uri for m in KNOWN_METASCHEMAS)):
+        return None
+    draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
+    draft4 = is_draft4(schema) if draft is None else draft == "draft4"
+    if draft4 and draft6_forms(schema, text) is not schema:
+        return None  # draft-04's `id` and boolean bounds: rewritten before the conversion
+    if format_assertion is None:
+        format_assertion = strict or not format_is_annotation(schema)
+    if text is None:
+        try:
+            text = json.dumps(schema, ensure_ascii=False, check_circular=False)
+        except (TypeError, ValueError, RecursionError):
+            return None
+    flags = (SchemaFlag.ANY_WHITESPACE * bool(any_whitespace) | SchemaFlag.STRICT * bool(strict)
+             | SchemaFlag.DRAFT7 * draft7 | SchemaFlag.INTEGERS_WITHOUT_FRACTION * draft4
+             | SchemaFlag.FORMAT_ASSERTION * bool(format_assertion)
+             | SchemaFlag.CANONICAL_INTEGERS * bool(canonical_integers))
+    return text.encode("utf-8", "surrogatepass"), int(flags), max_whitespace
+
+
+def takes(options: dict) -> bool:
+    """Whether `request` knows every option (an unknown one is the Python converter's to refuse)."""
+    return _OPTIONS.issuperset(options)

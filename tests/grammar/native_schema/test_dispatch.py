@@ -1,0 +1,100 @@
+"""The compiler's JSON Schema entry point with the native converter (json_schema/native.py, the
+core's tg_grammar_compile_json_schema), on the native library and the wasm module: the schemas it
+covers compile to the Python converter's grammar (the same masks on every MaskBench instance of a
+sample, and the same automaton), and the ones it does not, or that are malformed, go the Python
+way, errors included."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pytest
+
+from trellis.errors import UnsupportedSchemaError
+from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
+from trellis.grammar.abi import Stat
+from trellis.grammar.json_schema import json_schema_to_grammar
+
+from .test_refs import DEV
+
+CORES = os.environ.get("TRELLIS_CORE_BACKENDS", "native,wasmtime").split(",")
+SAMPLE = 40  # covered dev schemas per option set, with their instances
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return Vocabulary.smollm2()
+
+
+@pytest.fixture(scope="module", params=CORES)
+def compiler(request, vocab):
+    return GrammarCompiler(vocab, core=request.param)
+
+
+def dev_entries():
+    with gzip.open(DEV, "rt") as f:
+        for line in f:
+            e = json.loads(line)
+            s = e["schema"]
+            yield json.loads(s) if isinstance(s, str) else s, e.get("tests", [])
+
+
+def byte_walk(grammar, text: str) -> list:
+    """The mask before each byte of `text` and whether the byte is accepted, until one is not;
+    then whether the matcher can end."""
+    m = GrammarMatcher(grammar)
+    mask, out = m.new_bitmask(), []
+    for b in text.encode():
+        m.fill_next_token_bitmask(mask)
+        ok = m.accept_string(bytes([b]))
+        out.append((bytes(memoryview(mask).cast("B")), ok))
+        if not ok:
+            return out
+    return out + [m.can_terminate()]
+
+
+@pytest.mark.parametrize("strict,any_whitespace", [(False, True), (True, False)])
+def test_covered_schemas_compile_to_the_python_grammar(compiler, strict, any_whitespace):
+    options = dict(any_whitespace=any_whitespace, strict=strict)
+    covered = []
+    for schema, tests in dev_entries():
+        handle = compiler._native_json_schema(schema, options)
+        if handle is not None:
+            compiler.core.free("grammar", handle)
+            covered.append((schema, tests))
+    assert len(covered) > 3000
+    for schema, tests in covered[::len(covered) // SAMPLE]:  # spread over the families
+        native = compiler.compile("json_schema", schema, **options)
+        python = compiler.compile_ir(json_schema_to_grammar(schema, **options))
+        for stat in (Stat.RULES, Stat.STATES, Stat.EMPTY):
+            assert compiler.core.stat(native._handle, stat) == compiler.core.stat(python._handle, stat)
+        for t in tests[:3]:
+            text = json.dumps(t["data"]) if "data" in t else str(t.get("text", ""))
+            assert byte_walk(native, text) == byte_walk(python, text)
+
+
+def test_declined_and_malformed_schemas_go_the_python_way(compiler):
+    pattern = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x+$"}}}
+    assert compiler._native_json_schema(pattern, {}) is None
+    assert not compiler.compile("json_schema", pattern).is_empty
+    bad = {"type": "object", "properties": {"a": {"type": "strin"}}}
+    assert compiler._native_json_schema(bad, {}) is None
+    with pytest.raises(UnsupportedSchemaError) as e:
+        compiler.compile("json_schema", bad)
+    assert e.value.pointer == "/properties/a"
+    deep = {"type": "array", "items": {}}
+    for _ in range(2500):
+        deep = {"type": "array", "items": deep}
+    assert compiler._native_json_schema(deep, {}) is None
+
+
+def test_text_and_dict_sources_agree(compiler):
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 3}, "n": {"type": "integer"}},
+              "required": ["name"]}
+    a = compiler.compile("json_schema", schema)
+    b = compiler.compile("json_schema", json.dumps(schema))
+    assert compiler._native_json_schema(json.dumps(schema), {}) is not None
+    for stat in (Stat.RULES, Stat.STATES):
+        assert compiler.core.stat(a._handle, stat) == compiler.core.stat(b._handle, stat)
