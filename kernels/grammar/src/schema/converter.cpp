@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 
 #include "text.h"
 
@@ -37,8 +38,8 @@ bool constraining(std::string_view k, bool draft7) {
 // The constraining keywords this port builds (README.md's first step); a subschema with any
 // other declines the document.
 bool covered(std::string_view k, const Value& v) {
-  if (in(k, {"type", "enum", "const", "allOf", "properties", "required", "additionalProperties", "minItems",
-             "maxItems", "minLength", "maxLength"}))
+  if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "properties", "required", "additionalProperties",
+             "minItems", "maxItems", "minLength", "maxLength"}))
     return true;
   if (k == "items") return !v.is_array();  // the array form (a tuple) is not covered yet
   if (k == "uniqueItems") return v.is_bool() && !v.boolean();
@@ -96,6 +97,16 @@ namespace {
 
 // One conversion (converter.Converter and its object and array mixins). A second one with the
 // prefix "any." builds the rules of any JSON value, the prelude (Converter.any_value).
+// The splits a context's cases have made (body's `done`): (node, kind) markers, sorted.
+using Done = std::vector<uint64_t>;
+enum SplitKind : uint8_t { kIf = 0, kAnyOf = 1, kOneOf = 2, kNot = 3 };
+uint64_t marker(NodeId n, uint8_t kind) { return uint64_t(uint32_t(n)) << 8 | kind; }
+Done with(const Done& done, uint64_t m) {
+  Done out(done);
+  out.insert(std::lower_bound(out.begin(), out.end(), m), m);
+  return out;
+}
+
 class Conv : public TextHost {
  public:
   Conv(IrBuilder& b, Resolver& r, const Options& opt, std::string prefix, std::string* declined)
@@ -128,30 +139,92 @@ class Conv : public TextHost {
     return !failed();
   }
 
-  // Converter.value: the rule of the values valid against all of `nodes` among `atoms`.
-  Expr value(const std::vector<NodeId>& nodes, uint8_t atoms) {
+  // Converter.value: the rule of the values valid against all of `nodes` among `atoms`, after
+  // the splits in `done`. A context is named by its subschemas, its atoms and the splits of the
+  // subschemas still in it (a branch split off under many parents is one context).
+  Expr value(const std::vector<NodeId>& nodes, uint8_t atoms, const Done& done = {}) {
     if (failed()) return IrBuilder::kNothing;
-    const std::vector<NodeId>* ex = expand(nodes);
-    if (ex == nullptr || atoms == 0) return IrBuilder::kNothing;
-    std::vector<NodeId> keys(*ex);
+    const std::vector<NodeId>* found = expand(nodes);
+    if (found == nullptr || atoms == 0) return IrBuilder::kNothing;
+    const bool split = !done.empty();
+    std::vector<NodeId> ex = split ? unspent(*found, done) : *found;
+    std::vector<NodeId> keys(ex);
     std::sort(keys.begin(), keys.end());
+    Done splits;
+    for (uint64_t m : done)
+      if (std::binary_search(keys.begin(), keys.end(), NodeId(m >> 8))) splits.push_back(m);
     std::string key(reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(NodeId));
     key += static_cast<char>(atoms);
+    key.append(reinterpret_cast<const char*>(splits.data()), splits.size() * sizeof(uint64_t));
     auto known = names_.find(key);
     if (known != names_.end()) return b_.make_ref(known->second);
-    if (keys.empty() && atoms == kAllAtoms && prefix_.empty()) {
+    if (keys.empty() && atoms == kAllAtoms && splits.empty() && prefix_.empty()) {
       RuleId name = any_value();
       names_.emplace(key, name);
       return b_.make_ref(name);
     }
+    if (split && (atoms & kObject) && object_impossible(ex)) {
+      // a case a combinator split off contradicts itself on a required key: no objects here
+      atoms &= ~kObject;
+      if (atoms == 0) empty_.insert(key);
+    }
+    if (empty_.count(key)) return IrBuilder::kNothing;
     std::string hint;
-    if (!rule_hint(ex->empty() ? std::string("any") : r_.node((*ex)[0]).pointer, &hint))
-      return IrBuilder::kNothing;
+    if (!rule_hint(ex.empty() ? std::string("any") : r_.node(ex[0]).pointer, &hint)) return IrBuilder::kNothing;
     RuleId name = fresh(hint);
     names_.emplace(key, name);
     rules_.set(name, IrBuilder::kNothing);  // its place now, its body once built
-    bodies_.push_back({name, *ex, atoms});
+    bodies_.push_back({name, std::move(ex), atoms, done});
     return b_.make_ref(name);
+  }
+
+  // Converter.unspent: the nodes less those that say nothing the splits in `done` have not
+  // carried (an anyOf alone, once split).
+  std::vector<NodeId> unspent(const std::vector<NodeId>& nodes, const Done& done) {
+    std::vector<NodeId> keep;
+    for (NodeId n : nodes) {
+      const std::vector<uint8_t>* markers = spent_after(n);
+      bool spent = markers != nullptr;
+      if (spent)
+        for (uint8_t m : *markers) spent = spent && std::binary_search(done.begin(), done.end(), marker(n, m));
+      if (!spent) keep.push_back(n);
+    }
+    if (keep.size() < nodes.size()) {
+      for (NodeId n : nodes) {
+        const Value* s = r_.node(n).schema;
+        if (s->is_object() && (s->find("unevaluatedProperties") || s->find("unevaluatedItems"))) return nodes;
+      }
+      return keep;
+    }
+    return nodes;
+  }
+
+  // Converter.spent_after: the splits after which `n` constrains nothing more, or nullptr.
+  const std::vector<uint8_t>* spent_after(NodeId n) {
+    auto known = spent_.find(n);
+    if (known != spent_.end()) return known->second ? &*known->second : nullptr;
+    std::vector<std::string_view> said;
+    const Value* s = r_.node(n).schema;
+    for (const Member& m : s->members())
+      if (constraining(m.key, opt_.draft7) && !dropped(m) && m.key != "allOf") said.push_back(m.key);
+    // _SPLIT_KEYWORDS: the keywords a split carries whole, by its marker
+    auto words_of = [](uint8_t kind, std::string_view k) {
+      return kind == kIf ? in(k, {"if", "then", "else"}) : k == (kind == kAnyOf ? "anyOf" : kind == kOneOf ? "oneOf" : "not");
+    };
+    std::vector<uint8_t> markers;
+    for (uint8_t kind : {kIf, kAnyOf, kOneOf, kNot}) {
+      std::string_view first = kind == kIf ? "if" : kind == kAnyOf ? "anyOf" : kind == kOneOf ? "oneOf" : "not";
+      if (std::find(said.begin(), said.end(), first) != said.end()) markers.push_back(kind);
+    }
+    bool covered_all = !markers.empty();
+    for (std::string_view k : said) {
+      bool in_some = false;
+      for (uint8_t kind : markers) in_some = in_some || words_of(kind, k);
+      covered_all = covered_all && in_some;
+    }
+    auto& slot = spent_[n];
+    if (covered_all) slot = std::move(markers);
+    return slot ? &*slot : nullptr;
   }
 
   // converter.PRELUDE's expressions: a string's characters and numbers, written first in every grammar.
@@ -180,6 +253,7 @@ class Conv : public TextHost {
     RuleId name;
     std::vector<NodeId> nodes;
     uint8_t atoms;
+    Done done;
   };
 
   bool decline(std::string why) {
@@ -329,13 +403,13 @@ class Conv : public TextHost {
       bodies_.clear();
       Pending p = std::move(stack.back());
       stack.pop_back();
-      rules_.set(p.name, body(p.nodes, p.atoms));
+      rules_.set(p.name, body(p.nodes, p.atoms, p.done));
     }
   }
 
   // Converter.body for the covered keywords: the candidates of an enum or const, else the
   // values of each atom the context admits.
-  Expr body(const std::vector<NodeId>& nodes, uint8_t atoms) {
+  Expr body(const std::vector<NodeId>& nodes, uint8_t atoms, const Done& done) {
     for (NodeId n : nodes) atoms &= type_atoms(r_.node(n).schema);
     if (atoms == 0) return IrBuilder::kNothing;
     std::vector<const Value*> cands;
@@ -365,6 +439,32 @@ class Conv : public TextHost {
       }
       return b_.alt(IrSpan<Expr>(keep));
     }
+    // anyOf / oneOf: a case per branch (a oneOf where no two branches can both hold)
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      for (uint8_t kind : {kAnyOf, kOneOf}) {
+        const Value* list = s->find(kind == kAnyOf ? "anyOf" : "oneOf");
+        uint64_t m = marker(n, kind);
+        if (list == nullptr || std::binary_search(done.begin(), done.end(), m)) continue;
+        std::vector<NodeId> branches;
+        for (uint32_t i = 0; i < list->size(); ++i)
+          branches.push_back(child(n, kind == kAnyOf ? "anyOf" : "oneOf", &list->items()[i], "/" + std::to_string(i)));
+        distribute(int32_t(branches.size()));
+        uint8_t clear = kind == kAnyOf ? atoms : disjoint_atoms(nodes, branches, atoms);
+        if (clear != atoms) {  // overlapping oneOf branches need negations: not ported yet
+          decline("oneOf with overlapping branches");
+          return IrBuilder::kNothing;
+        }
+        Done after = with(done, m);
+        std::vector<Expr> parts;
+        for (NodeId b : branches) {
+          std::vector<NodeId> case_nodes(nodes);
+          case_nodes.push_back(b);
+          parts.push_back(value(case_nodes, clear, after));
+        }
+        return b_.alt(IrSpan<Expr>(parts));
+      }
+    }
     std::vector<Expr> parts;
     if (atoms & kNull) parts.push_back(b_.literal("null"));
     if (atoms & kBoolean) {
@@ -376,6 +476,124 @@ class Conv : public TextHost {
     if (atoms & kArray) parts.push_back(array(nodes));
     if (atoms & kObject) parts.push_back(object(nodes));
     return b_.alt(IrSpan<Expr>(parts));
+  }
+
+  // Converter.distribute: the cases combinators split contexts into, bounded (MAX_CONTEXTS).
+  void distribute(int32_t ways) {
+    contexts_ += ways;
+    if (contexts_ > 800) decline("combinations beyond the limit of cases");
+  }
+
+  // TypeAnalysis.static_atoms: an over-approximation of the atoms a context admits.
+  uint8_t static_atoms(const std::vector<NodeId>& nodes, int32_t depth = 0) {
+    const std::vector<NodeId>* ex = expand(nodes);
+    if (ex == nullptr) return 0;
+    uint8_t atoms = kAllAtoms;
+    const std::vector<NodeId> list(*ex);  // (expand's table may grow below)
+    for (NodeId n : list) {
+      const Value* s = r_.node(n).schema;
+      atoms &= type_atoms(s);
+      for (const char* key : {"const", "enum"}) {
+        const Value* v = s->find(key);
+        if (v == nullptr) continue;
+        uint8_t of = 0;
+        if (std::string_view(key) == "const") of = atom_of(*v);
+        else for (const Value& x : v->items()) of |= atom_of(x);
+        atoms &= of;
+      }
+      if (s->find("not") != nullptr) decline("not");
+      if (depth < 8) {
+        for (const char* comb : {"anyOf", "oneOf"}) {
+          const Value* bs = s->find(comb);
+          if (bs == nullptr || !bs->is_array()) continue;
+          uint8_t any = 0;
+          for (uint32_t i = 0; i < bs->size(); ++i)
+            any |= static_atoms({child(n, comb, &bs->items()[i], "/" + std::to_string(i))}, depth + 1);
+          atoms &= any;
+        }
+      }
+    }
+    return atoms;
+  }
+
+  // TypeAnalysis.disjoint_atoms: the atoms on which no value satisfies two of the branches (by
+  // type, or by distinct finite values); objects told apart by their keys decline for now.
+  uint8_t disjoint_atoms(const std::vector<NodeId>& nodes, const std::vector<NodeId>& branches, uint8_t atoms) {
+    std::vector<uint8_t> branch_atoms;
+    for (NodeId b : branches) {
+      std::vector<NodeId> with_b(nodes);
+      with_b.push_back(b);
+      branch_atoms.push_back(static_atoms(with_b) & atoms);
+    }
+    std::vector<std::optional<std::vector<std::string>>> finite(branches.size());
+    std::vector<char> asked(branches.size(), 0);
+    auto fin = [&](size_t k) -> const std::optional<std::vector<std::string>>& {
+      if (!asked[k]) {
+        asked[k] = 1;
+        std::vector<const Value*> values;
+        if (finite_values({branches[k]}, &values)) {
+          std::vector<std::string> keys;
+          for (const Value* v : values) keys.push_back(canon(*v).value_or(""));
+          std::sort(keys.begin(), keys.end());
+          finite[k] = std::move(keys);
+        }
+      }
+      return finite[k];
+    };
+    uint8_t clear = atoms;
+    for (size_t i = 0; i < branches.size(); ++i) {
+      for (size_t j = i + 1; j < branches.size(); ++j) {
+        uint8_t shared = branch_atoms[i] & branch_atoms[j] & clear;
+        if (!shared) continue;
+        if (fin(i) && fin(j)) {
+          std::vector<std::string> both;
+          std::set_intersection(fin(i)->begin(), fin(i)->end(), fin(j)->begin(), fin(j)->end(),
+                                std::back_inserter(both));
+          if (both.empty()) continue;
+          clear &= ~shared;
+        } else if (shared & kObject) {
+          decline("oneOf branches told apart by their objects' keys");
+          return 0;
+        } else {
+          clear &= ~shared;
+        }
+      }
+    }
+    return clear;
+  }
+
+  // TypeAnalysis.object_impossible: a key the context requires has no value all its entries admit.
+  bool object_impossible(const std::vector<NodeId>& expanded) {
+    std::vector<std::string> required;
+    for (NodeId n : expanded) {
+      const Value* req = r_.node(n).schema->find("required");
+      if (req == nullptr) continue;
+      for (const Value& k : req->items())
+        if (k.is_string() && std::find(required.begin(), required.end(), k.text()) == required.end())
+          required.emplace_back(k.text());
+    }
+    for (const std::string& k : required) {
+      std::vector<NodeId> entries;
+      for (NodeId n : expanded) {
+        const Value* props = r_.node(n).schema->find("properties");
+        const Value* v = props != nullptr && props->is_object() ? props->find(k) : nullptr;
+        if (v != nullptr) entries.push_back(child(n, "properties", v, "/" + escape_pointer(k)));
+      }
+      if (!entries.empty() && no_value(entries)) return true;
+    }
+    return false;
+  }
+
+  // TypeAnalysis.no_value: no value satisfies every node, seen cheaply (True is certain).
+  bool no_value(const std::vector<NodeId>& nodes) {
+    const std::vector<NodeId>* ex = expand(nodes);
+    if (ex == nullptr) return true;
+    const std::vector<NodeId> list(*ex);
+    if (static_atoms(list) == 0) return true;
+    for (NodeId n : list)
+      if (r_.node(n).schema->find("not") != nullptr) decline("not");
+    std::vector<const Value*> cands;
+    return finite_values(list, &cands) && cands.empty();
   }
 
   static uint8_t atom_of(const Value& v) {
@@ -771,6 +989,9 @@ class Conv : public TextHost {
   Expr ws_, first_, sep_, close_ws_, colon_;
   int32_t counter_ = 0;
   std::unordered_map<std::string, RuleId> names_;  // a context's key -> its rule
+  std::unordered_set<std::string> empty_;          // contexts found empty before a body
+  std::unordered_map<NodeId, std::optional<std::vector<uint8_t>>> spent_;
+  int32_t contexts_ = 0;
   std::vector<Pending> bodies_;
   std::unordered_map<Expr, Expr> shared_;
   std::unordered_map<NodeId, Step> steps_;

@@ -1,0 +1,79 @@
+"""Random schemas over the keywords the native converter builds (and a few it declines), with
+hostile values mixed in: the port either declines or writes the Python converter's words, and
+it never converts what the Python refuses."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trellis.errors import TrellisError
+from trellis.grammar import ir
+from trellis.grammar.json_schema import json_schema_to_grammar, native
+
+from .probes import Probes
+
+TYPES = ["null", "boolean", "integer", "number", "string", "array", "object"]
+NAMES = st.one_of(st.sampled_from(["a", "b", "id", "type", "a/b", "~x", "é", "", "\u2028", '"q"', "\\"]),
+                  st.text(max_size=6))
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.text(max_size=8),
+                    st.sampled_from([0, -1, 10**40, "\ud800", "", "null"]))
+COUNTS = st.one_of(st.integers(0, 300), st.sampled_from([0, 1, 2, 256, 257, 4097, 100001, 2**31, -1]),
+                   st.sampled_from([2.0, 1.5, True]))
+REFS = st.sampled_from(["#", "#/$defs/a", "#/$defs/b", "#/definitions/c", "#/$defs/missing", "#/properties/a",
+                        "#a", "other.json", "#/$defs/a/items"])
+
+
+def keywords(schema):
+    value = {
+        "type": st.sampled_from(TYPES) | st.lists(st.sampled_from(TYPES), min_size=1, max_size=3),
+        "properties": st.dictionaries(NAMES, schema, max_size=4),
+        "required": st.lists(NAMES, max_size=3),
+        "additionalProperties": st.booleans() | schema,
+        "items": schema | st.booleans(),
+        "enum": st.lists(SCALARS, max_size=4), "const": SCALARS,
+        "$ref": REFS, "allOf": st.lists(schema, min_size=1, max_size=2),
+        "minLength": COUNTS, "maxLength": COUNTS, "minItems": COUNTS, "maxItems": COUNTS,
+        "uniqueItems": st.booleans(), "description": st.text(max_size=5), "x-note": SCALARS,
+        "format": st.sampled_from(["date", "email", "unknown-format"]), "minimum": st.integers(-5, 5),
+        "anyOf": st.lists(schema, min_size=1, max_size=2),
+    }
+    return st.sampled_from(sorted(value)).flatmap(lambda k: st.tuples(st.just(k), value[k]))
+
+
+SCHEMAS = st.recursive(st.one_of(st.booleans(), st.sampled_from(TYPES).map(lambda t: {"type": t}), st.just({})),
+                       lambda inner: st.lists(keywords(inner), max_size=5).map(dict), max_leaves=10)
+
+
+@st.composite
+def documents(draw):
+    schema = draw(SCHEMAS)
+    if isinstance(schema, dict) and draw(st.booleans()):
+        schema = {**schema, "$defs": {"a": draw(SCHEMAS), "b": {"$ref": "#/$defs/a"}}, "definitions": {"c": draw(SCHEMAS)}}
+    if isinstance(schema, dict) and draw(st.integers(0, 4)) == 0:
+        schema["$schema"] = draw(st.sampled_from(["http://json-schema.org/draft-07/schema#",
+                                                  "https://json-schema.org/draft/2020-12/schema",
+                                                  "http://json-schema.org/draft-04/schema#"]))
+    return schema
+
+
+PROBES = []
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(documents(), st.booleans(), st.booleans(), st.sampled_from([0, 1, 20]), st.booleans())
+def test_port_declines_or_writes_the_python_words(schema, strict, any_whitespace, max_whitespace, canonical):
+    if not PROBES:
+        PROBES.append(Probes())
+    options = dict(any_whitespace=any_whitespace, strict=strict, max_whitespace=max_whitespace,
+                   canonical_integers=canonical)
+    req = native.request(schema, **options)
+    port = PROBES[0].convert(*req) if req is not None else {"declined": "not requested"}
+    try:
+        words, names = ir.serialize(json_schema_to_grammar(schema, **options))
+    except TrellisError:
+        assert "declined" in port, "the port converted what the Python refuses"
+        return
+    if "declined" not in port:
+        assert port["words"] == list(words)
+        assert port["names"] == names
