@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SCHEMA_SRC = ROOT / "kernels" / "grammar" / "src" / "schema"
 PROBE = Path(__file__).with_name("probe.cpp")
 OUT = ROOT / "build" / "native_schema" / "libprobe.so"
-SOURCES = ("json.cpp", "refs.cpp", "ir_build.cpp", "text.cpp", "converter.cpp")
+SOURCES = ("json.cpp", "refs.cpp", "ir_build.cpp", "text.cpp", "numbers.cpp", "converter.cpp")
 
 
 def library() -> ctypes.CDLL:

@@ -16,8 +16,8 @@ from .probes import Probes
 TYPES = ["null", "boolean", "integer", "number", "string", "array", "object"]
 NAMES = st.one_of(st.sampled_from(["a", "b", "id", "type", "a/b", "~x", "é", "", "\u2028", '"q"', "\\"]),
                   st.text(max_size=6))
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.text(max_size=8),
-                    st.sampled_from([0, -1, 10**40, "\ud800", "", "null"]))
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.text(max_size=8), st.floats(),
+                    st.sampled_from([0, -1, 10**40, 10**1001, 1.0, 0.1, -0.0, 1e300, "\ud800", "", "null"]))
 COUNTS = st.one_of(st.integers(0, 300), st.sampled_from([0, 1, 2, 256, 257, 4097, 100001, 2**31, -1]),
                    st.sampled_from([2.0, 1.5, True]))
 REFS = st.sampled_from(["#", "#/$defs/a", "#/$defs/b", "#/definitions/c", "#/$defs/missing", "#/properties/a",
@@ -35,7 +35,9 @@ def keywords(schema):
         "$ref": REFS, "allOf": st.lists(schema, min_size=1, max_size=2),
         "minLength": COUNTS, "maxLength": COUNTS, "minItems": COUNTS, "maxItems": COUNTS,
         "uniqueItems": st.booleans(), "description": st.text(max_size=5), "x-note": SCALARS,
-        "format": st.sampled_from(["date", "email", "unknown-format"]), "minimum": st.integers(-5, 5),
+        "format": st.sampled_from(["date", "email", "unknown-format"]), "minimum": st.integers(-5, 5) | st.floats(),
+        "maximum": st.integers(-5, 5) | st.floats(), "exclusiveMinimum": st.integers(-5, 5) | st.booleans(),
+        "multipleOf": st.sampled_from([1, 2, 0.5, 0, -1, 10**30 + 1]),
         "anyOf": st.lists(schema, min_size=1, max_size=2),
     }
     return st.sampled_from(sorted(value)).flatmap(lambda k: st.tuples(st.just(k), value[k]))

@@ -1,6 +1,7 @@
 #include "converter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <unordered_set>
@@ -39,7 +40,8 @@ bool constraining(std::string_view k, bool draft7) {
 // other declines the document.
 bool covered(std::string_view k, const Value& v) {
   if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "properties", "required", "additionalProperties",
-             "minItems", "maxItems", "minLength", "maxLength"}))
+             "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+             "exclusiveMaximum", "multipleOf"}))
     return true;
   if (k == "items") return !v.is_array();  // the array form (a tuple) is not covered yet
   if (k == "uniqueItems") return v.is_bool() && !v.boolean();
@@ -60,32 +62,42 @@ uint8_t type_atoms(const Value* schema) {
   if (t == nullptr) return kAllAtoms;
   uint8_t out = 0;
   auto add = [&](std::string_view name) {
-    if (name == "null") out |= kNull;
-    else if (name == "boolean") out |= kBoolean;
-    else if (name == "integer") out |= kInt;
-    else if (name == "number") out |= kInt | kFrac;
-    else if (name == "string") out |= kString;
-    else if (name == "array") out |= kArray;
-    else if (name == "object") out |= kObject;
+    if (name == "null") out |= kAtomNull;
+    else if (name == "boolean") out |= kAtomBoolean;
+    else if (name == "integer") out |= kAtomInt;
+    else if (name == "number") out |= kAtomInt | kAtomFrac;
+    else if (name == "string") out |= kAtomString;
+    else if (name == "array") out |= kAtomArray;
+    else if (name == "object") out |= kAtomObject;
   };
   if (t->is_string()) add(t->text());
   for (const Value& x : t->items()) add(x.text());
   return out;
 }
 
-// _validate.canon for the scalars this port takes as candidates: strings, null, booleans and
-// integers (equal numbers compare equal: 100 and 1e2); other values have no key (declined).
+// _validate.canon for scalars: equal keys for equal JSON values (1 and 1.0 alike). A number is
+// its Decimal normalized, as Python's context does to 28 digits: longer ones have no key here
+// (declined, as are arrays and objects).
 std::optional<std::string> canon(const Value& v) {
   switch (v.kind()) {
     case Kind::string: return "s" + std::string(v.text());
-    case Kind::null: return std::string("n");
+    case Kind::null: return std::string("z");
     case Kind::boolean: return std::string(v.boolean() ? "bT" : "bF");
-    case Kind::integer: {  // Decimal(v).normalize(): digits without trailing zeros, and their count
-      std::string_view t = v.text();
-      if (t == "0") return std::string("n0");
-      size_t end = t.size();
-      while (t[end - 1] == '0') --end;
-      return "n" + std::string(t.substr(0, end)) + "e" + std::to_string(t.size() - end);
+    case Kind::integer:
+    case Kind::number: {
+      Decimal d;
+      if (!to_decimal(v, &d)) return std::nullopt;
+      std::string digits = d.digits;
+      size_t lead = digits.find_first_not_of('0');
+      if (lead == std::string::npos) return std::string("#0");
+      digits.erase(0, lead);
+      int64_t exponent = d.exponent;
+      while (digits.back() == '0') {
+        digits.pop_back();
+        ++exponent;
+      }
+      if (digits.size() > 28) return std::nullopt;
+      return std::string(d.negative ? "#-" : "#") + digits + "e" + std::to_string(exponent);
     }
     default: return std::nullopt;
   }
@@ -107,10 +119,11 @@ Done with(const Done& done, uint64_t m) {
   return out;
 }
 
-class Conv : public TextHost {
+class Conv : public TextHost, public NumberHost {
  public:
   Conv(IrBuilder& b, Resolver& r, const Options& opt, std::string prefix, std::string* declined)
-      : b_(b), r_(r), opt_(opt), prefix_(std::move(prefix)), declined_(declined), strings_(b, *this) {
+      : b_(b), r_(r), opt_(opt), prefix_(std::move(prefix)), declined_(declined), strings_(b, *this),
+        numbers_(b, *this, NumberOptions{!(opt.canonical_integers || opt.integers_without_fraction), !opt.canonical_integers}) {
     if (opt.any_whitespace) {  // _layout.Layouts: one rule of whitespace that every place calls
       RuleId ws = b_.rule("ws");
       rules_.set(ws, b_.repeat(b_.byte_set({{0x20, 0x20}, {0x09, 0x0A}, {0x0D, 0x0D}}), 0, opt.max_whitespace));
@@ -163,9 +176,9 @@ class Conv : public TextHost {
       names_.emplace(key, name);
       return b_.make_ref(name);
     }
-    if (split && (atoms & kObject) && object_impossible(ex)) {
+    if (split && (atoms & kAtomObject) && object_impossible(ex)) {
       // a case a combinator split off contradicts itself on a required key: no objects here
-      atoms &= ~kObject;
+      atoms &= ~kAtomObject;
       if (atoms == 0) empty_.insert(key);
     }
     if (empty_.count(key)) return IrBuilder::kNothing;
@@ -229,9 +242,8 @@ class Conv : public TextHost {
 
   // converter.PRELUDE's expressions: a string's characters and numbers, written first in every grammar.
   std::vector<Expr> prelude_exprs() {
-    const Num& n = num();
-    return {strings_.text().json_char, strings_.text().any_string, n.number, num_integer_, n.non_integer,
-            IrBuilder::kEmpty};
+    const NumberTexts& n = numbers_.texts();
+    return {strings_.text().json_char, strings_.text().any_string, n.number, n.integer, n.non_integer, IrBuilder::kEmpty};
   }
 
   // The prelude this grammar's words start with (Converter.prelude).
@@ -424,10 +436,10 @@ class Conv : public TextHost {
         }
       }
       std::vector<Expr> keep;
-      bool integer = !(atoms & kFrac);
+      bool integer = !(atoms & kAtomFrac);
       for (const Value* v : cands) {
         if (v->is_string()) {
-          if (!(atoms & kString)) continue;
+          if (!(atoms & kAtomString)) continue;
           bool ok = true;
           for (NodeId n : asked) ok = ok && holds(*v, n);
           if (ok) keep.push_back(string_literal(v->text()));
@@ -466,15 +478,15 @@ class Conv : public TextHost {
       }
     }
     std::vector<Expr> parts;
-    if (atoms & kNull) parts.push_back(b_.literal("null"));
-    if (atoms & kBoolean) {
+    if (atoms & kAtomNull) parts.push_back(b_.literal("null"));
+    if (atoms & kAtomBoolean) {
       parts.push_back(b_.literal("true"));
       parts.push_back(b_.literal("false"));
     }
-    if (atoms & (kInt | kFrac)) parts.push_back(number(nodes, atoms));
-    if (atoms & kString) parts.push_back(string(nodes));
-    if (atoms & kArray) parts.push_back(array(nodes));
-    if (atoms & kObject) parts.push_back(object(nodes));
+    if (atoms & (kAtomInt | kAtomFrac)) parts.push_back(number(nodes, atoms));
+    if (atoms & kAtomString) parts.push_back(string(nodes));
+    if (atoms & kAtomArray) parts.push_back(array(nodes));
+    if (atoms & kAtomObject) parts.push_back(object(nodes));
     return b_.alt(IrSpan<Expr>(parts));
   }
 
@@ -551,7 +563,7 @@ class Conv : public TextHost {
                                 std::back_inserter(both));
           if (both.empty()) continue;
           clear &= ~shared;
-        } else if (shared & kObject) {
+        } else if (shared & kAtomObject) {
           decline("oneOf branches told apart by their objects' keys");
           return 0;
         } else {
@@ -598,13 +610,13 @@ class Conv : public TextHost {
 
   static uint8_t atom_of(const Value& v) {
     switch (v.kind()) {
-      case Kind::null: return kNull;
-      case Kind::boolean: return kBoolean;
-      case Kind::integer: return kInt;
-      case Kind::string: return kString;
-      case Kind::array: return kArray;
-      case Kind::object: return kObject;
-      default: return v.number() == static_cast<double>(static_cast<int64_t>(v.number())) ? kInt : kFrac;
+      case Kind::null: return kAtomNull;
+      case Kind::boolean: return kAtomBoolean;
+      case Kind::integer: return kAtomInt;
+      case Kind::string: return kAtomString;
+      case Kind::array: return kAtomArray;
+      case Kind::object: return kAtomObject;
+      default: return std::isfinite(v.number()) && std::floor(v.number()) == v.number() ? kAtomInt : kAtomFrac;
     }
   }
 
@@ -681,6 +693,22 @@ class Conv : public TextHost {
       }
       if (!found) return false;
     }
+    if (v.is_integer() || v.is_number()) {  // bounds compared exactly, as Decimals
+      Decimal d;
+      if (!to_decimal(v, &d)) return decline("a candidate number");
+      for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+        const Value* b = s->find(key);
+        if (b == nullptr) continue;
+        Decimal bound;
+        if (b->is_bool() || !to_decimal(*b, &bound)) return decline("a bound");
+        int c = compare(d, bound);
+        std::string_view k(key);
+        if ((k == "minimum" && c < 0) || (k == "maximum" && c > 0) || (k == "exclusiveMinimum" && c <= 0) ||
+            (k == "exclusiveMaximum" && c >= 0))
+          return false;
+      }
+      if (s->find("multipleOf") != nullptr) return decline("multipleOf of a candidate");
+    }
     if (v.is_string()) {  // lengths in code points (Python's len)
       int64_t n = 0, lo = 0, hi = -1;
       for (unsigned char c : v.text()) n += (c & 0xC0) != 0x80;
@@ -708,42 +736,27 @@ class Conv : public TextHost {
   Expr const_expr(const Value& v, bool integer) {
     if (v.is_null()) return b_.literal("null");
     if (v.is_bool()) return b_.literal(v.boolean() ? "true" : "false");
-    if (v.is_integer()) {
-      const Num& n = num();
-      return b_.alt(b_.seq(b_.literal(v.text()), integer ? n.zero_frac : n.const_zero_frac));
-    }
-    decline("a float constant");
-    return IrBuilder::kNothing;
+    Expr e = number_const(b_, v, integer ? numbers_.zero_frac() : numbers_.const_zero_frac());
+    if (e == kNoExpr) decline("a number constant");
+    return e == kNoExpr ? IrBuilder::kNothing : e;
   }
-  // NumberSchema.number without number keywords (they decline for now).
-  Expr number(const std::vector<NodeId>&, uint8_t atoms) { return atoms & kFrac ? num().number : num().integer; }
 
-  // _numbers' constants and the options' integer forms (Options.zero_frac / integer).
-  struct Num {
-    Expr number, integer, non_integer, zero_frac, const_zero_frac;
-  };
-  const Num& num() {
-    if (num_.number < 0) {
-      Expr digit = b_.byte_set({{0x30, 0x39}}), nonzero = b_.byte_set({{0x31, 0x39}});
-      Expr uint = b_.alt(b_.literal("0"), b_.seq(nonzero, b_.repeat(digit, 0, kUnbounded)));
-      Expr frac = b_.seq(b_.literal("."), b_.repeat(digit, 1, kUnbounded));
-      Expr exp = b_.seq(b_.byte_set({{0x45, 0x45}, {0x65, 0x65}}), b_.repeat(b_.byte_set({{0x2B, 0x2B}, {0x2D, 0x2D}}), 0, 1),
-                        b_.repeat(digit, 1, kUnbounded));
-      Expr minus = b_.repeat(b_.literal("-"), 0, 1);
-      Expr zero_frac = b_.repeat(b_.seq(b_.literal("."), b_.repeat(b_.literal("0"), 1, kUnbounded)), 0, 1);
-      num_.number = b_.seq(minus, uint, b_.repeat(frac, 0, 1), b_.repeat(exp, 0, 1));
-      Expr integer = b_.seq(minus, uint, zero_frac);
-      num_.non_integer = b_.seq(minus, uint, b_.literal("."), b_.repeat(digit, 0, kUnbounded), nonzero,
-                                b_.repeat(digit, 0, kUnbounded));
-      num_.const_zero_frac = opt_.canonical_integers ? IrBuilder::kEmpty : zero_frac;
-      num_.zero_frac = opt_.canonical_integers || opt_.integers_without_fraction ? IrBuilder::kEmpty : zero_frac;
-      num_.integer = num_.zero_frac == zero_frac ? integer : b_.seq(minus, uint);
-      num_integer_ = integer;
-    }
-    return num_;
+  // NumberSchema.number: the numbers of `atoms` the nodes' number keywords allow.
+  Expr number(const std::vector<NodeId>& nodes, uint8_t atoms) {
+    std::vector<const Value*> schemas;
+    for (NodeId n : nodes) schemas.push_back(r_.node(n).schema);
+    Expr e = numbers_.number(IrSpan<const Value*>(schemas), nodes.empty() ? "" : r_.node(nodes[0]).pointer, atoms);
+    if (e == kNoExpr) decline("number keywords");
+    return e == kNoExpr ? IrBuilder::kNothing : e;
   }
-  Num num_{-1, -1, -1, -1, -1};
-  Expr num_integer_ = -1;  // _numbers.INTEGER (with ".0" forms), the prelude's
+
+  // Converter.intersection: a rule for the strings every wanted item matches and no other does.
+  Expr intersection(IrSpan<Expr> items, IrSpan<uint8_t> wants, std::string_view, std::string_view,
+                    bool escaped) override {
+    RuleId name = fresh("and");
+    rules_.set(name, b_.make_and(items, wants, escaped));
+    return b_.make_ref(name);
+  }
   // StringSchema.string for strings whose only keywords are lengths.
   Expr string(const std::vector<NodeId>& nodes) {
     int64_t lo = 0, hi = -1;
@@ -999,6 +1012,7 @@ class Conv : public TextHost {
   std::unordered_map<std::string, NodeId> synthetic_;
   std::deque<Document> docs_;
   StringSchema strings_;  // its character rules, one table per conversion
+  NumberSchema numbers_;  // its number grammars by what the keywords say
   std::unique_ptr<IrPrelude> any_prelude_;
   std::unique_ptr<Document> true_doc_;
   std::unique_ptr<Resolver> true_resolver_;
@@ -1031,6 +1045,20 @@ RuleId Conv::any_value() {
 
 bool convert(const Value& root, const Options& options, Converted* out, std::string* declined) {
   declined->clear();
+  // What the Python walk refuses anywhere in a keyword's value (a non-finite number, an integer
+  // of more than 1,000 digits) is declined wherever it is.
+  std::vector<const Value*> todo{&root};
+  while (!todo.empty()) {
+    const Value* v = todo.back();
+    todo.pop_back();
+    if ((v->is_number() && !std::isfinite(v->number())) ||
+        (v->is_integer() && v->text().size() - (v->text()[0] == '-') > 1000)) {
+      *declined = "a non-finite number or a huge integer";
+      return false;
+    }
+    for (const Value& x : v->items()) todo.push_back(&x);
+    for (const Member& m : v->members()) todo.push_back(&m.value);
+  }
   Resolver r;
   if (!r.init(root, !options.format_assertion)) {
     *declined = r.declined();

@@ -13,6 +13,7 @@
 
 #include "ir_build.h"
 #include "json.h"
+#include "numbers.h"
 #include "refs.h"
 
 namespace tg::schema {
@@ -29,17 +30,8 @@ struct Options {
   bool format_assertion = true;            // false: `format` is an annotation (dropped, as without_formats)
 };
 
-// The kinds of JSON value a context may still admit (_keywords.ATOMS), as bits.
-enum Atom : uint8_t {
-  kNull = 1,
-  kBoolean = 2,
-  kInt = 4,
-  kFrac = 8,
-  kString = 16,
-  kArray = 32,
-  kObject = 64,
-  kAllAtoms = 127,
-};
+// The kinds of JSON value a context may still admit (_keywords.ATOMS), as numbers.h's bits.
+constexpr uint8_t kAllAtoms = 127;
 
 struct Converted {
   std::vector<int32_t> words;
