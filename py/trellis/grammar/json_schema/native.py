@@ -42,8 +42,10 @@ def request(source, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT
         return None
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
     draft4 = is_draft4(schema) if draft is None else draft == "draft4"
-    if draft4 and draft6_forms(schema, text) is not schema:
-        return None  # draft-04's `id` and boolean bounds: rewritten before the conversion
+    if draft4:  # draft-04's `id` and boolean bounds, rewritten as the conversion does
+        rewritten = draft6_forms(schema, text)
+        if rewritten is not schema:
+            schema, text = rewritten, None
     if format_assertion is None:
         format_assertion = strict or not format_is_annotation(schema)
     if text is None:
