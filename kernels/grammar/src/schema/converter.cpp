@@ -537,6 +537,15 @@ class Conv : public TextHost, public NumberHost {
       with_b.push_back(b);
       branch_atoms.push_back(static_atoms(with_b) & atoms);
     }
+    std::vector<std::optional<Shape>> shapes(branches.size());
+    auto shape = [&](size_t k) -> const Shape& {
+      if (!shapes[k]) {
+        std::vector<NodeId> with_b(nodes);
+        with_b.push_back(branches[k]);
+        shapes[k] = object_shape(with_b);
+      }
+      return *shapes[k];
+    };
     std::vector<std::optional<std::vector<std::string>>> finite(branches.size());
     std::vector<char> asked(branches.size(), 0);
     auto fin = [&](size_t k) -> const std::optional<std::vector<std::string>>& {
@@ -563,15 +572,49 @@ class Conv : public TextHost, public NumberHost {
                                 std::back_inserter(both));
           if (both.empty()) continue;
           clear &= ~shared;
-        } else if (shared & kAtomObject) {
-          decline("oneOf branches told apart by their objects' keys");
-          return 0;
+        } else if ((shared & kAtomObject) && objects_disjoint(shape(i), shape(j))) {
+          clear &= ~(shared & ~kAtomObject);
         } else {
           clear &= ~shared;
         }
       }
     }
     return clear;
+  }
+
+  // TypeAnalysis.object_shape: (the keys a context requires, its expanded nodes).
+  struct Shape {
+    std::vector<std::string> required;
+    std::vector<NodeId> expanded;
+  };
+  Shape object_shape(const std::vector<NodeId>& nodes) {
+    Shape out;
+    if (const std::vector<NodeId>* ex = expand(nodes)) out.expanded = *ex;
+    for (NodeId n : out.expanded)
+      if (const Value* req = r_.node(n).schema->find("required"))
+        for (const Value& k : req->items())
+          if (k.is_string() && std::find(out.required.begin(), out.required.end(), k.text()) == out.required.end())
+            out.required.emplace_back(k.text());
+    return out;
+  }
+
+  // TypeAnalysis.objects_disjoint: a key one shape requires has no value both admit. (Patterns
+  // are not covered yet: a subschema with one declined before this is asked.)
+  bool objects_disjoint(const Shape& a, const Shape& b) {
+    std::vector<std::string> keys(a.required);
+    for (const std::string& k : b.required)
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    for (const std::string& k : keys) {
+      std::vector<NodeId> ea, eb;
+      for (NodeId n : a.expanded) member_nodes(n, k, &ea);
+      for (NodeId n : b.expanded) member_nodes(n, k, &eb);
+      std::vector<NodeId> both(ea);
+      both.insert(both.end(), eb.begin(), eb.end());
+      if (no_value(both)) return true;
+      // patterns_disjoint without patterns: only a side with no value at all tells them apart
+      if (!ea.empty() && !eb.empty() && expand(ea) == nullptr) return true;
+    }
+    return false;
   }
 
   // TypeAnalysis.object_impossible: a key the context requires has no value all its entries admit.
@@ -718,6 +761,23 @@ class Conv : public TextHost, public NumberHost {
     if (const Value* all = s->find("allOf")) {
       for (uint32_t i = 0; i < all->size(); ++i)
         if (!holds(v, child(id, "allOf", &all->items()[i], "/" + std::to_string(i)), depth + 1)) return false;
+    }
+    for (const char* comb : {"anyOf", "oneOf"}) {
+      const Value* list = s->find(comb);
+      if (list == nullptr) continue;
+      bool listed = true, both = false;  // Validator._listed_values: every branch a list of values
+      for (const Value& b : list->items()) {
+        bool values = b.is_object() && (b.find("enum") || b.find("const"));
+        for (const Member& m : b.members()) values = values && value_list_key(m.key);
+        listed = listed && values;
+        both = both || (values && b.find("enum") && b.find("const"));
+      }
+      if (listed && both) return decline("a listed branch with enum and const");  // (the Python reads its enum alone)
+      int32_t held = 0;
+      for (uint32_t i = 0; i < list->size(); ++i)
+        held += holds(v, child(id, comb, &list->items()[i], "/" + std::to_string(i)), depth + 1);
+      if (failed()) return false;
+      if (std::string_view(comb) == "anyOf" ? held < 1 : held != 1) return false;
     }
     for (const Member& m : s->members())
       if (constraining(m.key, opt_.draft7) && !dropped(m) && !covered(m.key, m.value))
