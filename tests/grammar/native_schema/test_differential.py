@@ -62,7 +62,7 @@ def documents(draw):
 PROBES = []
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=int(__import__("os").environ.get("NATIVE_DIFF_EXAMPLES", 400)), deadline=None, suppress_health_check=list(HealthCheck))
 @given(documents(), st.booleans(), st.booleans(), st.sampled_from([0, 1, 20]), st.booleans())
 def test_port_declines_or_writes_the_python_words(schema, strict, any_whitespace, max_whitespace, canonical):
     if not PROBES:

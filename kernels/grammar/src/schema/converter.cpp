@@ -1120,7 +1120,12 @@ bool convert(const Value& root, const Options& options, Converted* out, std::str
     for (const Member& m : v->members()) todo.push_back(&m.value);
   }
   Resolver r;
-  if (!r.init(root, !options.format_assertion)) {
+  const bool drop = !options.format_assertion, draft7 = options.draft7;
+  auto uncovered = [drop, draft7](const Member& m) {
+    return constraining(m.key, draft7) && !(drop && m.key == "format" && m.value.is_string()) &&
+           !covered(m.key, m.value);
+  };
+  if (!r.init(root, drop, uncovered)) {
     *declined = r.declined();
     return false;
   }

@@ -149,8 +149,9 @@ NodeId Resolver::intern(const Value* value, const std::string& pointer) {
   return id;
 }
 
-bool Resolver::init(const Value& root, bool drop_formats) {
+bool Resolver::init(const Value& root, bool drop_formats, std::function<bool(const Member&)> uncovered) {
   drop_formats_ = drop_formats;
+  uncovered_ = std::move(uncovered);
   if (!walk(&root, "", false)) return false;
   root_ = intern(&root, "");
   return true;
@@ -189,6 +190,7 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
       // without_formats rewrites the schema's own places only, not a folder of definitions
       if (late && drop_formats_ && m.key == "format") return decline("format in a folder of definitions");
       if (m.value.is_string() && is_note(m.key)) continue;
+      if (uncovered_ && !late && uncovered_(m)) return decline(std::string(m.key) + " at " + t.pointer);
       if (!shape_ok(m.key, m.value)) return decline("malformed " + std::string(m.key) + " at " + t.pointer);
       subschemas(m.key, m.value, &subs);
       if (subs.empty()) continue;

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,7 +36,10 @@ class Resolver {
  public:
   // Walks the document: false (and `declined()` says why) where this port does not cover it.
   // `drop_formats`: a string `format` is an annotation, as if absent (_dialect.without_formats).
-  bool init(const Value& root, bool drop_formats = false);
+  // `uncovered`: a keyword the caller does not build, which declines the document at once (the
+  // walk meets every subschema before any is built: a declined schema costs only the walk).
+  bool init(const Value& root, bool drop_formats = false,
+            std::function<bool(const Member&)> uncovered = nullptr);
   bool drops_formats() const { return drop_formats_; }
   const std::string& declined() const { return declined_; }
 
@@ -67,6 +71,7 @@ class Resolver {
   std::unordered_map<std::string, NodeId> resolved_;  // reference -> target
   NodeId root_ = -1;
   bool drop_formats_ = false;
+  std::function<bool(const Member&)> uncovered_;
   std::string declined_;
 };
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from ...errors import TrellisError
 from ..abi import SchemaFlag
 from ..json_values import schema_of
 from ._dialect import draft6_forms, format_is_annotation, is_draft4
@@ -25,16 +26,24 @@ def request(source, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT
             property_order="schema", draft=None, canonical_integers=False, format_assertion=None, indent=None,
             separators=None, field=None) -> tuple[bytes, int, int] | None:
     """(the schema's JSON text as UTF-8, SchemaFlag flags, max_whitespace) for
-    tg_grammar_compile_json_schema, or None (see the module docstring)."""
+    tg_grammar_compile_json_schema, or None (see the module docstring): also wherever reading
+    the schema fails here (too deep for json, a dialect rewrite's limit), so that the Python
+    converter's path raises its own typed error."""
     del field  # errors are the Python converter's, which names it
+    try:
+        return _request(source, any_whitespace, strict, max_whitespace, property_order, draft, canonical_integers,
+                        format_assertion, indent, separators)
+    except (ValueError, TypeError, RecursionError, TrellisError):
+        return None
+
+
+def _request(source, any_whitespace, strict, max_whitespace, property_order, draft, canonical_integers,
+             format_assertion, indent, separators):
     if (property_order != "schema" or separators is not None or (indent is not None and not any_whitespace)
             or type(max_whitespace) is not int or not 0 <= max_whitespace <= 1000):
         return None
     text = source if isinstance(source, str) else None
-    try:
-        schema = json.loads(text) if text is not None else schema_of(source)
-    except ValueError:
-        return None
+    schema = json.loads(text) if text is not None else schema_of(source)
     if not isinstance(schema, (dict, bool)):
         return None
     uri = schema.get("$schema") if isinstance(schema, dict) else None
@@ -49,10 +58,7 @@ def request(source, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT
     if format_assertion is None:
         format_assertion = strict or not format_is_annotation(schema)
     if text is None:
-        try:
-            text = json.dumps(schema, ensure_ascii=False, check_circular=False)
-        except (TypeError, ValueError, RecursionError):
-            return None
+        text = json.dumps(schema, ensure_ascii=False, check_circular=False)
     flags = (SchemaFlag.ANY_WHITESPACE * bool(any_whitespace) | SchemaFlag.STRICT * bool(strict)
              | SchemaFlag.DRAFT7 * draft7 | SchemaFlag.INTEGERS_WITHOUT_FRACTION * draft4
              | SchemaFlag.FORMAT_ASSERTION * bool(format_assertion)
