@@ -103,12 +103,6 @@ std::optional<std::string> canon(const Value& v) {
   }
 }
 
-}  // namespace
-
-namespace {
-
-// One conversion (converter.Converter and its object and array mixins). A second one with the
-// prefix "any." builds the rules of any JSON value, the prelude (Converter.any_value).
 // The splits a context's cases have made (body's `done`): (node, kind) markers, sorted.
 using Done = std::vector<uint64_t>;
 enum SplitKind : uint8_t { kIf = 0, kAnyOf = 1, kOneOf = 2, kNot = 3 };
@@ -119,11 +113,14 @@ Done with(const Done& done, uint64_t m) {
   return out;
 }
 
+// One conversion (converter.Converter and its object and array mixins). A second one with the
+// prefix "any." builds the rules of any JSON value, the prelude (Converter.any_value).
 class Conv : public TextHost, public NumberHost {
  public:
   Conv(IrBuilder& b, Resolver& r, const Options& opt, std::string prefix, std::string* declined)
       : b_(b), r_(r), opt_(opt), prefix_(std::move(prefix)), declined_(declined), strings_(b, *this),
-        numbers_(b, *this, NumberOptions{!(opt.canonical_integers || opt.integers_without_fraction), !opt.canonical_integers}) {
+        numbers_(b, *this, NumberOptions{!(opt.canonical_integers || opt.integers_without_fraction),
+                                         !opt.canonical_integers}) {
     if (opt.any_whitespace) {  // _layout.Layouts: one rule of whitespace that every place calls
       RuleId ws = b_.rule("ws");
       rules_.set(ws, b_.repeat(b_.byte_set({{0x20, 0x20}, {0x09, 0x0A}, {0x0D, 0x0D}}), 0, opt.max_whitespace));
@@ -222,7 +219,8 @@ class Conv : public TextHost, public NumberHost {
       if (constraining(m.key, opt_.draft7) && !dropped(m) && m.key != "allOf") said.push_back(m.key);
     // _SPLIT_KEYWORDS: the keywords a split carries whole, by its marker
     auto words_of = [](uint8_t kind, std::string_view k) {
-      return kind == kIf ? in(k, {"if", "then", "else"}) : k == (kind == kAnyOf ? "anyOf" : kind == kOneOf ? "oneOf" : "not");
+      if (kind == kIf) return in(k, {"if", "then", "else"});
+      return k == (kind == kAnyOf ? "anyOf" : kind == kOneOf ? "oneOf" : "not");
     };
     std::vector<uint8_t> markers;
     for (uint8_t kind : {kIf, kAnyOf, kOneOf, kNot}) {
@@ -243,7 +241,8 @@ class Conv : public TextHost, public NumberHost {
   // converter.PRELUDE's expressions: a string's characters and numbers, written first in every grammar.
   std::vector<Expr> prelude_exprs() {
     const NumberTexts& n = numbers_.texts();
-    return {strings_.text().json_char, strings_.text().any_string, n.number, n.integer, n.non_integer, IrBuilder::kEmpty};
+    return {strings_.text().json_char, strings_.text().any_string, n.number, n.integer, n.non_integer,
+            IrBuilder::kEmpty};
   }
 
   // The prelude this grammar's words start with (Converter.prelude).
@@ -882,7 +881,8 @@ class Conv : public TextHost, public NumberHost {
     int64_t top = std::max(lo, hi < 0 ? 0 : hi);
     if (top <= kCountBlocksFrom) return b_.repeat(unit, lo, hi < 0 ? kUnbounded : hi);
     std::vector<Expr> blocks{unit};
-    for (int64_t size = 16; size <= top; size *= 16) blocks.push_back(shared(b_.repeat(blocks.back(), 16, 16), "block"));
+    for (int64_t size = 16; size <= top; size *= 16)
+      blocks.push_back(shared(b_.repeat(blocks.back(), 16, 16), "block"));
     auto digit = [&](int64_t n, size_t j) { return (n >> (4 * j)) & 15; };
     std::vector<Expr> parts;
     for (size_t j = blocks.size(); j-- > 0;)
@@ -1019,7 +1019,8 @@ class Conv : public TextHost, public NumberHost {
       std::vector<std::pair<Expr, int32_t>> out;
       if (i < n) {
         const std::string& k = members[i].first;
-        if (std::find(required.begin(), required.end(), k) == required.end()) out.emplace_back(IrBuilder::kEmpty, number(i + 1, started));
+        if (std::find(required.begin(), required.end(), k) == required.end())
+          out.emplace_back(IrBuilder::kEmpty, number(i + 1, started));
         Expr m = members[i].second;
         out.emplace_back(started ? b_.seq(sep_, m) : b_.seq(first_, m), number(i + 1, true));
       } else {

@@ -168,7 +168,7 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
   };
   std::vector<Todo> todo{{root, pointer}};
   std::vector<NodeId> walked;
-  std::vector<std::vector<std::pair<uint32_t, std::vector<Kid>>>> kids;  // per walked subschema
+  std::vector<Kids> kids;  // per walked subschema
   std::vector<Kid> subs;
   std::vector<Todo> children;
   while (!todo.empty()) {
@@ -180,7 +180,7 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
       continue;
     }
     children.clear();
-    std::vector<std::pair<uint32_t, std::vector<Kid>>> mine;
+    Kids mine;
     uint32_t index = 0;
     for (const Member& m : s.members()) {
       uint32_t at_member = index++;
@@ -211,8 +211,7 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
 // Resolver._content: equal numbers for subschemas that say the same (the same keywords in the
 // same order, with equal values and subschemas of equal numbers), notes and definitions aside.
 // Children come after their parents in `walked`, so they are numbered from the end.
-void Resolver::number(const std::vector<NodeId>& walked,
-                      const std::vector<std::vector<std::pair<uint32_t, std::vector<Kid>>>>& kids) {
+void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>& kids) {
   std::string said;
   for (size_t w = walked.size(); w-- > 0;) {
     const Node& n = nodes_[walked[w]];

@@ -57,7 +57,9 @@ class Resolver {
 
  private:
   bool walk(const Value* root, const std::string& pointer, bool late);
-  void number(const std::vector<NodeId>& walked, const std::vector<std::vector<std::pair<uint32_t, std::vector<Kid>>>>& kids);
+  // Per walked subschema: (member index, its subschemas) for each keyword that has some.
+  using Kids = std::vector<std::pair<uint32_t, std::vector<Kid>>>;
+  void number(const std::vector<NodeId>& walked, const std::vector<Kids>& kids);
   bool pointer_target(const std::string& fragment, NodeId* target);
   bool decline(std::string why);
   NodeId intern(const Value* value, const std::string& pointer);
