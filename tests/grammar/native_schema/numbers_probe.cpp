@@ -1,5 +1,5 @@
 // C entry points over kernels/grammar/src/schema/numbers.{h,cpp} for test_numbers.py (ctypes).
-// Each takes a JSON text and returns a JSON text (free it with numbers_probe_free).
+// Each takes a JSON text and returns a JSON text (free it with probe_free).
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -8,16 +8,11 @@
 #include "schema/ir_build.h"
 #include "schema/json.h"
 #include "schema/numbers.h"
+#include "probe.h"
 
 using namespace tg::schema;
 
 namespace {
-
-char* give(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  std::memcpy(out, s.data(), s.size() + 1);
-  return out;
-}
 
 std::string quoted(std::string_view s) {
   std::string out;
@@ -60,8 +55,6 @@ std::string words_of(IrBuilder& b, IrGrammar& g, const std::string& extra) {
 }  // namespace
 
 extern "C" {
-
-void numbers_probe_free(char* p) { std::free(p); }
 
 // {"zero_frac": bool, "const_zero_frac": bool, "calls": [{"nodes": [{"schema": {...}, "pointer": "..."}],
 // "atoms": bits}, ...]} -> the words of a grammar of the rules the calls made and root = Seq(results),

@@ -7,18 +7,9 @@
 #include "../../../kernels/grammar/src/schema/json.h"
 #include "../../../kernels/grammar/src/schema/converter.h"
 #include "../../../kernels/grammar/src/schema/refs.h"
+#include "probe.h"
 
 using namespace tg::schema;
-
-namespace {
-
-char* give(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  std::memcpy(out, s.data(), s.size() + 1);
-  return out;
-}
-
-}  // namespace
 
 extern "C" {
 

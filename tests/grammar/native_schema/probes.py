@@ -1,35 +1,24 @@
-"""Builds tests/grammar/native_schema/probe.cpp with the native schema port's sources into a
-shared library (under build/, rebuilt when a source changes) and calls its probes."""
+"""The test probes of this folder (probe.cpp, text_probe.cpp, numbers_probe.cpp), built with the
+native schema port's sources into one shared library (building.py); probe.cpp's called here."""
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
+import functools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-SCHEMA_SRC = ROOT / "kernels" / "grammar" / "src" / "schema"
-PROBE = Path(__file__).with_name("probe.cpp")
-OUT = ROOT / "build" / "native_schema" / "libprobe.so"
+from .building import shared_library
+
+HERE = Path(__file__).resolve().parent
+PROBES = [HERE / name for name in ("probe.cpp", "text_probe.cpp", "numbers_probe.cpp")]
 SOURCES = ("json.cpp", "refs.cpp", "ir_build.cpp", "text.cpp", "numbers.cpp", "converter.cpp")
 
 
+@functools.lru_cache(maxsize=None)  # one library for the test run
 def library() -> ctypes.CDLL:
-    sources = [PROBE, *(SCHEMA_SRC / name for name in SOURCES)]
-    cmd = [sys.executable, "-m", "ziglang", "c++", "-std=c++17", "-O1", "-fno-exceptions", "-fno-rtti", "-Wall",
-           "-Wextra", "-Werror", "-shared", "-fPIC", "-o", str(OUT), *map(str, sources)]
-    h = hashlib.sha256(" ".join(cmd).encode())
-    for p in sorted([*sources, *SCHEMA_SRC.glob("*.h"), ROOT / "kernels" / "grammar" / "src" / "status.h"]):
-        h.update(p.read_bytes())
-    stamp = OUT.with_suffix(".stamp")
-    if not (OUT.exists() and stamp.exists() and stamp.read_text() == h.hexdigest()):
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(cmd, check=True)
-        stamp.write_text(h.hexdigest())
-    lib = ctypes.CDLL(str(OUT))
+    """Every probe of this folder in one library (one build)."""
+    lib = ctypes.CDLL(str(shared_library("probe", PROBES, SOURCES)))
     lib.probe_free.argtypes = [ctypes.c_void_p]
     lib.probe_refs.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.probe_convert.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]

@@ -16,7 +16,7 @@ from trellis.grammar import ir
 from trellis.grammar.json_schema import json_schema_to_grammar, native
 
 from .probes import Probes
-from .test_refs import dev_schemas
+from .dev_corpus import dev_schemas
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ way, errors included."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 
@@ -17,7 +16,7 @@ from trellis.grammar import GrammarCompiler, GrammarMatcher, Vocabulary
 from trellis.grammar.abi import Stat
 from trellis.grammar.json_schema import json_schema_to_grammar
 
-from .test_refs import DEV
+from .dev_corpus import dev_entries
 
 CORES = os.environ.get("TRELLIS_CORE_BACKENDS", "native,wasmtime").split(",")
 SAMPLE = 40  # covered dev schemas per option set, with their instances
@@ -31,14 +30,6 @@ def vocab():
 @pytest.fixture(scope="module", params=CORES)
 def compiler(request, vocab):
     return GrammarCompiler(vocab, core=request.param)
-
-
-def dev_entries():
-    with gzip.open(DEV, "rt") as f:
-        for line in f:
-            e = json.loads(line)
-            s = e["schema"]
-            yield json.loads(s) if isinstance(s, str) else s, e.get("tests", [])
 
 
 def byte_walk(grammar, text: str) -> list:
@@ -59,7 +50,7 @@ def byte_walk(grammar, text: str) -> list:
 def test_covered_schemas_compile_to_the_python_grammar(compiler, strict, any_whitespace):
     options = dict(any_whitespace=any_whitespace, strict=strict)
     covered = []
-    for schema, tests in dev_entries():
+    for _, schema, tests in dev_entries():
         handle = compiler._native_json_schema(schema, options)
         if handle is not None:
             compiler.core.free("grammar", handle)

@@ -17,12 +17,10 @@ dev schema and every Test Suite group instead of a sample.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,14 +28,12 @@ import pytest
 from trellis.errors import GrammarError, GrammarLimitError
 from trellis.grammar import ir
 
+from .building import OUT, ROOT, SRC, zig_build
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
-SRC = ROOT / "kernels" / "grammar" / "src"
-OUT = ROOT / "build" / "native_schema"
 DATA = ROOT.parent / "shared" / "data"
 MASKBENCH = DATA / "maskbench-dev.jsonl.gz"
 SUITE = DATA / "json-schema-test-suite"
-FLAGS = ["-std=c++17", "-O2", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra", "-Werror"]
 LIBRARY = [SRC / "schema" / "ir_build.cpp"]
 HEADERS = [SRC / "schema" / "ir_build.h", SRC / "ir.h", SRC / "status.h"]
 ALL = os.environ.get("TRELLIS_IR_BUILD_ALL") == "1"
@@ -47,35 +43,11 @@ SAMPLE, LARGEST, SUITE_SAMPLE = 300, 30, 300
 # ---- building -------------------------------------------------------------------------------
 
 
-def _zig_build(out: Path, args: list, inputs: list) -> Path:
-    """Runs `python -m ziglang c++ args` unless `out` was built from these very inputs and args."""
-    cmd = [sys.executable, "-m", "ziglang", "c++", *args]
-    h = hashlib.sha256("\0".join(args).encode())
-    for path in inputs:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    stamp = out.with_name(out.name + ".stamp")
-    if out.exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
-    stamp.write_text(h.hexdigest())
-    return out
-
-
 @pytest.fixture(scope="module")
 def driver() -> Path:
     source = HERE / "ir_driver.cpp"
     out = OUT / "ir_driver"
-    return _zig_build(out, [*FLAGS, "-I", str(SRC), "-o", str(out), str(source), *map(str, LIBRARY)],
-                      [source, *LIBRARY, *HEADERS])
-
-
-def test_library_builds_for_wasm():
-    out = OUT / "ir_build.wasm.o"
-    _zig_build(out, ["--target=wasm32-wasi", "-mexec-model=reactor", *FLAGS, "-c", "-o", str(out),
-                     *map(str, LIBRARY)], [*LIBRARY, *HEADERS])
-    assert out.stat().st_size > 0
+    return zig_build(out, ["-I", SRC, source, *LIBRARY], [source, *LIBRARY])
 
 
 def test_api_selftest(driver):
@@ -207,8 +179,7 @@ def grammar_block(label: str, grammar: ir.Grammar) -> tuple[str, list[str], list
 
 
 def _maskbench() -> list[tuple[str, object]]:
-    if not MASKBENCH.exists():
-        pytest.skip(f"no {MASKBENCH}")
+    assert MASKBENCH.exists(), f"no {MASKBENCH} (../shared beside the checkout)"
     out = []
     with gzip.open(MASKBENCH, "rt", encoding="utf-8") as f:
         for line in f:
@@ -244,8 +215,7 @@ def test_maskbench_grammars(driver):
 
 
 def test_suite_grammars(driver):
-    if not SUITE.exists():
-        pytest.skip(f"no {SUITE}")
+    assert SUITE.exists(), f"no {SUITE} (../shared beside the checkout)"
     drafts = {"draft2020-12": "2020-12", "draft2019-09": "2019-09", "draft7": "draft7", "draft6": "draft6",
               "draft4": "draft4"}
     cases = []

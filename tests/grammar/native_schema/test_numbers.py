@@ -15,16 +15,11 @@ subschemas, a random grid of bounds, multiples and exclusions, and number consta
 from __future__ import annotations
 
 import ctypes
-import gzip
-import hashlib
 import itertools
 import json
 import math
 import random
-import subprocess
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -37,42 +32,18 @@ from trellis.grammar.json_schema._numbers import (DIGIT, EXP, FRAC, INTEGER, MIN
 from trellis.grammar.json_schema._refs import DEFAULT_BASE, Node
 from trellis.grammar.json_schema.converter import Converter, Options
 
-ROOT = Path(__file__).resolve().parents[3]
-SRC = ROOT / "kernels" / "grammar" / "src"
-PROBE = Path(__file__).with_name("numbers_probe.cpp")
-OUT = ROOT / "build" / "native_schema" / "libnumbers_probe.so"
-SOURCES = [SRC / "schema" / name for name in ("json.cpp", "ir_build.cpp", "numbers.cpp")]
-HEADERS = [SRC / "schema" / name for name in ("json.h", "ir_build.h", "numbers.h")] + [
-    SRC / "ir.h", SRC / "status.h", SRC / "checks.h"]
-FLAGS = ["-std=c++17", "-O2", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra", "-Werror"]
-DEV = ROOT.parent / "shared" / "data" / "maskbench-dev.jsonl.gz"
+from .dev_corpus import dev_objects
+from .probes import library
+
 ATOMS = {"null": 1, "boolean": 2, "int": 4, "frac": 8, "string": 16, "array": 32, "object": 64}
 # The option sets numbers read: ZERO_FRAC everywhere, canonical_integers (EMPTY everywhere), and
 # draft-04's integers without a fraction (EMPTY, but ZERO_FRAC after a constant's integral value).
 OPTIONS = ("default", "canonical", "draft4")
 
 
-def _build(out: Path, args: list, inputs: list) -> Path:
-    cmd = [sys.executable, "-m", "ziglang", "c++", *args]
-    h = hashlib.sha256("\0".join(args).encode())
-    for path in inputs:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    stamp = out.with_name(out.name + ".stamp")
-    if out.exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
-    stamp.write_text(h.hexdigest())
-    return out
-
-
 class Probe:
     def __init__(self):
-        path = _build(OUT, [*FLAGS, "-shared", "-fPIC", "-I", str(SRC), "-o", str(OUT), str(PROBE),
-                            *map(str, SOURCES)], [PROBE, *SOURCES, *HEADERS])
-        self.lib = ctypes.CDLL(str(path))
-        self.lib.numbers_probe_free.argtypes = [ctypes.c_void_p]
+        self.lib = library()
         for name in ("numbers_probe_number", "numbers_probe_const", "numbers_probe_arith"):
             fn = getattr(self.lib, name)
             fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -83,7 +54,7 @@ class Probe:
         try:
             return json.loads(ctypes.string_at(p).decode())
         finally:
-            self.lib.numbers_probe_free(p)
+            self.lib.probe_free(p)
 
     def call(self, name: str, value):
         data = json.dumps(value).encode()
@@ -215,24 +186,13 @@ def dev_number_schemas():
     subschema), with the atoms its type allows; dicts that only look like one (a property
     named "minimum") included: the Python refuses them and the port must decline."""
     seen = {}
-    with gzip.open(DEV, "rt") as f:
-        for line in f:
-            s = json.loads(line)["schema"]
-            stack = [json.loads(s) if isinstance(s, str) else s]
-            while stack:
-                x = stack.pop()
-                if isinstance(x, list):
-                    stack.extend(x)
-                    continue
-                if not isinstance(x, dict):
-                    continue
-                stack.extend(x.values())
-                kept = {k: x[k] for k in NUMBER_KEYWORDS if k in x}
-                if not kept:
-                    continue
-                types = x.get("type") if isinstance(x.get("type"), list) else [x.get("type")]
-                atoms = ("int",) if types == ["integer"] else ("int", "frac")
-                seen.setdefault(json.dumps([kept, atoms]), (kept, atoms))
+    for x in dev_objects():
+        kept = {k: x[k] for k in NUMBER_KEYWORDS if k in x}
+        if not kept:
+            continue
+        types = x.get("type") if isinstance(x.get("type"), list) else [x.get("type")]
+        atoms = ("int",) if types == ["integer"] else ("int", "frac")
+        seen.setdefault(json.dumps([kept, atoms]), (kept, atoms))
     return list(seen.values())
 
 
@@ -344,10 +304,3 @@ def test_constants(probe):
             want = grammar_words({"root": conv.const_expr(v)})
             got = probe.call("numbers_probe_const", {"zero_frac": zero_frac, "value": v})
             assert got == want, (v, zero_frac)
-
-
-def test_library_builds_for_wasm():
-    out = OUT.with_name("numbers.wasm.o")
-    _build(out, ["--target=wasm32-wasi", "-mexec-model=reactor", *FLAGS, "-c", "-o", str(out),
-                 str(SRC / "schema" / "numbers.cpp")], [SRC / "schema" / "numbers.cpp", *HEADERS])
-    assert out.stat().st_size > 0

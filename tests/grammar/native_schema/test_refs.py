@@ -5,27 +5,15 @@ subschemas found to say the same thing (Resolver.canonical's numbers)."""
 
 from __future__ import annotations
 
-import gzip
 import json
-from pathlib import Path
 
 import pytest
 
 from trellis.errors import TrellisError
 from trellis.grammar.json_schema._refs import Resolver
 
-from .probes import ROOT, Probes
-
-DEV = ROOT.parent / "shared" / "data" / "maskbench-dev.jsonl.gz"
-
-
-def dev_schemas():
-    with gzip.open(DEV, "rt") as f:
-        for line in f:
-            e = json.loads(line)
-            s = e["schema"]
-            yield e["id"], json.loads(s) if isinstance(s, str) else s
-
+from .dev_corpus import dev_schemas
+from .probes import Probes
 
 def python_walk(schema):
     """What probe_refs reports, from the Python Resolver; None where it raises."""

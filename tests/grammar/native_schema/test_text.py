@@ -18,13 +18,9 @@ zig toolchain when a source changed.
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import itertools
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,46 +32,21 @@ from trellis.grammar.json_schema import _text, json_schema_to_grammar
 from trellis.grammar.json_schema._string_schema import StringSchema
 from trellis.grammar.json_schema.converter import Converter
 
+from .dev_corpus import dev_objects
+from .probes import library
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
-SRC = ROOT / "kernels" / "grammar" / "src"
-OUT = ROOT / "build" / "native_schema"
-MASKBENCH = ROOT.parent / "shared" / "data" / "maskbench-dev.jsonl.gz"
-FLAGS = ["-std=c++17", "-O2", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra", "-Werror"]
-LIBRARY = [SRC / "schema" / name for name in ("json.cpp", "ir_build.cpp", "text.cpp")]
-HEADERS = [SRC / "schema" / name for name in ("json.h", "ir_build.h", "text.h")] + [SRC / "ir.h", SRC / "status.h"]
 GRID = (0, 1, 2, 5, 64, 65, 255, 256, 1000, 100000, 100001, None)
 FULL = [[0, ir.MAX_CODE_POINT]]
-
-
-def _zig_build(out: Path, args: list, inputs: list) -> Path:
-    """`python -m ziglang c++ args`, unless `out` was built from these very inputs and args."""
-    h = hashlib.sha256("\0".join(args).encode())
-    for path in inputs:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    stamp = out.with_name(out.name + ".stamp")
-    if out.exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "ziglang", "c++", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900)
-    assert done.returncode == 0, done.stderr
-    stamp.write_text(h.hexdigest())
-    return out
 
 
 @pytest.fixture(scope="module")
 def probe():
     import ctypes
 
-    source = HERE / "text_probe.cpp"
-    out = OUT / "libtext_probe.so"
-    _zig_build(out, [*FLAGS, "-shared", "-fPIC", "-o", str(out), str(source), *map(str, LIBRARY)],
-               [source, *LIBRARY, *HEADERS])
-    lib = ctypes.CDLL(str(out))
+    lib = library()
     lib.text_probe_run.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.text_probe_run.restype = ctypes.c_void_p
-    lib.text_probe_free.argtypes = [ctypes.c_void_p]
 
     def run(programs: list) -> list:
         data = json.dumps(programs).encode()
@@ -83,18 +54,11 @@ def probe():
         try:
             answer = json.loads(ctypes.string_at(p).decode())
         finally:
-            lib.text_probe_free(p)
+            lib.probe_free(p)
         assert answer is not None, "the probe could not read its programs"
         return answer
 
     return run
-
-
-def test_library_builds_for_wasm():
-    out = OUT / "text.wasm.o"
-    _zig_build(out, ["--target=wasm32-wasi", "-mexec-model=reactor", *FLAGS, "-c", "-o", str(out),
-                     str(SRC / "schema" / "text.cpp")], [SRC / "schema" / "text.cpp", *HEADERS])
-    assert out.stat().st_size > 0
 
 
 # ---- the Python side of the probe's programs ------------------------------------------------
@@ -226,23 +190,14 @@ def rules(expr) -> dict:
 def maskbench_strings() -> list[str]:
     """Property names, every other key, and string enum and const values, sorted."""
     out: set[str] = set()
-    with gzip.open(MASKBENCH, "rt", encoding="utf-8") as f:
-        for line in f:
-            schema = json.loads(line)["schema"]
-            stack = [json.loads(schema) if isinstance(schema, str) else schema]
-            while stack:
-                x = stack.pop()
-                if isinstance(x, dict):
-                    out.update(x)
-                    if isinstance(x.get("properties"), dict):
-                        out.update(x["properties"])
-                    if isinstance(x.get("enum"), list):
-                        out.update(v for v in x["enum"] if isinstance(v, str))
-                    if isinstance(x.get("const"), str):
-                        out.add(x["const"])
-                    stack.extend(x.values())
-                elif isinstance(x, list):
-                    stack.extend(x)
+    for x in dev_objects():
+        out.update(x)
+        if isinstance(x.get("properties"), dict):
+            out.update(x["properties"])
+        if isinstance(x.get("enum"), list):
+            out.update(v for v in x["enum"] if isinstance(v, str))
+        if isinstance(x.get("const"), str):
+            out.add(x["const"])
     return sorted(out)
 
 
@@ -258,7 +213,6 @@ def literal_programs(strings: list[str]) -> tuple[list, list]:
     return programs, expected
 
 
-@pytest.mark.skipif(not MASKBENCH.exists(), reason="MaskBench dev data not present")
 def test_string_literal_maskbench(probe):
     strings = maskbench_strings()
     assert len(strings) > 50_000 and sum(not s.isascii() for s in strings) > 100

@@ -29,16 +29,11 @@
 #include "../../../kernels/grammar/src/schema/ir_build.h"
 #include "../../../kernels/grammar/src/schema/json.h"
 #include "../../../kernels/grammar/src/schema/text.h"
+#include "probe.h"
 
 using namespace tg::schema;
 
 namespace {
-
-char* give(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  std::memcpy(out, s.data(), s.size() + 1);
-  return out;
-}
 
 int64_t bound(const Value& v) { return v.is_null() ? kUnbounded : std::strtoll(std::string(v.text()).c_str(), nullptr, 10); }
 
@@ -178,8 +173,6 @@ std::string run_strings(const Value& program) {
 }  // namespace
 
 extern "C" {
-
-void text_probe_free(char* p) { std::free(p); }
 
 char* text_probe_run(const char* text, size_t n) {
   Document doc;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "../checks.h"
 #include "text.h"
 
 namespace tg::schema {
@@ -16,7 +17,6 @@ constexpr int32_t kMaxRules = 15000;             // converter.MAX_RULES
 constexpr size_t kMaxOrderedProperties = 3000;   // _object_schema.MAX_ORDERED_PROPERTIES
 constexpr size_t kMachineStates = 64;            // _state_machine.MACHINE_STATES
 constexpr int64_t kCountBlocksFrom = 256;        // _array_schema.COUNT_BLOCKS_FROM
-constexpr int32_t kDistinctKey = 2;              // ir.DISTINCT_KEY
 constexpr int32_t kValidatorDepth = 200;         // Validator's depth_limit
 
 bool in(std::string_view key, std::initializer_list<std::string_view> keys) {

@@ -63,27 +63,6 @@ std::string bound_limit(int64_t bound) {
   return "repetition bound " + std::to_string(bound) + " exceeds the limit " + std::to_string(kMaxCount);
 }
 
-struct Span64 {
-  int64_t lo, hi;
-};
-
-// ir.normalize_ranges: sorted, empty ones dropped, overlapping or adjacent ones merged.
-std::vector<Span64> normalize(IrSpan<IrRange> ranges) {
-  std::vector<Span64> sorted, out;
-  sorted.reserve(ranges.size());
-  for (const IrRange& r : ranges) sorted.push_back({r.lo, r.hi});
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Span64& a, const Span64& b) { return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi; });
-  for (const Span64& r : sorted) {
-    if (r.lo > r.hi) continue;
-    if (!out.empty() && r.lo <= out.back().hi + 1)
-      out.back().hi = std::max(out.back().hi, r.hi);
-    else
-      out.push_back(r);
-  }
-  return out;
-}
-
 int utf8_encode(int32_t cp, uint8_t* out) {
   if (cp < 0x80) {
     out[0] = uint8_t(cp);
@@ -127,6 +106,22 @@ Kids kids_of(int32_t kind, const int32_t* a, size_t size) {
 bool is_leaf(int32_t kind) { return kind == BYTES || kind == BYTESET || kind == REF; }
 
 }  // namespace
+
+std::vector<IrRange64> normalize_ranges(IrSpan<IrRange> ranges) {
+  std::vector<IrRange64> sorted, out;
+  sorted.reserve(ranges.size());
+  for (const IrRange& r : ranges) sorted.push_back({r.lo, r.hi});
+  std::sort(sorted.begin(), sorted.end(),
+            [](const IrRange64& a, const IrRange64& b) { return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi; });
+  for (const IrRange64& r : sorted) {
+    if (r.lo > r.hi) continue;
+    if (!out.empty() && r.lo <= out.back().hi + 1)
+      out.back().hi = std::max(out.back().hi, r.hi);
+    else
+      out.push_back(r);
+  }
+  return out;
+}
 
 // ---- the arena ------------------------------------------------------------------------
 
@@ -346,10 +341,10 @@ Expr IrBuilder::repeat(Expr item, int64_t lo, int64_t hi) {
 }
 
 Expr IrBuilder::byte_set(IrSpan<IrRange> ranges) {
-  const std::vector<Span64> merged = normalize(ranges);
+  const std::vector<IrRange64> merged = normalize_ranges(ranges);
   if (merged.empty()) return kNothing;
   std::vector<IrRange> narrow;
-  for (const Span64& r : merged) narrow.push_back({int32_t(r.lo), int32_t(r.hi)});
+  for (const IrRange64& r : merged) narrow.push_back({int32_t(r.lo), int32_t(r.hi)});
   return make_byte_set(narrow);
 }
 
@@ -383,11 +378,11 @@ void IrBuilder::utf8_sequences(int32_t lo, int32_t hi, std::vector<Expr>* out) {
 }
 
 Expr IrBuilder::char_class(IrSpan<IrRange> ranges, bool negate) {
-  std::vector<Span64> set = normalize(ranges);
+  std::vector<IrRange64> set = normalize_ranges(ranges);
   if (negate) {  // ir.negate_ranges within [0, kMaxCodePoint]
-    std::vector<Span64> out;
+    std::vector<IrRange64> out;
     int64_t start = 0;
-    for (const Span64& r : set) {
+    for (const IrRange64& r : set) {
       if (r.lo > start) out.push_back({start, r.lo - 1});
       start = r.hi + 1;
     }
@@ -398,11 +393,11 @@ Expr IrBuilder::char_class(IrSpan<IrRange> ranges, bool negate) {
   // alternatives merge into one byte set, written first (keeps ASCII classes compact).
   std::vector<IrRange> singles;
   std::vector<Expr> rest;
-  for (const Span64& whole : set) {
-    Span64 pieces[2] = {whole, {1, 0}};
+  for (const IrRange64& whole : set) {
+    IrRange64 pieces[2] = {whole, {1, 0}};
     if (!(whole.hi < kSurrogateLo || whole.lo > kSurrogateHi))
       pieces[0] = {whole.lo, kSurrogateLo - 1}, pieces[1] = {kSurrogateHi + 1, whole.hi};
-    for (const Span64& r : pieces) {
+    for (const IrRange64& r : pieces) {
       if (r.lo > r.hi) continue;
       for (const auto& bound : kUtf8Bounds) {
         const int64_t lo = std::max<int64_t>(r.lo, bound[0]), hi = std::min<int64_t>(r.hi, bound[1]);

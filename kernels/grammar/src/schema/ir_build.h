@@ -78,6 +78,13 @@ struct IrEdge {  // a machine's edge: a string of `item` leads from `from` to `t
 // (references, checks and the nodes the front-ends build whole).
 enum class Nullable : int8_t { no = 0, yes = 1, unknown = 2 };
 
+// ir.normalize_ranges: sorted, empty ones dropped, overlapping or adjacent ones merged (as
+// 64-bit bounds: an int32 range's end plus one must not overflow).
+struct IrRange64 {
+  int64_t lo, hi;
+};
+std::vector<IrRange64> normalize_ranges(IrSpan<IrRange> ranges);
+
 class IrGrammar;
 struct IrPrelude;
 

@@ -30,24 +30,11 @@ struct EscapeTable {
 };
 constexpr EscapeTable kEscapes;
 
-struct Span64 {
-  int64_t lo, hi;
-};
-
-// ir.normalize_ranges over a byte set's operands (lo, hi pairs): sorted, merged, empty ones dropped.
-std::vector<Span64> normalized(IrSpan<int32_t> pairs) {
-  std::vector<Span64> sorted, out;
-  for (size_t i = 0; i + 1 < pairs.size(); i += 2) sorted.push_back({pairs[i], pairs[i + 1]});
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Span64& a, const Span64& b) { return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi; });
-  for (const Span64& r : sorted) {
-    if (r.lo > r.hi) continue;
-    if (!out.empty() && r.lo <= out.back().hi + 1)
-      out.back().hi = std::max(out.back().hi, r.hi);
-    else
-      out.push_back(r);
-  }
-  return out;
+// ir.normalize_ranges over a byte set's operands (lo, hi pairs).
+std::vector<IrRange64> normalized(IrSpan<int32_t> pairs) {
+  std::vector<IrRange> ranges;
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2) ranges.push_back({pairs[i], pairs[i + 1]});
+  return normalize_ranges(ranges);
 }
 
 Expr one_byte_set(IrBuilder& ir, const std::vector<int32_t>& bytes) {
@@ -72,7 +59,7 @@ Expr escape_set(IrBuilder& ir, Expr e) {
   if (special.empty()) return e;
   std::vector<IrRange> keep;
   size_t s = 0;  // specials and ranges are both ascending
-  for (const Span64& r : normalized(pairs)) {
+  for (const IrRange64& r : normalized(pairs)) {
     int64_t start = r.lo;
     for (; s < special.size() && special[s] <= r.hi; ++s) {
       if (special[s] < r.lo) continue;
