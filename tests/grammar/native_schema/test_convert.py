@@ -27,7 +27,9 @@ def probes():
 @pytest.mark.parametrize("strict", [False, True])
 def test_dev_schemas_convert_as_python(probes, strict):
     covered, renamed, why = 0, 0, collections.Counter()
-    for sid, schema in dev_schemas():
+    for i, (sid, schema) in enumerate(dev_schemas()):
+        if strict and i % 3:
+            continue  # strict mode on every third schema: most of its words are the default mode's
         req = native.request(schema, any_whitespace=True, strict=strict)  # what the compiler hands the core
         if req is None:
             why["not requested"] += 1
