@@ -49,7 +49,7 @@ class Node:
         return f"Node({self.base!r}, {self.pointer!r}{'' if self.dyn is None else f', {self.dyn!r}'})"
 
 
-def _defrag(uri: str) -> tuple[str, str]:
+def defrag(uri: str) -> tuple[str, str]:
     """(the URI without its fragment, the fragment); unparsable: UnsupportedSchemaError."""
     try:
         return urldefrag(uri)
@@ -69,17 +69,17 @@ def _join(base: str, ref: str) -> str:
     if _SCHEME.match(ref):
         return ref
     if ref.startswith("#"):
-        return _defrag(base)[0] + ref
+        return defrag(base)[0] + ref
     if _SCHEME.match(base) and base.split(":", 1)[0].lower() in ("http", "https", "file", "ftp"):
         return urljoin(base, ref)
     if base.startswith("urn:") or base.startswith("tag:"):
-        return ref if not ref else _defrag(base)[0] + ("" if ref.startswith("#") else "#") + ref
+        return ref if not ref else defrag(base)[0] + ("" if ref.startswith("#") else "#") + ref
     return urljoin(base, ref)
 
 
 def plain_name(ref: str) -> str | None:
     """The anchor name of a reference's fragment (not a JSON pointer), or None."""
-    fragment = unquote(_defrag(ref)[1])
+    fragment = unquote(defrag(ref)[1])
     return fragment if fragment and not fragment.startswith("/") else None
 
 
@@ -115,7 +115,7 @@ class Resolver:
         self._canonical: dict = {}  # (number, base, dyn) -> the first node met
         base = DEFAULT_BASE
         if isinstance(root, dict) and isinstance(root.get("$id"), str):
-            base = _defrag(join(DEFAULT_BASE, root["$id"]))[0] or DEFAULT_BASE
+            base = defrag(join(DEFAULT_BASE, root["$id"]))[0] or DEFAULT_BASE
         if draft7 and isinstance(root, dict) and "$ref" in root:
             id_base, base = base, DEFAULT_BASE  # draft-07 ignores the siblings of $ref, $id included
         else:
@@ -206,7 +206,7 @@ class Resolver:
             if self.draft7 and sid.startswith("#"):
                 self.anchors[join(base, sid)] = Node(schema, base, pointer)
             else:
-                base = _defrag(join(base, sid))[0]
+                base = defrag(join(base, sid))[0]
                 self.resources.setdefault(base, Node(schema, base, pointer))
         node = Node(schema, base, pointer)
         self.by_pointer[pointer] = node
@@ -236,10 +236,10 @@ class Resolver:
         if ref.startswith("#"):  # in the node's own resource (nearly every reference): its URI is the base's
             uri = self._base_uris.get(node.base)
             if uri is None:
-                uri = self._base_uris[node.base] = _defrag(node.base + "#")[0]  # parsed, as a target is
+                uri = self._base_uris[node.base] = defrag(node.base + "#")[0]  # parsed, as a target is
             fragment = ref[1:]
         else:
-            uri, fragment = _defrag(join(node.base, ref))
+            uri, fragment = defrag(join(node.base, ref))
         if uri not in self.resources:
             raise UnsupportedSchemaError(f"remote reference {ref!r} is not supported", keyword, node.pointer)
         resource = self.resources[uri]
@@ -271,7 +271,7 @@ class Resolver:
         # not walked yet (inside an unknown keyword, such as a folder of definitions): walked now
         base = resource.base
         if isinstance(value, dict) and isinstance(value.get("$id"), str):
-            base = _defrag(join(base, value["$id"]))[0]
+            base = defrag(join(base, value["$id"]))[0]
         self._walk(value, base, pointer, late=True)
         return self.by_pointer[pointer]
 

@@ -16,7 +16,7 @@ from ...errors import TrellisError
 from ..abi import SchemaFlag
 from ..json_values import schema_of
 from ._dialect import draft6_forms, format_is_annotation, is_draft4
-from ._refs import DEFAULT_BASE, _defrag, join
+from ._refs import DEFAULT_BASE, defrag, join
 from .converter import DEFAULT_MAX_WHITESPACE, KNOWN_METASCHEMAS, detect_draft7
 
 _OPTIONS = {"any_whitespace", "strict", "max_whitespace", "property_order", "draft", "canonical_integers",
@@ -59,7 +59,7 @@ def _request(source, any_whitespace, strict, max_whitespace, property_order, dra
     if format_assertion is None:
         format_assertion = strict or not format_is_annotation(schema)
     if isinstance(schema, dict) and isinstance(schema.get("$id"), str):  # the base URI, as the walk reads it
-        _defrag(_defrag(join(DEFAULT_BASE, schema["$id"]))[0] + "#")
+        defrag(defrag(join(DEFAULT_BASE, schema["$id"]))[0] + "#")
     if text is None:
         text = json.dumps(schema, ensure_ascii=False, check_circular=False)
         if json.loads(text) != schema:  # not JSON as it stands (a non-string key, a tuple): the walk refuses it
