@@ -250,6 +250,10 @@ struct Patterns::Search {
   // by state, after building: where its runs and moves start (CSR)
   std::vector<int32_t> run_at, move_at, move_to;
   std::vector<Run> sorted_runs;
+  // matches' tables, kept between texts: a state is in the current set when stamped `round`
+  std::vector<uint32_t> seen;
+  uint32_t round = 0;
+  std::vector<int32_t> cur, next, todo;
 
   int32_t add() { return states++; }
 
@@ -378,11 +382,11 @@ struct Patterns::Search {
   }
 
   // 1 or 0, or -1 past kMaxSearchWork.
-  int matches(std::string_view text) const {
-    std::vector<uint32_t> seen(size_t(states), 0);
-    uint32_t round = 1;
-    std::vector<int32_t> cur, next, todo;
+  int matches(std::string_view text) {
+    if (seen.size() != size_t(states) || round > UINT32_MAX - text.size() - 2) seen.assign(size_t(states), 0), round = 0;
+    ++round;
     int64_t work = 0;
+    cur.clear();
     const auto close = [&](std::vector<int32_t>* set) {  // the empty moves' closure, stamped `round`
       todo = *set;
       while (!todo.empty()) {
@@ -412,7 +416,7 @@ struct Patterns::Search {
       if (next.empty()) return 0;
       cur.swap(next);
     }
-    return std::find(cur.begin(), cur.end(), end) != cur.end() ? 1 : 0;
+    return seen[size_t(end)] == round ? 1 : 0;  // in the last set
   }
 };
 
