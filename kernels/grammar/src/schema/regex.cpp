@@ -1,6 +1,7 @@
 #include "regex.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tg::schema {
 
@@ -575,13 +576,11 @@ class RegexParser {
         error("invalid group name");
         return;
       }
-      std::vector<int32_t> name(p_ + i_, p_ + i_ + len);
-      if (std::find(names_.begin(), names_.end(), name) != names_.end()) {
+      if (!names_.emplace(p_ + i_, p_ + i_ + len).second) {
         i_ = start;
         error("duplicate group name");
         return;
       }
-      names_.push_back(std::move(name));
       i_ = end + 1;
       return;
     }
@@ -841,7 +840,7 @@ class RegexParser {
   bool bad_ = false;
   int64_t properties_ = 0;  // property escapes seen so far
   int64_t work_ = 0;
-  std::vector<std::vector<int32_t>> names_;  // group names so far (few: a list)
+  std::set<std::vector<int32_t>> names_;  // group names so far
 };
 
 // ---- Regex -------------------------------------------------------------------------------------
