@@ -76,9 +76,11 @@ TG_API tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* word
 /* A JSON Schema given as JSON text, converted by the native port of the Python converter
  * (kernels/grammar/src/schema/: the same grammar, word for word) and compiled. NULL with
  * TG_ERR_DECLINED where the port does not cover the schema (nor anything the Python converter
- * refuses): the caller then converts it in Python; NULL with another code is the compile's error. */
+ * refuses): the caller then converts it in Python; NULL with another code is the compile's error.
+ * unicode_version: the caller's Unicode database (major * 10000 + minor * 100 + micro), which
+ * regex property escapes follow; under another version than the core's tables they decline. */
 TG_API tg_grammar* tg_grammar_compile_json_schema(const tg_vocab* vocab, const char* text, int32_t n_text,
-                                                  int32_t flags, int32_t max_whitespace);
+                                                  int32_t flags, int32_t max_whitespace, int32_t unicode_version);
 TG_API void tg_grammar_free(tg_grammar* grammar);
 /* Rule index named by the last TG_ERR_GRAMMAR error, or -1. */
 TG_API int32_t tg_last_error_rule(void);

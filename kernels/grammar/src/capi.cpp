@@ -14,6 +14,7 @@
 #include "grammar.h"
 #include "matcher.h"
 #include "schema/converter.h"
+#include "schema/regex.h"
 #include "vocab.h"
 
 struct tg_vocab { tg::Vocab v; };
@@ -176,7 +177,7 @@ tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* words, int3
 }
 
 tg_grammar* tg_grammar_compile_json_schema(const tg_vocab* vocab, const char* text, int32_t n_text, int32_t flags,
-                                           int32_t max_whitespace) {
+                                           int32_t max_whitespace, int32_t unicode_version) {
   clear();
   return guarded([&]() -> tg_grammar* {
     if (!vocab || n_text < 0 || (!text && n_text)) {
@@ -198,6 +199,7 @@ tg_grammar* tg_grammar_compile_json_schema(const tg_vocab* vocab, const char* te
     o.format_assertion = flags & TG_SCHEMA_FORMAT_ASSERTION;
     o.canonical_integers = flags & TG_SCHEMA_CANONICAL_INTEGERS;
     o.max_whitespace = max_whitespace;
+    o.unicode_version = tg::schema::unicode_version_name(unicode_version);
     tg::schema::Converted c;
     std::string why;
     if (!tg::schema::convert(doc.root(), o, &c, &why)) {

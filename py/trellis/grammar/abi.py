@@ -54,7 +54,7 @@ SIGNATURES = {
     "tg_vocab_new": ("p", "ipp" "ipi" "pi"),
     "tg_vocab_free": ("v", "p"),
     "tg_grammar_compile": ("p", "ppi"),
-    "tg_grammar_compile_json_schema": ("p", "ppiii"),
+    "tg_grammar_compile_json_schema": ("p", "ppiiii"),
     "tg_grammar_free": ("v", "p"),
     "tg_grammar_stat": ("l", "pi"),
     "tg_grammar_warm": ("i", "pi"),

@@ -94,11 +94,13 @@ class Core:
             self._raise(rule_names, positions)
         return handle
 
-    def grammar_compile_json_schema(self, vocab: int, text: bytes, flags: int, max_whitespace: int) -> int | None:
+    def grammar_compile_json_schema(self, vocab: int, text: bytes, flags: int, max_whitespace: int,
+                                    unicode_version: int) -> int | None:
         """The native converter's grammar of a JSON Schema text, or None: declined, or an error,
         which the Python converter's path reports with its own message."""
         with self.t.buffers(text) as (p,):
-            handle = self.t.call("tg_grammar_compile_json_schema", vocab, p, len(text), flags, max_whitespace)
+            handle = self.t.call("tg_grammar_compile_json_schema", vocab, p, len(text), flags, max_whitespace,
+                                 unicode_version)
         return handle or None
 
     def warm(self, grammar: int, max_states: int) -> int:

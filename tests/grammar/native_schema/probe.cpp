@@ -6,6 +6,7 @@
 
 #include "../../../kernels/grammar/src/schema/json.h"
 #include "../../../kernels/grammar/src/schema/converter.h"
+#include "../../../kernels/grammar/src/schema/regex.h"
 #include "../../../kernels/grammar/src/schema/refs.h"
 #include "probe.h"
 
@@ -53,8 +54,8 @@ extern "C" {
 
 // The port's conversion of a schema text: {"declined": why} or {"words": [...], "names": [...]}.
 // flags: 1 any_whitespace, 2 strict, 4 draft7, 8 integers_without_fraction, 16 format_assertion,
-// 32 canonical_integers.
-char* probe_convert(const char* text, size_t n, int flags, int max_whitespace) {
+// 32 canonical_integers; unicode_version as the C ABI's.
+char* probe_convert(const char* text, size_t n, int flags, int max_whitespace, int unicode_version) {
   Document doc;
   if (!parse(std::string_view(text, n), &doc, 1990).ok() || doc.has_lone_surrogate())
     return give("{\"declined\": \"parse\"}");
@@ -66,6 +67,7 @@ char* probe_convert(const char* text, size_t n, int flags, int max_whitespace) {
   o.format_assertion = flags & 16;
   o.canonical_integers = flags & 32;
   o.max_whitespace = max_whitespace;
+  o.unicode_version = unicode_version_name(unicode_version);
   Converted out;
   std::string why;
   if (!convert(doc.root(), o, &out, &why)) {

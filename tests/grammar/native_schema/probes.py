@@ -1,4 +1,4 @@
-"""The test probes of this folder (probe.cpp, text_probe.cpp, numbers_probe.cpp), built with the
+"""The test probes of this folder (probe.cpp, text_probe.cpp, numbers_probe.cpp, regex_probe.cpp), built with the
 native schema port's sources into one shared library (building.py); probe.cpp's called here."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 from .building import shared_library
 
 HERE = Path(__file__).resolve().parent
-PROBES = [HERE / name for name in ("probe.cpp", "text_probe.cpp", "numbers_probe.cpp")]
-SOURCES = ("json.cpp", "refs.cpp", "ir_build.cpp", "text.cpp", "numbers.cpp", "converter.cpp")
+PROBES = [HERE / name for name in ("probe.cpp", "text_probe.cpp", "numbers_probe.cpp", "regex_probe.cpp")]
+SOURCES = ("json.cpp", "refs.cpp", "ir_build.cpp", "text.cpp", "regex.cpp", "patterns.cpp", "string_schema.cpp",
+           "numbers.cpp", "converter.cpp")
 
 
 @functools.lru_cache(maxsize=None)  # one library for the test run
@@ -21,7 +22,7 @@ def library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(shared_library("probe", PROBES, SOURCES)))
     lib.probe_free.argtypes = [ctypes.c_void_p]
     lib.probe_refs.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    lib.probe_convert.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]
+    lib.probe_convert.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
     for fn in (lib.probe_refs, lib.probe_convert):
         fn.restype = ctypes.c_void_p
     return lib
@@ -42,9 +43,9 @@ class Probes:
     def refs(self, text: str) -> dict:
         return self._call("probe_refs", text)
 
-    def convert(self, text: bytes, flags: int, max_whitespace: int) -> dict:
-        """probe_convert of a native.request's (text, flags, max_whitespace)."""
-        p = self.lib.probe_convert(text, len(text), flags, max_whitespace)
+    def convert(self, text: bytes, flags: int, max_whitespace: int, unicode_version: int) -> dict:
+        """probe_convert of a native.request's (text, flags, max_whitespace, unicode_version)."""
+        p = self.lib.probe_convert(text, len(text), flags, max_whitespace, unicode_version)
         try:
             return json.loads(ctypes.string_at(p).decode())
         finally:

@@ -30,15 +30,22 @@ def keywords(schema):
         "properties": st.dictionaries(NAMES, schema, max_size=4),
         "required": st.lists(NAMES, max_size=3),
         "additionalProperties": st.booleans() | schema,
-        "items": schema | st.booleans(),
+        "items": schema | st.booleans() | st.lists(schema, max_size=3), "prefixItems": st.lists(schema, max_size=3),
+        "additionalItems": schema | st.booleans() | st.just(5),
         "enum": st.lists(SCALARS, max_size=4), "const": SCALARS,
         "$ref": REFS, "allOf": st.lists(schema, min_size=1, max_size=2),
         "minLength": COUNTS, "maxLength": COUNTS, "minItems": COUNTS, "maxItems": COUNTS,
-        "uniqueItems": st.booleans(), "description": st.text(max_size=5), "x-note": SCALARS,
-        "format": st.sampled_from(["date", "email", "unknown-format"]), "minimum": st.integers(-5, 5) | st.floats(),
+        "uniqueItems": st.booleans() | st.just("yes"), "description": st.text(max_size=5), "x-note": SCALARS,
+        "format": st.sampled_from(["date", "email", "unknown-format", "regex", "time", "date-time", "idn-email", "uri",
+                                   "ipv4", 5]),
+        "pattern": st.sampled_from(["^a+$", "b", "^[a-z]{2,4}$", "(", r"\p{L}+", "^.{3}$", "a|^b$", "[0-9]", 5])
+        | st.text(alphabet="ab^$.*+?()[]{}|\\-0", max_size=6),
+        "minimum": st.integers(-5, 5) | st.floats(),
         "maximum": st.integers(-5, 5) | st.floats(), "exclusiveMinimum": st.integers(-5, 5) | st.booleans(),
         "multipleOf": st.sampled_from([1, 2, 0.5, 0, -1, 10**30 + 1]),
         "anyOf": st.lists(schema, min_size=1, max_size=2),
+        "patternProperties": st.dictionaries(st.sampled_from(["^a", "b$", "^x-", ".*", "(", "é", "^[0-9]+$"]), schema,
+                                             max_size=5),
     }
     return st.sampled_from(sorted(value)).flatmap(lambda k: st.tuples(st.just(k), value[k]))
 

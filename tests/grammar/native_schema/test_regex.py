@@ -13,19 +13,15 @@ serialize to the same words, and where the Python raises the port must decline.
   nested 10,000 deep, quantifier bounds around ir.MAX_COUNT, lone surrogates, malformed escapes.
 
 The Python side runs under ir.nesting_guard(NESTING_FRAMES), as inside the converter. The probe
-(regex_probe.cpp, format in its header) is built under build/native_schema with the zig
-toolchain when a source changed.
+(regex_probe.cpp, format in its header) is one of probes.py's library.
 """
 
 from __future__ import annotations
 
 import ctypes
 import gzip
-import hashlib
 import json
 import random
-import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
@@ -36,42 +32,17 @@ from hypothesis import strategies as st
 from trellis.grammar import ir, regex
 from trellis.grammar.json_schema import _text
 
+from .probes import library
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
-SRC = ROOT / "kernels" / "grammar" / "src"
-OUT = ROOT / "build" / "native_schema"
-MASKBENCH = ROOT.parent / "shared" / "data" / "maskbench-dev.jsonl.gz"
-SUITE = ROOT.parent / "shared" / "data" / "json-schema-test-suite"
-FLAGS = ["-std=c++17", "-O1", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra", "-Werror"]
-LIBRARY = [SRC / "schema" / name for name in ("json.cpp", "ir_build.cpp", "text.cpp", "regex.cpp", "patterns.cpp")]
-HEADERS = [SRC / "schema" / name for name in ("json.h", "ir_build.h", "text.h", "regex.h", "patterns.h",
-                                              "regex_unicode.inc")] + [SRC / "ir.h", SRC / "status.h"]
+MASKBENCH = HERE.parents[2].parent / "shared" / "data" / "maskbench-dev.jsonl.gz"
+SUITE = HERE.parents[2].parent / "shared" / "data" / "json-schema-test-suite"
 VERSION = unicodedata.unidata_version
-
-
-def _zig_build(out: Path, args: list, inputs: list) -> Path:
-    """`python -m ziglang c++ args`, unless `out` was built from these very inputs and args."""
-    h = hashlib.sha256("\0".join(args).encode())
-    for path in inputs:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    stamp = out.with_name(out.name + ".stamp")
-    if out.exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "ziglang", "c++", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900)
-    assert done.returncode == 0, done.stderr
-    stamp.write_text(h.hexdigest())
-    return out
 
 
 @pytest.fixture(scope="module")
 def probe():
-    source = HERE / "regex_probe.cpp"
-    out = OUT / "libregex_probe.so"
-    _zig_build(out, [*FLAGS, "-shared", "-fPIC", "-o", str(out), str(source), *map(str, LIBRARY)],
-               [source, *LIBRARY, *HEADERS])
-    lib = ctypes.CDLL(str(out))
+    lib = library()
     lib.regex_probe_run.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.regex_probe_run.restype = ctypes.c_void_p
     lib.regex_probe_free.argtypes = [ctypes.c_void_p]
@@ -227,14 +198,6 @@ def corpus() -> dict:
 
 
 # ---- tests ----------------------------------------------------------------------------------
-
-
-def test_library_builds_for_wasm():
-    for name in ("regex", "patterns"):
-        out = OUT / f"{name}.wasm.o"
-        _zig_build(out, ["--target=wasm32-wasi", "-mexec-model=reactor", *FLAGS, "-c", "-o", str(out),
-                         str(SRC / "schema" / f"{name}.cpp")], [SRC / "schema" / f"{name}.cpp", *HEADERS])
-        assert out.stat().st_size > 0
 
 
 def test_unicode_tables_are_generated(probe):

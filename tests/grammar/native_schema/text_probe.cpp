@@ -28,6 +28,7 @@
 
 #include "../../../kernels/grammar/src/schema/ir_build.h"
 #include "../../../kernels/grammar/src/schema/json.h"
+#include "../../../kernels/grammar/src/schema/string_schema.h"
 #include "../../../kernels/grammar/src/schema/text.h"
 #include "probe.h"
 
@@ -136,6 +137,13 @@ class Host : public TextHost {
     return ir_.rule(prefix_ + std::string(hint) + "_" + std::to_string(n));
   }
   void set_rule(RuleId rule, Expr body) override { g_.set(rule, body); }
+  Expr intersection(IrSpan<Expr> items, IrSpan<uint8_t> wants, std::string_view, std::string_view,
+                    bool escaped) override {
+    const RuleId name = fresh("and");
+    if (name < 0) return kNoExpr;
+    g_.set(name, ir_.make_and(items, wants, escaped));
+    return ir_.make_ref(name);
+  }
 
  private:
   IrBuilder& ir_;
@@ -148,7 +156,8 @@ std::string run_strings(const Value& program) {
   IrBuilder ir;
   IrGrammar g;
   Host host(ir, g, bound(*program.find("counter")), std::string(program.find("prefix")->text()));
-  StringSchema strings(ir, host);
+  Patterns patterns(ir, "");
+  StringSchema strings(ir, host, patterns);
   std::vector<Expr> refs;
   uint32_t i = 0;
   for (const Value& step : program.find("strings")->items()) {

@@ -7,12 +7,15 @@
 #include <unordered_set>
 
 #include "../checks.h"
+#include "patterns.h"
+#include "string_schema.h"
 #include "text.h"
 
 namespace tg::schema {
 
 namespace {
 
+constexpr Expr kNothing = IrBuilder::kNothing;
 constexpr int32_t kMaxRules = 15000;             // converter.MAX_RULES
 constexpr size_t kMaxOrderedProperties = 3000;   // _object_schema.MAX_ORDERED_PROPERTIES
 constexpr size_t kMachineStates = 64;            // _state_machine.MACHINE_STATES
@@ -41,10 +44,11 @@ bool constraining(std::string_view k, bool draft7) {
 bool covered(std::string_view k, const Value& v) {
   if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "properties", "required", "additionalProperties",
              "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
-             "exclusiveMaximum", "multipleOf"}))
+             "exclusiveMaximum", "multipleOf", "pattern", "format"}))
     return true;
-  if (k == "items") return !v.is_array();  // the array form (a tuple) is not covered yet
-  if (k == "uniqueItems") return v.is_bool() && !v.boolean();
+  if (in(k, {"items", "prefixItems", "additionalItems"})) return true;
+  if (k == "patternProperties") return v.is_object();
+  if (k == "uniqueItems") return v.is_bool();
   return false;
 }
 
@@ -118,7 +122,8 @@ Done with(const Done& done, uint64_t m) {
 class Conv : public TextHost, public NumberHost {
  public:
   Conv(IrBuilder& b, Resolver& r, const Options& opt, std::string prefix, std::string* declined)
-      : b_(b), r_(r), opt_(opt), prefix_(std::move(prefix)), declined_(declined), strings_(b, *this),
+      : b_(b), r_(r), opt_(opt), prefix_(std::move(prefix)), declined_(declined),
+        patterns_(b, opt.unicode_version), strings_(b, *this, patterns_),
         numbers_(b, *this, NumberOptions{!(opt.canonical_integers || opt.integers_without_fraction),
                                          !opt.canonical_integers}) {
     if (opt.any_whitespace) {  // _layout.Layouts: one rule of whitespace that every place calls
@@ -597,8 +602,9 @@ class Conv : public TextHost, public NumberHost {
     return out;
   }
 
-  // TypeAnalysis.objects_disjoint: a key one shape requires has no value both admit. (Patterns
-  // are not covered yet: a subschema with one declined before this is asked.)
+  // TypeAnalysis.objects_disjoint: a key one shape requires has no value both admit.
+  // patterns_disjoint (the product of the two sides' `pattern` automata) is not ported: where
+  // the Python finds two such sides disjoint this says false, and the oneOf then declines.
   bool objects_disjoint(const Shape& a, const Shape& b) {
     std::vector<std::string> keys(a.required);
     for (const std::string& k : b.required)
@@ -610,7 +616,7 @@ class Conv : public TextHost, public NumberHost {
       std::vector<NodeId> both(ea);
       both.insert(both.end(), eb.begin(), eb.end());
       if (no_value(both)) return true;
-      // patterns_disjoint without patterns: only a side with no value at all tells them apart
+      // patterns_disjoint's first answer: a side with no value at all
       if (!ea.empty() && !eb.empty() && expand(ea) == nullptr) return true;
     }
     return false;
@@ -756,6 +762,14 @@ class Conv : public TextHost, public NumberHost {
       for (unsigned char c : v.text()) n += (c & 0xC0) != 0x80;
       if (!count_bounds(id, "minLength", "maxLength", &lo, &hi)) return false;
       if (n < lo || (hi >= 0 && n > hi)) return false;
+      if (const Value* p = s->find("pattern")) {
+        if (!p->is_string()) return decline("a pattern that is not a string");
+        int found = patterns_.pattern_search(p->text(), v.text());
+        if (found < 0) return decline("a pattern's search: " + patterns_.why());
+        if (!found) return false;
+      }
+      const Value* fm = s->find("format");
+      if (fm != nullptr && !(r_.drops_formats() && fm->is_string())) return decline("validation of format");
     }
     if (const Value* all = s->find("allOf")) {
       for (uint32_t i = 0; i < all->size(); ++i)
@@ -816,13 +830,31 @@ class Conv : public TextHost, public NumberHost {
     rules_.set(name, b_.make_and(items, wants, escaped));
     return b_.make_ref(name);
   }
-  // StringSchema.string for strings whose only keywords are lengths.
+  // StringSchema.string_facts and string: lengths, patterns and enforced formats.
   Expr string(const std::vector<NodeId>& nodes) {
-    int64_t lo = 0, hi = -1;
-    for (NodeId n : nodes)
-      if (!count_bounds(n, "minLength", "maxLength", &lo, &hi)) return IrBuilder::kNothing;
-    Expr e = strings_.string_of_length(lo, hi < 0 ? kUnbounded : hi);
-    if (e == kNoExpr) decline("a string's length beyond the limits");
+    StringFacts f;
+    int64_t hi = -1;
+    for (NodeId n : nodes) {
+      if (!count_bounds(n, "minLength", "maxLength", &f.lo, &hi)) return IrBuilder::kNothing;
+      const Value* s = r_.node(n).schema;
+      if (!s->is_object()) continue;
+      if (const Value* p = s->find("pattern")) {
+        if (!p->is_string()) return decline("a pattern that is not a string"), IrBuilder::kNothing;
+        f.parts.push_back({false, std::string(p->text())});
+      }
+      const Value* fm = s->find("format");
+      if (fm == nullptr || (r_.drops_formats() && fm->is_string())) continue;
+      if (!fm->is_string()) return decline("a format that is not a string"), IrBuilder::kNothing;
+      if (fm->text() != "regex") {
+        Expr e = patterns_.format_expr(fm->text());
+        if (e == kNoExpr) return decline("format " + std::string(fm->text())), IrBuilder::kNothing;
+        if (e == kNoFormat) continue;  // an annotation: a format nobody defines
+      }
+      f.parts.push_back({true, std::string(fm->text())});
+    }
+    f.hi = hi < 0 ? kUnbounded : hi;
+    Expr e = strings_.string(f);
+    if (e == kNoExpr) decline("string keywords: " + patterns_.why());
     return e == kNoExpr ? IrBuilder::kNothing : e;
   }
   // _object_schema._ANY_KEY: any key, quoted.
@@ -848,24 +880,133 @@ class Conv : public TextHost, public NumberHost {
     return true;
   }
 
+  // ArraySchema.array: the items in order (each subschema's prefix items, then the schema of
+  // the items after them), exact counts, and uniqueItems over an open set of values as a check
+  // on each item (over a small finite set the Python builds a state machine: declined).
   Expr array(const std::vector<NodeId>& nodes) {
     int64_t lo = 0, hi = -1;  // hi -1: none
-    std::vector<NodeId> rest_nodes;
+    struct Prefix {
+      std::vector<NodeId> items;
+      NodeId rest = -1;
+    };
+    std::vector<Prefix> prefixes;
+    bool unique_at = false;
     for (NodeId n : nodes) {
-      if (!count_bounds(n, "minItems", "maxItems", &lo, &hi)) return IrBuilder::kNothing;
-      const Value* items = r_.node(n).schema->find("items");
-      if (items != nullptr && (items->is_object() || items->is_bool())) rest_nodes.push_back(child(n, "items", items));
+      if (!count_bounds(n, "minItems", "maxItems", &lo, &hi)) return kNothing;
+      const Value* s = r_.node(n).schema;
+      if (!s->is_object()) continue;
+      const Value* items = s->find("items");
+      const Value* tuple = opt_.draft7 ? nullptr : s->find("prefixItems");
+      const char* tuple_key = "prefixItems";
+      if (tuple == nullptr && items != nullptr && items->is_array()) tuple = items, tuple_key = "items";
+      Prefix p;
+      if (tuple != nullptr) {
+        if (!tuple->is_array()) return decline("prefixItems that is not an array"), kNothing;
+        for (uint32_t i = 0; i < tuple->size(); ++i)
+          p.items.push_back(child(n, tuple_key, &tuple->items()[i], "/" + std::to_string(i)));
+        const char* rest_key = tuple == items ? "additionalItems" : "items";
+        const Value* rest = s->find(rest_key);
+        if (rest != nullptr && (rest->is_object() || rest->is_bool())) p.rest = child(n, rest_key, rest);
+        else if (rest != nullptr && tuple == items) return decline("additionalItems that is not a schema"), kNothing;
+      } else if (items != nullptr && (items->is_object() || items->is_bool())) {
+        p.rest = child(n, "items", items);
+      }
+      if (!p.items.empty() || p.rest >= 0) prefixes.push_back(std::move(p));
+      const Value* u = s->find("uniqueItems");
+      unique_at = unique_at || (u != nullptr && u->is_bool() && u->boolean());
     }
-    if (hi >= 0 && hi < lo) return IrBuilder::kNothing;
-    Expr rest = b_.seq(value(rest_nodes, kAllAtoms), IrBuilder::kEmpty);  // (no item check)
-    return array_shape(rest, lo, hi);
+    if (hi >= 0 && hi < lo) return kNothing;
+    const bool unique = unique_at && (hi < 0 || hi > 1);
+    size_t width = 0;
+    for (const Prefix& p : prefixes) width = std::max(width, p.items.size());
+    if (hi >= 0) width = std::min<size_t>(width, hi);
+    size_t closed_from = 0;  // strict mode: items past every tuple are closed
+    NodeId closed = strict_close_items(nodes, &closed_from);
+    if (closed >= 0) width = hi < 0 ? std::max(width, closed_from) : std::min<size_t>(std::max(width, closed_from), hi);
+    auto position_nodes = [&](size_t i) {
+      std::vector<NodeId> out;
+      for (const Prefix& p : prefixes)
+        if (i < p.items.size()) out.push_back(p.items[i]);
+        else if (p.rest >= 0) out.push_back(p.rest);
+      if (closed >= 0 && i >= closed_from) out.push_back(closed);
+      return out;
+    };
+    std::vector<NodeId> rest_nodes;
+    for (const Prefix& p : prefixes)
+      if (p.rest >= 0) rest_nodes.push_back(p.rest);
+    if (closed >= 0) rest_nodes.push_back(closed);
+    Expr item_end = IrBuilder::kEmpty;
+    if (unique) {
+      std::vector<std::vector<NodeId>> positions;
+      for (size_t i = 0; i < width; ++i) positions.push_back(position_nodes(i));
+      positions.push_back(rest_nodes);
+      if (!open_values(positions)) return decline("uniqueItems over a small finite set"), kNothing;
+      item_end = b_.make_check(kUniqueItem);  // each item checked against the ones before it
+    }
+    std::vector<Expr> elems;
+    for (size_t i = 0; i < width; ++i) elems.push_back(b_.seq(value(position_nodes(i), kAllAtoms), item_end));
+    Expr rest = b_.seq(value(rest_nodes, kAllAtoms), item_end);
+    Expr out = array_shape(elems, rest, lo, hi);
+    return unique ? b_.make_region(out) : out;
   }
 
-  // ArraySchema.array_shape without prefix items.
-  Expr array_shape(Expr rest, int64_t lo, int64_t hi) {
+  // Evaluation.strict_close for arrays: the false node that closes the items past the tuples of
+  // a place that has tuples and says nothing of later items, in strict mode; `*from`: the
+  // longest tuple's length.
+  NodeId strict_close_items(const std::vector<NodeId>& nodes, size_t* from) {
+    if (!opt_.strict) return -1;
+    const char* key = opt_.draft7 ? "items" : "prefixItems";
+    NodeId first = -1;
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      if (!s->is_object()) continue;
+      const Value* tuple = s->find(key);
+      if (tuple != nullptr && (!opt_.draft7 || tuple->is_array()) && first < 0) first = n;
+      if (tuple != nullptr && tuple->is_array()) *from = std::max<size_t>(*from, tuple->size());
+      const Value* items = s->find("items");
+      if ((items != nullptr && !items->is_array()) || s->find("additionalItems") || s->find("unevaluatedItems"))
+        return -1;
+    }
+    if (first < 0) return -1;
+    return synth(r_.node(first).pointer + "/unevaluated", "false");
+  }
+
+  // Whether array_unique refuses (unique_candidates): some position's values are not few and
+  // known, or all of them together are more than 8. False where it would build its machine.
+  bool open_values(const std::vector<std::vector<NodeId>>& positions) {
+    std::vector<std::string> seen;
+    for (const std::vector<NodeId>& nodes : positions) {
+      const std::vector<NodeId>* ex = expand(nodes);
+      if (ex == nullptr) continue;
+      const std::vector<NodeId> expanded(*ex);
+      std::vector<const Value*> cands;
+      if (!finite_values(expanded, &cands)) {
+        if ((static_atoms(expanded) & ~(kAtomNull | kAtomBoolean)) == 0)
+          return decline("uniqueItems over nulls and booleans"), false;  // (type_only is not ported)
+        return true;
+      }
+      size_t kept = 0;
+      for (const Value* v : cands) {
+        bool all = true;
+        for (NodeId n : expanded) all = all && holds(*v, n);
+        if (failed()) return false;
+        if (!all) continue;
+        ++kept;
+        std::string k = *canon(*v);
+        if (std::find(seen.begin(), seen.end(), k) == seen.end()) seen.push_back(k);
+      }
+      if (kept > 8) return true;
+    }
+    return seen.size() > 8;
+  }
+
+  // ArraySchema.array_shape: `[`, the prefix items, then items of `rest`, `]`, lo..hi of them.
+  Expr array_shape(const std::vector<Expr>& elems, Expr rest, int64_t lo, int64_t hi) {
     Expr content;
-    if (hi == 0) {
-      content = IrBuilder::kNothing;
+    if (!elems.empty()) {
+      content = b_.seq(elems[0], array_tail(elems, rest, lo, hi));
+    } else if (hi == 0) {
+      content = kNothing;
     } else {
       Expr more = counted(b_.seq(sep_, rest), std::max<int64_t>(0, lo - 1), hi < 0 ? -1 : hi - 1);
       content = b_.seq(rest, more);
@@ -874,6 +1015,22 @@ class Conv : public TextHost, public NumberHost {
     Expr full = b_.seq(open, ws_, first_, content, close_ws_, close);
     if (lo == 0) return b_.alt(b_.seq(open, ws_, close), full);
     return full;
+  }
+
+  // ArraySchema.array_tail: the items after the first, each after a separator, built from the
+  // end, a rule every 8 items (so that no expression nests deeply).
+  Expr array_tail(const std::vector<Expr>& elems, Expr rest, int64_t lo, int64_t hi) {
+    const int64_t n = int64_t(elems.size()), mn = std::max<int64_t>(0, lo - n), mx = hi < 0 ? -1 : hi - n;
+    Expr expr;
+    if (mx >= 0 && mx < mn) expr = kNothing;
+    else if (mx == 0) expr = IrBuilder::kEmpty;
+    else expr = counted(b_.seq(sep_, rest), mn, mx);
+    for (int64_t i = n - 1; i > 0; --i) {
+      Expr step = b_.seq(sep_, elems[i], expr);
+      expr = i < lo ? step : b_.alt(IrBuilder::kEmpty, step);
+      if ((n - i) % 8 == 0 && i > 1) expr = shared(expr, "items");
+    }
+    return expr;
   }
 
   // ArraySchema.counted: lo..hi copies of `unit` (hi -1: unbounded), base-16 blocks past 256.
@@ -903,18 +1060,28 @@ class Conv : public TextHost, public NumberHost {
 
   // ---- objects (_object_schema.py) -------------------------------------------------------
 
-  // TypeAnalysis.member_nodes without patternProperties.
+  // TypeAnalysis.member_nodes: the schemas of n a value for key k meets, its `properties` entry
+  // and the `patternProperties` that match k, else its `additionalProperties`.
   void member_nodes(NodeId n, const std::string& k, std::vector<NodeId>* out) {
     const Value* s = r_.node(n).schema;
     if (!s->is_object()) return;
+    const size_t before = out->size();
     const Value* props = s->find("properties");
-    if (props != nullptr && props->is_object()) {
-      if (const Value* v = props->find(k)) {
-        out->push_back(child(n, "properties", v, "/" + escape_pointer(k)));
-        return;
-      }
-    }
-    if (const Value* a = s->find("additionalProperties")) out->push_back(child(n, "additionalProperties", a));
+    if (props != nullptr && props->is_object())
+      if (const Value* v = props->find(k)) out->push_back(child(n, "properties", v, "/" + escape_pointer(k)));
+    const Value* pats = s->find("patternProperties");
+    if (pats != nullptr && pats->is_object())
+      for (const Member& m : pats->members())
+        if (matches(m.key, k)) out->push_back(child(n, "patternProperties", &m.value, "/" + escape_pointer(m.key)));
+    if (out->size() == before)
+      if (const Value* a = s->find("additionalProperties")) out->push_back(child(n, "additionalProperties", a));
+  }
+
+  // _text.pattern_search: whether a pattern matches anywhere in a key (false where it declines).
+  bool matches(std::string_view pattern, std::string_view key) {
+    int found = patterns_.pattern_search(pattern, key);
+    if (found < 0) decline("a pattern's search: " + patterns_.why());
+    return found > 0;
   }
 
   // Evaluation.strict_close for objects: the false node that closes a place that names
@@ -946,7 +1113,7 @@ class Conv : public TextHost, public NumberHost {
     auto add = [](std::vector<std::string>* v, std::string_view k) {
       if (std::find(v->begin(), v->end(), k) == v->end()) v->emplace_back(k);
     };
-    std::vector<std::string> names;  // every property name, for strict mode's closing node
+    std::vector<Pattern> patterns;  // ObjectFacts.patterns: (node, pattern) in the nodes' order
     for (NodeId n : nodes) {
       const Value* s = r_.node(n).schema;
       if (!s->is_object()) continue;
@@ -954,14 +1121,26 @@ class Conv : public TextHost, public NumberHost {
         for (const Member& m : props->members()) add(&order, m.key);
       if (const Value* req = s->find("required"))
         for (const Value& k : req->items()) add(&required, k.text());
+      if (const Value* pats = s->find("patternProperties")) {
+        for (const Member& m : pats->members()) {
+          if (patterns_.pattern_expr(m.key) == kNoExpr) return decline("patternProperties: " + patterns_.why()), kNothing;
+          patterns.push_back({n, &m});
+        }
+      }
     }
     for (const std::string& k : required) add(&order, k);
+    for (const std::string& k : required)  // the Python's witnesses of negations are such keys
+      if (!k.empty() && k[0] == '\0') return decline("a required key starting with NUL"), kNothing;
     NodeId closed = strict_close(nodes);
     std::vector<std::pair<std::string, Expr>> members;
     for (const std::string& k : order) {
       std::vector<NodeId> knodes;
       for (NodeId n : nodes) member_nodes(n, k, &knodes);
-      if (closed >= 0 && !names_property(nodes, k)) knodes.push_back(closed);
+      if (closed >= 0 && !names_property(nodes, k)) {
+        bool matched = false;
+        for (const Pattern& p : patterns) matched = matched || matches(p.member->key, k);
+        if (!matched) knodes.push_back(closed);
+      }
       Expr v = value(knodes, kAllAtoms);
       if (v == IrBuilder::kNothing) {
         if (std::find(required.begin(), required.end(), k) != required.end()) return IrBuilder::kNothing;
@@ -974,18 +1153,69 @@ class Conv : public TextHost, public NumberHost {
       decline("more properties than the limit");
       return IrBuilder::kNothing;
     }
-    // additional members: any key but the known ones, checked to differ from the keys before
-    std::vector<NodeId> vnodes;
-    for (NodeId n : nodes)
-      if (const Value* a = r_.node(n).schema->is_object() ? r_.node(n).schema->find("additionalProperties") : nullptr)
-        vnodes.push_back(child(n, "additionalProperties", a));
-    if (closed >= 0) vnodes.push_back(closed);
-    std::vector<Expr> parts;  // additional_member: one part, as no pattern splits the keys
-    Expr av = value(vnodes, kAllAtoms);
-    if (av != IrBuilder::kNothing) parts.push_back(b_.seq(any_key(), distinct_key(order), colon_, av));
-    Expr additional = shared(b_.alt(IrSpan<Expr>(parts)), "extra");
+    Expr additional = shared(additional_member(nodes, order, patterns, closed), "extra");
     Expr out = members_in_order(members, additional, required);
     return additional == IrBuilder::kNothing ? out : b_.make_region(out);
+  }
+
+  struct Pattern {
+    NodeId node;
+    const Member* member;  // the patternProperties entry: the pattern and its schema
+  };
+
+  // ObjectSchema.additional_member: members whose key is not a known one, one alternative per
+  // set of the patterns it matches (its key the product of the patterns, matched or not, and of
+  // "none of the known keys"); each key is checked to differ from the keys before it.
+  Expr additional_member(const std::vector<NodeId>& nodes, const std::vector<std::string>& known,
+                         const std::vector<Pattern>& patterns, NodeId closed) {
+    if (patterns.size() > 4) return decline("more than 4 patternProperties in one place"), kNothing;
+    std::vector<Expr> parts;
+    for (uint32_t mask = 0; mask < (1u << patterns.size()); ++mask) {
+      std::vector<NodeId> vnodes;
+      for (NodeId n : nodes) {
+        bool mine = false;
+        for (size_t i = 0; i < patterns.size(); ++i) {
+          if (!(mask >> i & 1) || patterns[i].node != n) continue;
+          const Member& m = *patterns[i].member;
+          vnodes.push_back(child(n, "patternProperties", &m.value, "/" + escape_pointer(m.key)));
+          mine = true;
+        }
+        const Value* s = r_.node(n).schema;
+        if (!mine && s->is_object())
+          if (const Value* a = s->find("additionalProperties")) vnodes.push_back(child(n, "additionalProperties", a));
+      }
+      if (closed >= 0 && mask == 0) vnodes.push_back(closed);  // the keys no pattern of the place takes
+      Expr v = value(vnodes, kAllAtoms);
+      if (v == kNothing) continue;
+      if (patterns.empty()) {
+        parts.push_back(b_.seq(any_key(), distinct_key(known), colon_, v));
+        continue;
+      }
+      std::string sig = std::to_string(mask);
+      for (const std::string& k : known) sig += "\1" + std::to_string(k.size()) + ":" + k;
+      for (const Pattern& p : patterns) sig += "\2" + std::to_string(p.member->key.size()) + ":" + std::string(p.member->key);
+      auto cached = key_bodies_.find(sig);
+      if (cached == key_bodies_.end()) {
+        std::vector<Expr> items{strings_.text().any_string};
+        std::vector<uint8_t> wants{1};
+        if (!known.empty()) {
+          std::vector<Expr> names;
+          for (const std::string& k : known) names.push_back(b_.literal(k));
+          items.push_back(b_.alt(IrSpan<Expr>(names)));
+          wants.push_back(0);
+        }
+        for (size_t i = 0; i < patterns.size(); ++i) {
+          Expr e = patterns_.pattern_search_expr(patterns[i].member->key);
+          if (e == kNoExpr) return decline("patternProperties: " + patterns_.why()), kNothing;
+          items.push_back(e);
+          wants.push_back(mask >> i & 1);
+        }
+        Expr key = intersection(IrSpan<Expr>(items), IrSpan<uint8_t>(wants), "patternProperties", "", true);
+        cached = key_bodies_.emplace(std::move(sig), b_.seq(key, b_.literal("\""))).first;
+      }
+      parts.push_back(b_.seq(b_.literal("\""), cached->second, distinct_key({}), colon_, v));
+    }
+    return b_.alt(IrSpan<Expr>(parts));
   }
 
   bool names_property(const std::vector<NodeId>& nodes, const std::string& k) {
@@ -1071,8 +1301,10 @@ class Conv : public TextHost, public NumberHost {
   std::unordered_map<NodeId, Step> steps_;
   std::unordered_map<std::string, std::optional<std::vector<NodeId>>> expanded_;
   std::unordered_map<std::string, NodeId> synthetic_;
+  std::unordered_map<std::string, Expr> key_bodies_;  // Converter.key_cache: additional keys' automata
   std::deque<Document> docs_;
-  StringSchema strings_;  // its character rules, one table per conversion
+  Patterns patterns_;     // the regex front-end's tables and caches
+  StringSchema strings_;  // its character rules and intersections, one table per conversion
   NumberSchema numbers_;  // its number grammars by what the keywords say
   std::unique_ptr<IrPrelude> any_prelude_;
   std::unique_ptr<Document> true_doc_;
@@ -1123,8 +1355,10 @@ bool convert(const Value& root, const Options& options, Converted* out, std::str
   Resolver r;
   const bool drop = !options.format_assertion, draft7 = options.draft7;
   auto uncovered = [drop, draft7](const Member& m) {
-    return constraining(m.key, draft7) && !(drop && m.key == "format" && m.value.is_string()) &&
-           !covered(m.key, m.value);
+    // without_formats drops a string format, and moves any other to the end (or drops a null):
+    // such an order is not this port's
+    if (drop && m.key == "format") return !m.value.is_string();
+    return constraining(m.key, draft7) && !covered(m.key, m.value);
   };
   if (!r.init(root, drop, uncovered)) {
     *declined = r.declined();

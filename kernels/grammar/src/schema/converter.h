@@ -28,6 +28,7 @@ struct Options {
   bool draft7 = false;
   bool integers_without_fraction = false;  // draft-04: 1.0 is not an integer
   bool format_assertion = true;            // false: `format` is an annotation (dropped, as without_formats)
+  std::string unicode_version;             // unicodedata.unidata_version of the Python (regex.h)
 };
 
 // The kinds of JSON value a context may still admit (_keywords.ATOMS), as numbers.h's bits.

@@ -122,6 +122,66 @@ void put(std::string* out, std::string_view s) {
   *out += s;
 }
 
+
+// _dialect._rewrite's places: a keyword's value that is one schema, a list of them, or a map of them.
+enum Place : uint8_t { kNoPlace, kSchemaPlace, kListPlace, kMapPlace };
+Place place_of(std::string_view key, const Value& v) {
+  if (v.is_object() && in(key, {"additionalProperties", "propertyNames", "additionalItems", "contains", "not", "if",
+                                "then", "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items"}))
+    return kSchemaPlace;
+  if (v.is_array() && in(key, {"allOf", "anyOf", "oneOf", "prefixItems", "items"})) return kListPlace;
+  if (v.is_object() && in(key, {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                                "dependencies"}))
+    return kMapPlace;
+  return kNoPlace;
+}
+
+// json.dumps of keyword `key`'s value as without_formats leaves it: a string `format` dropped
+// from every schema object in its places, everything else as it is. Without recursion (the
+// nesting is the document's).
+void dump_without_formats(std::string_view key, const Value& value, std::string* out) {
+  struct Frame {
+    const Value* v;
+    uint32_t i;
+    Place place;
+    bool any;
+  };
+  const Place top = place_of(key, value);
+  if (top == kNoPlace) return dump(value, out);
+  *out += top == kListPlace ? '[' : '{';
+  std::vector<Frame> stack{{&value, 0, top, false}};
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const bool list = f.place == kListPlace;
+    if (f.i == f.v->size()) {
+      *out += list ? ']' : '}';
+      stack.pop_back();
+      continue;
+    }
+    const Value* x;
+    Place inner;
+    if (list) {
+      x = &f.v->items()[f.i++];
+      inner = x->is_object() ? kSchemaPlace : kNoPlace;
+    } else {
+      const Member& m = f.v->members()[f.i++];
+      if (f.place == kSchemaPlace && m.key == "format" && m.value.is_string()) continue;
+      x = &m.value;
+      inner = f.place == kMapPlace ? (x->is_object() ? kSchemaPlace : kNoPlace) : place_of(m.key, *x);
+      if (f.any) *out += ", ";
+      dump_string(m.key, out);
+      *out += ": ";
+    }
+    if (list && f.any) *out += ", ";
+    f.any = true;
+    if (inner == kNoPlace) {
+      dump(*x, out);
+      continue;
+    }
+    *out += inner == kListPlace ? '[' : '{';
+    stack.push_back({x, 0, inner, false});  // (f is not used past this)
+  }
+}
 }  // namespace
 
 std::string escape_pointer(std::string_view token) {
@@ -227,7 +287,10 @@ void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>
       if (is_silent(m.key) || (drop_formats_ && m.key == "format" && m.value.is_string())) continue;
       put(&said, m.key);
       const Value& v = m.value;
-      if (subs != nullptr && (!v.is_object() || subs->size() == v.size())) {
+      // (the Python compares with the value's size after without_formats: one schema's string format dropped)
+      const Value* f = drop_formats_ && place_of(m.key, v) == kSchemaPlace ? v.find("format") : nullptr;
+      const size_t size = v.is_object() ? v.size() - (f != nullptr && f->is_string()) : 0;
+      if (subs != nullptr && (!v.is_object() || subs->size() == size)) {
         said += 'S';
         std::string at = n.pointer + "/" + escape_pointer(m.key);
         said += std::to_string(subs->size());
@@ -251,7 +314,15 @@ void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>
           case Kind::boolean: said += v.boolean() ? "bT" : "bF"; break;
           case Kind::integer: said += 'i'; put(&said, v.text()); break;
           case Kind::number: said += 'f'; put(&said, v.text()); break;
-          default: said += v.is_array() ? 'l' : 'd'; put(&said, dumps(v)); break;
+          default: {
+            // the text of the schema as without_formats leaves it (the Python numbers that copy)
+            said += v.is_array() ? 'l' : 'd';
+            std::string text;
+            if (drop_formats_) dump_without_formats(m.key, v, &text);
+            else dump(v, &text);
+            put(&said, text);
+            break;
+          }
         }
       }
     }

@@ -223,6 +223,10 @@ std::string utf8(const int32_t* s, size_t n) {
 
 std::string_view regex_unicode_version() { return kTablesUnicodeVersion; }
 
+std::string unicode_version_name(int32_t packed) {
+  return std::to_string(packed / 10000) + "." + std::to_string(packed / 100 % 100) + "." + std::to_string(packed % 100);
+}
+
 bool unicode_isdigit(int32_t c) { return in_table(kIsDigit, sizeof(kIsDigit) / 4, c); }
 
 bool decode_code_points(std::string_view s, std::vector<int32_t>* out) {

@@ -31,6 +31,8 @@ constexpr int64_t kMaxRegexWork = 1 << 24;   // items and bytes one pattern's co
 
 // unicodedata.unidata_version of the Python that generated the property tables.
 std::string_view regex_unicode_version();
+// A version given as major * 10000 + minor * 100 + micro (the C ABI's), written as Python does.
+std::string unicode_version_name(int32_t packed);
 
 // str.isdigit of one code point (Unicode digits: json_schema/_text.py's _drop_lazy asks).
 bool unicode_isdigit(int32_t c);

@@ -1,6 +1,7 @@
 #include "text.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <vector>
 
 namespace tg::schema {
@@ -249,65 +250,6 @@ Expr length_expr(IrBuilder& ir, int64_t lo, int64_t hi) {
   const IrRange all{0, kMaxCodePoint};
   const Expr e = ir.repeat(ir.char_class(IrSpan<IrRange>(&all, 1)), lo, hi);  // ANY_CHAR
   return ir.ok() ? e : kNoExpr;
-}
-
-// ---- StringSchema -----------------------------------------------------------------------
-
-StringSchema::StringSchema(IrBuilder& ir, TextHost& host) : ir_(ir), host_(host), text_(text_exprs(ir)) {}
-
-Expr StringSchema::string_of_length(int64_t lo, int64_t hi) {
-  if (hi != kUnbounded && hi < lo) return IrBuilder::kNothing;
-  const Expr count = capped_count(lo, hi);
-  if (count == kNoExpr) return kNoExpr;
-  const Expr quote = ir_.literal("\"");
-  return finish(ir_.seq(quote, count, quote));
-}
-
-Expr StringSchema::capped_count(int64_t lo, int64_t hi, Expr ch) {
-  if (lo > kMaxStringLength) return kNoExpr;  // refused: minLength above MAX_STRING_LENGTH
-  if (hi != kUnbounded && hi > kMaxStringLength) hi = kMaxStringLength;  // a restriction
-  return char_count(lo, hi, ch);
-}
-
-// Past kCalledChars: kCalledChars calls of the one-character rule, then 16-character blocks and
-// single characters for the rest (strings shorter than kCalledChars apart).
-Expr StringSchema::char_count(int64_t lo, int64_t hi, Expr ch) {
-  if ((hi == kUnbounded || hi <= kFlatChars) && lo <= kFlatChars) return finish(ir_.repeat(ch, lo, hi));
-  if (hi == kUnbounded) {
-    const Expr exact = char_count(lo, lo, ch);  // one level: lo is bounded now
-    return exact == kNoExpr ? kNoExpr : finish(ir_.seq(exact, ir_.repeat(ch, 0, kUnbounded)));
-  }
-  const Expr one = char_rule(ch, 1);
-  if (one == kNoExpr) return kNoExpr;
-  if (hi <= kCalledChars) return finish(ir_.repeat(one, lo, hi));
-  const Expr block = char_rule(ch, 16);
-  if (block == kNoExpr) return kNoExpr;
-  const int64_t rest_lo = std::max<int64_t>(lo - kCalledChars, 0), m = hi - kCalledChars - rest_lo;
-  const int64_t q = m / 16;
-  const Expr up_to = q == 0 ? ir_.repeat(one, 0, m)
-                            : ir_.alt(ir_.seq(ir_.repeat(block, 0, q - 1), ir_.repeat(one, 0, 15)),
-                                      ir_.seq(ir_.repeat(block, q, q), ir_.repeat(one, 0, m % 16)));
-  const Expr longer = ir_.seq(ir_.repeat(one, kCalledChars, kCalledChars), ir_.repeat(block, rest_lo / 16, rest_lo / 16),
-                              ir_.repeat(one, rest_lo % 16, rest_lo % 16), up_to);
-  if (lo >= kCalledChars) return finish(longer);
-  return finish(ir_.alt(ir_.repeat(one, lo, kCalledChars - 1), longer));
-}
-
-Expr StringSchema::char_rule(Expr ch, int32_t n) {
-  const uint64_t key = uint64_t(uint32_t(ch)) << 32 | uint32_t(n);
-  const auto known = char_rules_.find(key);
-  RuleId rule;
-  if (known != char_rules_.end()) {
-    rule = known->second;
-  } else {
-    const std::string hint = "chars" + std::to_string(n);
-    // Handles are equal exactly when expressions are: the Python's `char is JSON_CHAR`.
-    rule = ch == text_.json_char ? ir_.rule(hint) : host_.fresh(hint);
-    if (rule < 0) return kNoExpr;  // past MAX_RULES
-    char_rules_.emplace(key, rule);
-    host_.set_rule(rule, ir_.repeat(ch, n, n));
-  }
-  return finish(ir_.make_ref(rule));
 }
 
 }  // namespace tg::schema

@@ -1,25 +1,16 @@
 // Strings for the JSON Schema port: json_schema/_text.py's JSON string encoding (keys and
 // constants), the JSON escaping of an expression over decoded UTF-8 bytes, ANY_CHAR, ANY_STRING
-// and JSON_CHAR; and from _string_schema.py the counted characters of a string whose only
-// keywords are minLength/maxLength (char_count, char_rule, capped_count). The same calls build
-// the same expressions as the Python, so the grammars' words are its words; where the Python
-// raises (a lone surrogate, a minLength past MAX_STRING_LENGTH, too many rules) these return
+// and JSON_CHAR, and length_expr. The same calls build the same expressions as the Python, so
+// the grammars' words are its words; where the Python raises (a lone surrogate) these return
 // kNoExpr and the caller declines.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "ir_build.h"
 
 namespace tg::schema {
-
-// _string_schema's limits: a longer maxLength is cut to kMaxStringLength characters, counts up to
-// kFlatChars are written out, up to kCalledChars one rule call per character.
-constexpr int64_t kMaxStringLength = 100000;
-constexpr int64_t kFlatChars = 64;
-constexpr int64_t kCalledChars = 1024;
 
 // escape_byte: the JSON spelling of an ASCII byte that must be escaped (`\"`, `\\`, `\b`, `\f`,
 // `\n`, `\r`, `\t`, else `\u00xx` for a control byte); empty for any other byte.
@@ -50,49 +41,5 @@ TextExprs text_exprs(IrBuilder& ir);
 
 // length_expr: lo..hi decoded characters (hi kUnbounded for None).
 Expr length_expr(IrBuilder& ir, int64_t lo, int64_t hi);
-
-// What _string_schema needs of the converter: its rule names and rules (Converter.fresh and
-// self.rules); a reference is the builder's (Converter.ref's object is only a cache).
-class TextHost {
- public:
-  virtual ~TextHost() = default;
-  // fresh(hint): the next name of the converter's shared counter (prefix, hint, "_n"), or -1
-  // past its MAX_RULES, where the Python raises.
-  virtual RuleId fresh(std::string_view hint) = 0;
-  // self.rules[name] = body: a new rule goes last, a known one keeps its place.
-  virtual void set_rule(RuleId rule, Expr body) = 0;
-};
-
-// StringSchema's counted strings, with its table of character rules (Converter.char_rules);
-// one per conversion. Every call returns kNoExpr where the Python raises (see above), and when
-// the builder holds an error.
-class StringSchema {
- public:
-  StringSchema(IrBuilder& ir, TextHost& host);
-
-  const TextExprs& text() const { return text_; }
-
-  // string(nodes) for nodes whose only string keywords are lengths (no pattern, format or
-  // content keywords): the quoted lo..hi JSON characters, NOTHING when hi < lo. lo and hi
-  // (kUnbounded: no maxLength) are what count_bounds gives; values past int64 are the caller's
-  // to decline.
-  Expr string_of_length(int64_t lo, int64_t hi);
-  // char_count within kMaxStringLength: a longer minimum refused (kNoExpr), a longer maximum cut.
-  Expr capped_count(int64_t lo, int64_t hi, Expr ch);
-  Expr capped_count(int64_t lo, int64_t hi) { return capped_count(lo, hi, text_.json_char); }
-  // lo..hi characters `ch` (lo <= hi): written out when short, else through char_rule's rules.
-  Expr char_count(int64_t lo, int64_t hi, Expr ch);
-  // A reference to the rule of `n` characters `ch`, one rule per (ch, n): named "chars<n>" for
-  // JSON_CHAR, else fresh("chars<n>").
-  Expr char_rule(Expr ch, int32_t n);
-
- private:
-  Expr finish(Expr e) const { return ir_.ok() ? e : kNoExpr; }
-
-  IrBuilder& ir_;
-  TextHost& host_;
-  TextExprs text_;
-  std::unordered_map<uint64_t, RuleId> char_rules_;  // (ch << 32 | n) -> its rule
-};
 
 }  // namespace tg::schema

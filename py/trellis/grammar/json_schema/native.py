@@ -11,6 +11,7 @@ runs, and its errors are the ones reported.
 from __future__ import annotations
 
 import json
+import unicodedata
 
 from ...errors import TrellisError
 from ..abi import SchemaFlag
@@ -19,14 +20,18 @@ from ._dialect import draft6_forms, format_is_annotation, is_draft4
 from ._refs import DEFAULT_BASE, defrag, join
 from .converter import DEFAULT_MAX_WHITESPACE, KNOWN_METASCHEMAS, detect_draft7
 
+# The Unicode database regex property escapes follow here (the core declines them under another).
+UNICODE_VERSION = (lambda major, minor, micro: major * 10000 + minor * 100 + micro)(
+    *map(int, unicodedata.unidata_version.split(".")))
+
 _OPTIONS = {"any_whitespace", "strict", "max_whitespace", "property_order", "draft", "canonical_integers",
             "format_assertion", "indent", "separators", "field"}
 
 
 def request(source, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
             property_order="schema", draft=None, canonical_integers=False, format_assertion=None, indent=None,
-            separators=None, field=None) -> tuple[bytes, int, int] | None:
-    """(the schema's JSON text as UTF-8, SchemaFlag flags, max_whitespace) for
+            separators=None, field=None) -> tuple[bytes, int, int, int] | None:
+    """(the schema's JSON text as UTF-8, SchemaFlag flags, max_whitespace, UNICODE_VERSION) for
     tg_grammar_compile_json_schema, or None (see the module docstring): also wherever reading
     the schema fails here (too deep for json, a dialect rewrite's limit), so that the Python
     converter's path raises its own typed error."""
@@ -68,7 +73,7 @@ def _request(source, any_whitespace, strict, max_whitespace, property_order, dra
              | SchemaFlag.DRAFT7 * draft7 | SchemaFlag.INTEGERS_WITHOUT_FRACTION * draft4
              | SchemaFlag.FORMAT_ASSERTION * bool(format_assertion)
              | SchemaFlag.CANONICAL_INTEGERS * bool(canonical_integers))
-    return text.encode("utf-8", "surrogatepass"), int(flags), max_whitespace
+    return text.encode("utf-8", "surrogatepass"), int(flags), max_whitespace, UNICODE_VERSION
 
 
 def takes(options: dict) -> bool:
