@@ -52,6 +52,10 @@ def _request(source, any_whitespace, strict, max_whitespace, property_order, dra
     schema = json.loads(text) if text is not None else schema_of(source)
     if not isinstance(schema, (dict, bool)):
         return None
+    if text is None:  # written once: the dialect's search reads it too
+        text = _dumps(schema)
+        if json.loads(text) != schema:  # not JSON as it stands (a non-string key, a tuple): the walk refuses it
+            return None
     uri = schema.get("$schema") if isinstance(schema, dict) else None
     if uri is not None and (not isinstance(uri, str) or not any(m in uri for m in KNOWN_METASCHEMAS)):
         return None
@@ -60,20 +64,20 @@ def _request(source, any_whitespace, strict, max_whitespace, property_order, dra
     if draft4:  # draft-04's `id` and boolean bounds, rewritten as the conversion does
         rewritten = draft6_forms(schema, text)
         if rewritten is not schema:
-            schema, text = rewritten, None
+            schema, text = rewritten, _dumps(rewritten)
     if format_assertion is None:
         format_assertion = strict or not format_is_annotation(schema)
     if isinstance(schema, dict) and isinstance(schema.get("$id"), str):  # the base URI, as the walk reads it
         defrag(defrag(join(DEFAULT_BASE, schema["$id"]))[0] + "#")
-    if text is None:
-        text = json.dumps(schema, ensure_ascii=False, check_circular=False)
-        if json.loads(text) != schema:  # not JSON as it stands (a non-string key, a tuple): the walk refuses it
-            return None
     flags = (SchemaFlag.ANY_WHITESPACE * bool(any_whitespace) | SchemaFlag.STRICT * bool(strict)
              | SchemaFlag.DRAFT7 * draft7 | SchemaFlag.INTEGERS_WITHOUT_FRACTION * draft4
              | SchemaFlag.FORMAT_ASSERTION * bool(format_assertion)
              | SchemaFlag.CANONICAL_INTEGERS * bool(canonical_integers))
     return text.encode("utf-8", "surrogatepass"), int(flags), max_whitespace, UNICODE_VERSION
+
+
+def _dumps(schema) -> str:
+    return json.dumps(schema, ensure_ascii=False, check_circular=False)
 
 
 def takes(options: dict) -> bool:
