@@ -43,7 +43,8 @@ def keywords(schema):
         "minimum": st.integers(-5, 5) | st.floats(),
         "maximum": st.integers(-5, 5) | st.floats(), "exclusiveMinimum": st.integers(-5, 5) | st.booleans(),
         "multipleOf": st.sampled_from([1, 2, 0.5, 0, -1, 10**30 + 1]),
-        "anyOf": st.lists(schema, min_size=1, max_size=2),
+        "anyOf": st.lists(schema, min_size=1, max_size=2), "oneOf": st.lists(schema, min_size=1, max_size=3),
+        "not": schema, "$trellis:notConst": SCALARS,
         "patternProperties": st.dictionaries(st.sampled_from(["^a", "b$", "^x-", ".*", "(", "é", "^[0-9]+$"]), schema,
                                              max_size=5),
     }

@@ -39,17 +39,30 @@ bool constraining(std::string_view k, bool draft7) {
          (draft7 && (k == "contentMediaType" || k == "contentEncoding"));
 }
 
+// _negate.py's keywords for what JSON Schema cannot say (a value, pattern, format or multiple
+// excluded; "some property" is not ported).
+constexpr std::string_view kNotConst = "$trellis:notConst", kNotPattern = "$trellis:notPattern",
+                           kNotFormat = "$trellis:notFormat", kNotMultiple = "$trellis:notMultipleOf";
+
 // The constraining keywords this port builds (README.md's first step); a subschema with any
 // other declines the document.
 bool covered(std::string_view k, const Value& v) {
-  if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "properties", "required", "additionalProperties",
-             "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
-             "exclusiveMaximum", "multipleOf", "pattern", "format"}))
+  if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "properties", "required",
+             "additionalProperties", "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum",
+             "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern", "format", kNotConst, kNotPattern,
+             kNotFormat, kNotMultiple}))
     return true;
   if (in(k, {"items", "prefixItems", "additionalItems"})) return true;
   if (k == "patternProperties") return v.is_object();
   if (k == "uniqueItems") return v.is_bool();
   return false;
+}
+
+// _keywords.ANNOTATIONS: accepted and ignored.
+bool is_annotation(std::string_view k) {
+  return in(k, {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly",
+                "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor",
+                "$dynamicAnchor", "$recursiveAnchor", "$defs", "definitions", "$vocabulary"});
 }
 
 // _keywords.VALUE_LIST: a subschema of only these is a list of values with a type.
@@ -109,7 +122,7 @@ std::optional<std::string> canon(const Value& v) {
 
 // The splits a context's cases have made (body's `done`): (node, kind) markers, sorted.
 using Done = std::vector<uint64_t>;
-enum SplitKind : uint8_t { kIf = 0, kAnyOf = 1, kOneOf = 2, kNot = 3 };
+enum SplitKind : uint8_t { kIf = 0, kAnyOf = 1, kOneOf = 2, kNot = 3, kOneOfKey = 4 };
 uint64_t marker(NodeId n, uint8_t kind) { return uint64_t(uint32_t(n)) << 8 | kind; }
 Done with(const Done& done, uint64_t m) {
   Done out(done);
@@ -426,13 +439,26 @@ class Conv : public TextHost, public NumberHost {
   // Converter.body for the covered keywords: the candidates of an enum or const, else the
   // values of each atom the context admits.
   Expr body(const std::vector<NodeId>& nodes, uint8_t atoms, const Done& done) {
-    for (NodeId n : nodes) atoms &= type_atoms(r_.node(n).schema);
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      atoms &= type_atoms(s);
+      if (const Value* nv = s->is_object() ? s->find("not") : nullptr) {
+        int32_t inner = type_only(child(n, "not", nv));
+        if (inner >= 0) atoms &= uint8_t(~inner);
+      }
+    }
     if (atoms == 0) return IrBuilder::kNothing;
     std::vector<const Value*> cands;
     if (finite_values(nodes, &cands)) {
       std::vector<NodeId> asked;
+      std::unordered_set<std::string> excluded;  // a negated enum's values, one subschema each
       for (NodeId n : nodes) {
-        for (const Member& m : r_.node(n).schema->members()) {
+        const Value* s = r_.node(n).schema;
+        if (const Value* x = s->size() == 1 ? s->find(kNotConst) : nullptr) {
+          if (auto k = canon(*x)) excluded.insert(*k);
+          continue;
+        }
+        for (const Member& m : s->members()) {
           if (!value_list_key(m.key)) {
             asked.push_back(n);
             break;
@@ -443,7 +469,7 @@ class Conv : public TextHost, public NumberHost {
       bool integer = !(atoms & kAtomFrac);
       for (const Value* v : cands) {
         if (v->is_string()) {
-          if (!(atoms & kAtomString)) continue;
+          if (!(atoms & kAtomString) || excluded.count(*canon(*v))) continue;
           bool ok = true;
           for (NodeId n : asked) ok = ok && holds(*v, n);
           if (ok) keep.push_back(string_literal(v->text()));
@@ -454,6 +480,17 @@ class Conv : public TextHost, public NumberHost {
         }
       }
       return b_.alt(IrSpan<Expr>(keep));
+    }
+    // a `not` that is not about types alone: its negation joins the context first
+    for (NodeId n : nodes) {
+      const Value* nv = r_.node(n).schema->find("not");
+      uint64_t m = marker(n, kNot);
+      if (nv == nullptr || std::binary_search(done.begin(), done.end(), m)) continue;
+      NodeId inner = child(n, "not", nv);
+      if (type_only(inner) >= 0) continue;
+      std::vector<NodeId> more(nodes);
+      more.push_back(negation(inner));
+      return value(more, atoms, with(done, m));
     }
     // anyOf / oneOf: a case per branch (a oneOf where no two branches can both hold)
     for (NodeId n : nodes) {
@@ -467,31 +504,101 @@ class Conv : public TextHost, public NumberHost {
           branches.push_back(child(n, kind == kAnyOf ? "anyOf" : "oneOf", &list->items()[i], "/" + std::to_string(i)));
         distribute(int32_t(branches.size()));
         uint8_t clear = kind == kAnyOf ? atoms : disjoint_atoms(nodes, branches, atoms);
-        if (clear != atoms) {  // overlapping oneOf branches need negations: not ported yet
-          decline("oneOf with overlapping branches");
-          return IrBuilder::kNothing;
+        if ((atoms & ~clear & kAtomObject) && !std::binary_search(done.begin(), done.end(), marker(n, kOneOfKey))) {
+          Expr by_key;
+          if (split_on_key(n, nodes, branches, atoms, done, &by_key)) return by_key;
         }
         Done after = with(done, m);
         std::vector<Expr> parts;
-        for (NodeId b : branches) {
-          std::vector<NodeId> case_nodes(nodes);
-          case_nodes.push_back(b);
-          parts.push_back(value(case_nodes, clear, after));
+        if (clear) {
+          for (NodeId b : branches) {
+            std::vector<NodeId> case_nodes(nodes);
+            case_nodes.push_back(b);
+            parts.push_back(value(case_nodes, clear, after));
+          }
+        }
+        if (clear != atoms) {  // exactly one: b_i and not b_j for every other j, where branches may overlap
+          std::vector<NodeId> negs;
+          for (NodeId b : branches) negs.push_back(negation(b));
+          for (size_t i = 0; i < branches.size(); ++i) {
+            std::vector<NodeId> case_nodes(nodes);
+            case_nodes.push_back(branches[i]);
+            for (size_t j = 0; j < negs.size(); ++j)
+              if (j != i) case_nodes.push_back(negs[j]);
+            parts.push_back(value(case_nodes, atoms & ~clear, after));
+          }
         }
         return b_.alt(IrSpan<Expr>(parts));
       }
     }
+    bool no_null = false, no_true = false, no_false = false;  // excluded by a negated const
+    for (NodeId n : nodes) {
+      const Value* x = r_.node(n).schema->find(kNotConst);
+      if (x == nullptr) continue;
+      if ((x->is_array() || x->is_object()) && (atom_of(*x) & atoms))
+        return decline("excluding an array or object value"), kNothing;
+      no_null |= x->is_null();
+      no_true |= x->is_bool() && x->boolean();
+      no_false |= x->is_bool() && !x->boolean();
+    }
     std::vector<Expr> parts;
-    if (atoms & kAtomNull) parts.push_back(b_.literal("null"));
+    if ((atoms & kAtomNull) && !no_null) parts.push_back(b_.literal("null"));
     if (atoms & kAtomBoolean) {
-      parts.push_back(b_.literal("true"));
-      parts.push_back(b_.literal("false"));
+      if (!no_true) parts.push_back(b_.literal("true"));
+      if (!no_false) parts.push_back(b_.literal("false"));
     }
     if (atoms & (kAtomInt | kAtomFrac)) parts.push_back(number(nodes, atoms));
     if (atoms & kAtomString) parts.push_back(string(nodes));
     if (atoms & kAtomArray) parts.push_back(array(nodes));
     if (atoms & kAtomObject) parts.push_back(object(nodes));
     return b_.alt(IrSpan<Expr>(parts));
+  }
+
+  // Converter.split_on_key: a oneOf whose object branches differ in one key's value where the
+  // key is there (a discriminator the schema does not require): the objects with the key, where
+  // the oneOf is an anyOf, and those without it. False where no key tells the branches apart.
+  bool split_on_key(NodeId n, const std::vector<NodeId>& nodes, const std::vector<NodeId>& branches, uint8_t atoms,
+                    const Done& done, Expr* out) {
+    std::vector<std::string> names;  // the keys every branch names, in the first one's order
+    for (size_t i = 0; i < branches.size(); ++i) {
+      std::vector<std::string> here;
+      if (const std::vector<NodeId>* ex = expand({branches[i]})) {
+        const std::vector<NodeId> list(*ex);
+        for (NodeId x : list) {
+          const Value* props = r_.node(x).schema->find("properties");
+          if (props == nullptr || !props->is_object()) continue;
+          for (const Member& m : props->members())
+            if (std::find(here.begin(), here.end(), m.key) == here.end()) here.emplace_back(m.key);
+        }
+      }
+      if (i == 0) {
+        names = std::move(here);
+      } else {
+        std::vector<std::string> kept;
+        for (std::string& k : names)
+          if (std::find(here.begin(), here.end(), k) != here.end()) kept.push_back(std::move(k));
+        names = std::move(kept);
+      }
+    }
+    const std::string& at = r_.node(n).pointer;
+    for (size_t t = 0; t < names.size() && t < 8; ++t) {  // MAX_KEY_TRIES
+      const std::string& k = names[t];
+      NodeId present = synth(at + "/~oneOf/has/" + escape_pointer(k), json_object({{"required", json_list({quoted(k)})}}));
+      std::vector<NodeId> with_present(nodes);
+      with_present.push_back(present);
+      if (!(disjoint_atoms(with_present, branches, kAtomObject) & kAtomObject)) continue;
+      NodeId absent = synth(at + "/~oneOf/lacks/" + escape_pointer(k), json_object({{"properties", json_object({{k, "false"}})}}));
+      distribute(2);
+      Done after = with(done, marker(n, kOneOfKey));
+      const uint8_t rest = atoms & ~kAtomObject;
+      std::vector<NodeId> with_absent(nodes);
+      with_absent.push_back(absent);
+      Expr others = rest ? value(nodes, rest, after) : kNothing;
+      Expr has = value(with_present, kAtomObject, after);
+      *out = b_.alt(others, has, value(with_absent, kAtomObject, after));
+      return true;
+    }
+    return false;
   }
 
   // Converter.distribute: the cases combinators split contexts into, bounded (MAX_CONTEXTS).
@@ -517,7 +624,10 @@ class Conv : public TextHost, public NumberHost {
         else for (const Value& x : v->items()) of |= atom_of(x);
         atoms &= of;
       }
-      if (s->find("not") != nullptr) decline("not");
+      if (const Value* nv = s->find("not")) {
+        int32_t inner = type_only(child(n, "not", nv));
+        if (inner >= 0) atoms &= uint8_t(~inner);
+      }
       if (depth < 8) {
         for (const char* comb : {"anyOf", "oneOf"}) {
           const Value* bs = s->find(comb);
@@ -603,8 +713,6 @@ class Conv : public TextHost, public NumberHost {
   }
 
   // TypeAnalysis.objects_disjoint: a key one shape requires has no value both admit.
-  // patterns_disjoint (the product of the two sides' `pattern` automata) is not ported: where
-  // the Python finds two such sides disjoint this says false, and the oneOf then declines.
   bool objects_disjoint(const Shape& a, const Shape& b) {
     std::vector<std::string> keys(a.required);
     for (const std::string& k : b.required)
@@ -615,10 +723,26 @@ class Conv : public TextHost, public NumberHost {
       for (NodeId n : b.expanded) member_nodes(n, k, &eb);
       std::vector<NodeId> both(ea);
       both.insert(both.end(), eb.begin(), eb.end());
-      if (no_value(both)) return true;
-      // patterns_disjoint's first answer: a side with no value at all
-      if (!ea.empty() && !eb.empty() && expand(ea) == nullptr) return true;
+      if (no_value(both) || (!ea.empty() && !eb.empty() && patterns_disjoint(ea, eb))) return true;
     }
+    return false;
+  }
+
+  // TypeAnalysis.patterns_disjoint, up to the product of the two sides' `pattern` automata,
+  // which is not ported: where it would be built, the port declines.
+  bool patterns_disjoint(const std::vector<NodeId>& a, const std::vector<NodeId>& b) {
+    for (const std::vector<NodeId>* side : {&a, &b}) {
+      const std::vector<NodeId>* ex = expand(*side);
+      if (ex == nullptr) return true;
+      const std::vector<NodeId> list(*ex);
+      bool patterns = false;
+      for (NodeId n : list) {
+        const Value* p = r_.node(n).schema->find("pattern");
+        patterns = patterns || (p != nullptr && p->is_string());
+      }
+      if (!patterns || (static_atoms(list) & ~kAtomString)) return false;
+    }
+    decline("oneOf branches told apart by their patterns");
     return false;
   }
 
@@ -650,10 +774,85 @@ class Conv : public TextHost, public NumberHost {
     if (ex == nullptr) return true;
     const std::vector<NodeId> list(*ex);
     if (static_atoms(list) == 0) return true;
-    for (NodeId n : list)
-      if (r_.node(n).schema->find("not") != nullptr) decline("not");
     std::vector<const Value*> cands;
-    return finite_values(list, &cands) && cands.empty();
+    if (!finite_values(list, &cands)) return false;
+    std::unordered_set<std::string> excluded;
+    for (NodeId n : list) {
+      if (const Value* x = r_.node(n).schema->find(kNotConst))
+        if (auto k = canon(*x)) excluded.insert(*k);
+      names_excluded(n, &excluded);
+    }
+    for (const Value* c : cands)
+      if (!excluded.count(*canon(*c))) return false;
+    return true;
+  }
+
+  // TypeAnalysis.names_excluded: the strings n's `not` refuses by name (`not: {enum: [...]}`,
+  // perhaps with `type: string`), by canon.
+  void names_excluded(NodeId n, std::unordered_set<std::string>* out) {
+    const Value* inner = r_.node(n).schema->find("not");
+    if (inner == nullptr || !inner->is_object() || !(inner->find("enum") || inner->find("const"))) return;
+    for (const Member& m : inner->members())
+      if (!in(m.key, {"enum", "const", "type"}) && !is_annotation(m.key)) return;
+    if (!(type_atoms(inner) & kAtomString)) return;
+    std::vector<const Value*> values;
+    if (!finite_values({child(n, "not", inner)}, &values)) return;
+    for (const Value* v : values)
+      if (v->is_string()) out->insert(*canon(*v));
+  }
+
+  // TypeAnalysis.type_only: the atoms a schema admits when it constrains nothing but the type;
+  // else -1. Remembered by (node, depth).
+  int32_t type_only(NodeId node, int32_t depth = 0) {
+    const uint64_t key = uint64_t(uint32_t(node)) << 8 | uint32_t(depth);
+    auto known = type_only_.find(key);
+    if (known != type_only_.end()) return known->second;
+    const int32_t atoms = type_only_uncached(node, depth);
+    type_only_[key] = atoms;
+    return atoms;
+  }
+
+  int32_t type_only_uncached(NodeId node, int32_t depth) {
+    if (depth > 20) return -1;
+    const std::vector<NodeId>* ex = expand({node});
+    if (ex == nullptr) return 0;
+    uint8_t atoms = kAllAtoms;
+    const std::vector<NodeId> list(*ex);
+    for (NodeId n : list) {
+      const Value* s = r_.node(n).schema;
+      if (!s->is_object()) continue;
+      for (const Member& m : s->members()) {
+        if (is_annotation(m.key) || dropped(m) ||
+            in(m.key, {"type", "allOf", "$ref", "$dynamicRef", "not", "anyOf", "oneOf"}))
+          continue;
+        if (in(m.key, {"then", "else"}) && s->find("if") == nullptr) continue;
+        if (constraining(m.key, false)) return -1;
+      }
+      atoms &= type_atoms(s);
+      if (const Value* nv = s->find("not")) {
+        int32_t inner = type_only(child(n, "not", nv), depth + 1);
+        if (inner < 0) return -1;
+        atoms &= uint8_t(~inner);
+      }
+      for (const char* comb : {"anyOf", "oneOf"}) {
+        const Value* bs = s->find(comb);
+        if (bs == nullptr) continue;
+        if (!bs->is_array()) return decline(std::string(comb) + " that is not an array"), -1;
+        std::vector<int32_t> sets;
+        for (uint32_t i = 0; i < bs->size(); ++i) {
+          sets.push_back(type_only(child(n, comb, &bs->items()[i], "/" + std::to_string(i)), depth + 1));
+          if (sets.back() < 0) return -1;
+        }
+        uint8_t keep = 0;
+        for (uint8_t a = 1; a && a <= kAllAtoms; a <<= 1) {
+          int32_t count = 0;
+          for (int32_t x : sets) count += (x & a) != 0;
+          if (std::string_view(comb) == "anyOf" ? count >= 1 : count == 1) keep |= a;
+        }
+        atoms &= keep;
+      }
+    }
+    return atoms;
   }
 
   static uint8_t atom_of(const Value& v) {
@@ -741,6 +940,25 @@ class Conv : public TextHost, public NumberHost {
       }
       if (!found) return false;
     }
+    if (const Value* x = s->find(kNotConst)) {  // json_equal: scalars by canon, no scalar equals a container
+      if (x->is_array() || x->is_object()) {
+      } else if (auto xk = canon(*x)) {
+        if (*xk == *key) return false;
+      } else {
+        return decline("a negated const");
+      }
+    }
+    if (v.is_string()) {
+      if (const Value* p = s->find(kNotPattern)) {
+        if (!p->is_string()) return decline("a pattern that is not a string");
+        int found = patterns_.pattern_search(p->text(), v.text());
+        if (found < 0) return decline("a pattern's search: " + patterns_.why());
+        if (found) return false;
+      }
+      if (s->find(kNotFormat) != nullptr) return decline("validation of a negated format");
+    }
+    if (s->find(kNotMultiple) != nullptr && (v.is_integer() || v.is_number()))
+      return decline("validation of a negated multipleOf");
     if (v.is_integer() || v.is_number()) {  // bounds compared exactly, as Decimals
       Decimal d;
       if (!to_decimal(v, &d)) return decline("a candidate number");
@@ -792,9 +1010,251 @@ class Conv : public TextHost, public NumberHost {
       if (failed()) return false;
       if (std::string_view(comb) == "anyOf" ? held < 1 : held != 1) return false;
     }
+    if (const Value* nv = s->find("not")) {
+      bool inner = holds(v, child(id, "not", nv), depth + 1);
+      if (failed()) return false;
+      if (inner) return false;
+    }
     for (const Member& m : s->members())
       if (constraining(m.key, opt_.draft7) && !dropped(m) && !covered(m.key, m.value))
         return decline("validation of " + std::string(m.key));
+    return true;
+  }
+
+  // ---- negation (_negate.py's Negator) ---------------------------------------------------
+  // The negation of a subschema, written as the JSON text of a new subschema placed at the
+  // negated one's base, exactly as the Python's dict: keyword by keyword, each negated to what
+  // constrains only the values it applies to, joined by anyOf. Keywords whose negation needs
+  // "some property" (patternProperties, additionalProperties), contains or if decline.
+
+  // Converter.negation: the synthetic subschema that holds exactly where `node` does not.
+  NodeId negation(NodeId node) {
+    const std::string pointer = r_.node(node).pointer + "/~not";
+    auto known = synthetic_.find(pointer);
+    if (known != synthetic_.end()) return known->second;
+    std::string text;
+    if (!neg(node, 0, &text)) text = "false";  // (declined: the conversion fails)
+    return synth(pointer, text);
+  }
+
+  static std::string json_object(std::initializer_list<std::pair<std::string_view, std::string>> members) {
+    std::string out = "{";
+    for (const auto& [k, v] : members) {
+      if (out.size() > 1) out += ", ";
+      dump_string(k, &out);
+      out += ": " + v;
+    }
+    return out + "}";
+  }
+  static std::string json_list(const std::vector<std::string>& items) {
+    std::string out = "[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+    return out + "]";
+  }
+  static std::string text_of(const Value& v) { return dumps(v); }
+  static std::string quoted(std::string_view s) {
+    std::string out;
+    dump_string(s, &out);
+    return out;
+  }
+
+  // Negator.neg: false where it declines (why in declined_).
+  bool neg(NodeId node, int32_t depth, std::string* out) {
+    const Value* s = r_.node(node).schema;
+    if (s->is_bool()) return *out = s->boolean() ? "false" : "true", true;
+    if (depth > 12) return decline("not: negation nested too deeply");
+    if (opt_.draft7 && s->find("$ref") != nullptr) {
+      NodeId target;
+      if (!r_.follow(node, &target)) return decline(r_.declined());
+      return neg(target, depth + 1, out);
+    }
+    std::vector<std::string> parts;
+    for (const Member& m : s->members()) {
+      if (is_annotation(m.key) || dropped(m) || !(constraining(m.key, false) || m.key == "$ref" || m.key == "$dynamicRef"))
+        continue;
+      std::string part;
+      bool none = false;
+      if (!negate_keyword(node, m, depth, &part, &none)) return false;
+      if (!none) parts.push_back(std::move(part));
+    }
+    if (parts.empty()) *out = "false";
+    else if (parts.size() == 1) *out = std::move(parts[0]);
+    else *out = json_object({{"anyOf", json_list(parts)}});
+    return true;
+  }
+
+  // Negator.keyword: one keyword's negation (`*none`: it says nothing alone).
+  bool negate_keyword(NodeId node, const Member& m, int32_t depth, std::string* out, bool* none) {
+    const Value* s = r_.node(node).schema;
+    const std::string_view k = m.key;
+    const Value& v = m.value;
+    auto sub = [&](std::string_view key, const Value* value, const std::string& token = "") {
+      return child(node, key, value, token);
+    };
+    auto count = [&](const char* type, const char* other, int64_t delta) {  // min*/max* bounds
+      if (!v.is_integer() || !v.fits_int64() || v.int64() == INT64_MAX) return decline("a count's negation");
+      if (delta < 0 && v.int64() <= 0) return *out = "false", true;
+      *out = json_object({{"type", quoted(type)}, {other, std::to_string(v.int64() + delta)}});
+      return true;
+    };
+    if (k == "$ref") {
+      NodeId target;
+      if (!r_.follow(node, &target)) return decline(r_.declined());
+      return neg(target, depth + 1, out);
+    }
+    if (k == "type") {
+      std::vector<std::string_view> types;
+      if (v.is_string()) types.push_back(v.text());
+      else if (v.is_array()) for (const Value& t : v.items()) types.push_back(t.is_string() ? t.text() : "");
+      else return decline("a type's negation");
+      auto has = [&](std::string_view t) { return std::find(types.begin(), types.end(), t) != types.end(); };
+      const bool number = has("number"), integer = has("integer") || number;
+      std::vector<std::string> rest;
+      for (std::string_view t : {"null", "boolean", "number", "string", "array", "object"})
+        if (!has(t) && !(t == "number" && integer) && !(t == "integer" && number)) rest.push_back(quoted(t));
+      if (integer && !number)  // non-integer numbers: numbers that are not integers
+        return *out = json_object({{"anyOf", json_list({json_object({{"type", json_list(rest)}}),
+                                                        R"({"type": "number", "not": {"type": "integer"}})"})}}),
+               true;
+      *out = rest.empty() ? "false" : json_object({{"type", json_list(rest)}});
+      return true;
+    }
+    if (k == "const") return *out = json_object({{kNotConst, text_of(v)}}), true;
+    if (k == "enum") {
+      if (!v.is_array()) return decline("enum that is not an array");
+      if (v.size() == 0) return *out = "true", true;
+      std::vector<std::string> alts;
+      for (const Value& x : v.items()) alts.push_back(json_object({{kNotConst, text_of(x)}}));
+      return *out = json_object({{"allOf", json_list(alts)}}), true;
+    }
+    if (in(k, {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
+      std::string_view flip = k == "minimum" ? "exclusiveMaximum" : k == "maximum" ? "exclusiveMinimum"
+                              : k == "exclusiveMinimum" ? "maximum" : "minimum";
+      return *out = json_object({{"type", "\"number\""}, {flip, text_of(v)}}), true;
+    }
+    if (k == "multipleOf") return *out = json_object({{"type", "\"number\""}, {kNotMultiple, text_of(v)}}), true;
+    if (k == "minLength") return count("string", "maxLength", -1);
+    if (k == "maxLength") return count("string", "minLength", 1);
+    if (k == "minItems") return count("array", "maxItems", -1);
+    if (k == "maxItems") return count("array", "minItems", 1);
+    if (k == "minProperties") return count("object", "maxProperties", -1);
+    if (k == "maxProperties") return count("object", "minProperties", 1);
+    if (k == "pattern") return *out = json_object({{"type", "\"string\""}, {kNotPattern, text_of(v)}}), true;
+    if (k == "format") {
+      if (!v.is_string()) return decline("a format that is not a string");
+      Expr e = patterns_.format_expr(v.text());
+      if (e == kNoExpr) return decline("format " + std::string(v.text()));
+      if (e == kNoFormat) return *none = true, true;
+      return *out = json_object({{"type", "\"string\""}, {kNotFormat, text_of(v)}}), true;
+    }
+    if (k == kNotConst) return *out = json_object({{"const", text_of(v)}}), true;
+    if (k == kNotPattern) return *out = json_object({{"type", "\"string\""}, {"pattern", text_of(v)}}), true;
+    if (k == kNotFormat) return *out = json_object({{"type", "\"string\""}, {"format", text_of(v)}}), true;
+    if (k == kNotMultiple) return *out = json_object({{"type", "\"number\""}, {"multipleOf", text_of(v)}}), true;
+    if (k == "required") {
+      if (!v.is_array()) return decline("required that is not an array");
+      if (v.size() == 0) return *none = true, true;
+      std::vector<std::string> alts;
+      for (const Value& x : v.items()) {
+        if (!x.is_string()) return decline("a required key that is not a string");
+        alts.push_back(json_object({{"type", "\"object\""}, {"properties", json_object({{x.text(), "false"}})}}));
+      }
+      return *out = alts.size() == 1 ? alts[0] : json_object({{"anyOf", json_list(alts)}}), true;
+    }
+    if (in(k, {"properties", "patternProperties", "additionalProperties"})) {
+      if (k != "properties" && s->find("properties") != nullptr) return *none = true, true;
+      if (k == "additionalProperties" && s->find("patternProperties") != nullptr) return *none = true, true;
+      if (s->find("patternProperties") || s->find("additionalProperties"))
+        return decline("the negation of patternProperties or additionalProperties (some property)");
+      if (!v.is_object()) return decline("properties that is not an object");
+      std::vector<std::string> alts;
+      for (const Member& p : v.members()) {
+        std::string n;
+        if (!neg(sub("properties", &p.value, "/" + escape_pointer(p.key)), depth + 1, &n)) return false;
+        if (n == "false") continue;
+        alts.push_back(json_object({{"type", "\"object\""}, {"required", json_list({quoted(p.key)})},
+                                    {"properties", json_object({{p.key, n}})}}));
+      }
+      if (alts.empty()) return *none = true, true;
+      return *out = alts.size() == 1 ? alts[0] : json_object({{"anyOf", json_list(alts)}}), true;
+    }
+    if (k == "additionalItems") {
+      const Value* items = s->find("items");
+      if (items == nullptr || !items->is_array() || (v.is_bool() && v.boolean())) return *none = true, true;
+      return decline("additionalItems: its negation is not supported");
+    }
+    if (k == "prefixItems" || (k == "items" && v.is_array())) {
+      if (!v.is_array()) return decline("prefixItems that is not an array");
+      std::vector<std::string> alts;
+      for (uint32_t i = 0; i < v.size(); ++i) {
+        std::string n;
+        if (!neg(sub(k, &v.items()[i], "/" + std::to_string(i)), depth + 1, &n)) return false;
+        if (n == "false") continue;
+        std::vector<std::string> tuple(i, "true");
+        tuple.push_back(n);
+        alts.push_back(json_object({{"type", "\"array\""}, {"minItems", std::to_string(i + 1)},
+                                    {opt_.draft7 ? "items" : "prefixItems", json_list(tuple)}}));
+      }
+      if (alts.empty()) return *none = true, true;
+      return *out = alts.size() == 1 ? alts[0] : json_object({{"anyOf", json_list(alts)}}), true;
+    }
+    if (k == "items") {  // every item: "some item that is not", contains
+      std::string n;
+      if (!neg(sub("items", &v), depth + 1, &n)) return false;
+      if (n == "false") return *none = true, true;
+      return decline("items: its negation (contains) is not supported");
+    }
+    if (in(k, {"minContains", "maxContains", "then", "else"})) return *none = true, true;
+    if (k == "uniqueItems" && v.is_bool() && !v.boolean()) return *none = true, true;
+    if (in(k, {"unevaluatedItems", "unevaluatedProperties"}) && v.is_bool() && v.boolean()) return *none = true, true;
+    if (in(k, {"allOf", "anyOf"})) {
+      if (!v.is_array()) return decline(std::string(k) + " that is not an array");
+      std::vector<std::string> alts;
+      for (uint32_t i = 0; i < v.size(); ++i) {
+        std::string n;
+        if (!neg(sub(k, &v.items()[i], "/" + std::to_string(i)), depth + 1, &n)) return false;
+        alts.push_back(std::move(n));
+      }
+      return *out = json_object({{k == "allOf" ? "anyOf" : "allOf", json_list(alts)}}), true;
+    }
+    if (k == "oneOf" && v.is_array() && v.size() > 0 && v.size() <= 8) {  // none, or some two
+      std::vector<std::string> negs, pieces, alts;
+      for (uint32_t i = 0; i < v.size(); ++i) {
+        NodeId b = sub("oneOf", &v.items()[i], "/" + std::to_string(i));
+        std::string n, p;
+        if (!neg(b, depth + 1, &n) || !piece(b, &p)) return false;
+        negs.push_back(std::move(n));
+        pieces.push_back(std::move(p));
+      }
+      alts.push_back(json_object({{"allOf", json_list(negs)}}));
+      for (size_t i = 0; i < pieces.size(); ++i)
+        for (size_t j = i + 1; j < pieces.size(); ++j) alts.push_back(json_object({{"allOf", json_list({pieces[i], pieces[j]})}}));
+      return *out = json_object({{"anyOf", json_list(alts)}}), true;
+    }
+    if (k == "not") return piece(sub("not", &v), out);
+    return decline(std::string(k) + ": its negation is not supported");
+  }
+
+  // Negator.piece: a subschema as it is, inlined (this port's documents have one resource, so a
+  // $ref in it resolves alike at the negation's place, unless an $id in it moves its base).
+  bool piece(NodeId node, std::string* out) {
+    const Value* s = r_.node(node).schema;
+    if (s->is_bool()) return *out = s->boolean() ? "true" : "false", true;
+    bool refs = false, ids = false;
+    std::vector<const Value*> todo{s};
+    while (!todo.empty()) {
+      const Value* x = todo.back();
+      todo.pop_back();
+      if (x->is_object()) {
+        refs = refs || x->find("$ref") || x->find("$dynamicRef");
+        ids = ids || x->find("$id");
+        for (const Member& m : x->members()) todo.push_back(&m.value);
+      } else if (x->is_array()) {
+        for (const Value& y : x->items()) todo.push_back(&y);
+      }
+    }
+    if (refs && ids) return decline("a negation's piece with $ref and $id");
+    *out = text_of(*s);
     return true;
   }
 
@@ -839,18 +1299,32 @@ class Conv : public TextHost, public NumberHost {
       const Value* s = r_.node(n).schema;
       if (!s->is_object()) continue;
       if (const Value* p = s->find("pattern")) {
-        if (!p->is_string()) return decline("a pattern that is not a string"), IrBuilder::kNothing;
-        f.parts.push_back({false, std::string(p->text())});
+        if (!p->is_string()) return decline("a pattern that is not a string"), kNothing;
+        f.parts.push_back({StringPart::kPattern, std::string(p->text())});
       }
       const Value* fm = s->find("format");
-      if (fm == nullptr || (r_.drops_formats() && fm->is_string())) continue;
-      if (!fm->is_string()) return decline("a format that is not a string"), IrBuilder::kNothing;
-      if (fm->text() != "regex") {
-        Expr e = patterns_.format_expr(fm->text());
-        if (e == kNoExpr) return decline("format " + std::string(fm->text())), IrBuilder::kNothing;
-        if (e == kNoFormat) continue;  // an annotation: a format nobody defines
+      if (fm != nullptr && !(r_.drops_formats() && fm->is_string())) {
+        if (!fm->is_string()) return decline("a format that is not a string"), kNothing;
+        bool enforced = fm->text() == "regex";  // (built only as a string's one constraint)
+        if (!enforced) {
+          Expr e = patterns_.format_expr(fm->text());
+          if (e == kNoExpr) return decline("format " + std::string(fm->text())), kNothing;
+          enforced = e != kNoFormat;
+        }
+        if (enforced) f.parts.push_back({StringPart::kFormat, std::string(fm->text())});
       }
-      f.parts.push_back({true, std::string(fm->text())});
+      if (const Value* p = s->find(kNotPattern)) {
+        if (!p->is_string()) return decline("a pattern that is not a string"), kNothing;
+        f.parts.push_back({StringPart::kNotPattern, std::string(p->text())});
+      }
+      if (const Value* nf = s->find(kNotFormat)) {
+        if (!nf->is_string()) return decline("a format that is not a string"), kNothing;
+        Expr e = patterns_.format_expr(nf->text());
+        if (e == kNoExpr) return decline("format " + std::string(nf->text())), kNothing;
+        if (e != kNoFormat) f.parts.push_back({StringPart::kNotFormat, std::string(nf->text())});
+      }
+      if (const Value* x = s->find(kNotConst); x != nullptr && x->is_string())
+        f.parts.push_back({StringPart::kNotLiteral, std::string(x->text())});
     }
     f.hi = hi < 0 ? kUnbounded : hi;
     Expr e = strings_.string(f);
@@ -1301,7 +1775,8 @@ class Conv : public TextHost, public NumberHost {
   std::unordered_map<NodeId, Step> steps_;
   std::unordered_map<std::string, std::optional<std::vector<NodeId>>> expanded_;
   std::unordered_map<std::string, NodeId> synthetic_;
-  std::unordered_map<std::string, Expr> key_bodies_;  // Converter.key_cache: additional keys' automata
+  std::unordered_map<std::string, Expr> key_bodies_;
+  std::unordered_map<uint64_t, int32_t> type_only_;  // (node, depth) -> atoms, or -1  // Converter.key_cache: additional keys' automata
   std::deque<Document> docs_;
   Patterns patterns_;     // the regex front-end's tables and caches
   StringSchema strings_;  // its character rules and intersections, one table per conversion

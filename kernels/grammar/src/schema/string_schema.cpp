@@ -71,7 +71,7 @@ Expr StringSchema::string(const StringFacts& f) {
   const int64_t lo = f.lo, hi = f.hi;
   if (f.parts.empty() || (hi != kUnbounded && hi < lo)) return string_of_length(lo, hi);
   const Expr quote = ir_.literal("\"");
-  if (f.parts.size() == 1 && f.parts[0].format && is_checked_format(f.parts[0].value) && lo == 0 &&
+  if (f.parts.size() == 1 && f.parts[0].kind == StringPart::kFormat && is_checked_format(f.parts[0].value) && lo == 0 &&
       hi == kUnbounded) {
     Expr e;
     std::vector<std::pair<RuleId, Expr>> rules;
@@ -79,7 +79,7 @@ Expr StringSchema::string(const StringFacts& f) {
     for (const auto& [rule, body] : rules) host_.set_rule(rule, body);
     return finish(e);
   }
-  if (f.parts.size() == 1) {
+  if (f.parts.size() == 1 && !f.parts[0].negated()) {
     const Expr e = part(f.parts[0], false);
     int64_t rlo, rhi, ilo, ihi;
     if (e == kNoExpr || !patterns_.regex_min_max_length(e, &rlo, &rhi)) return kNoExpr;
@@ -101,7 +101,8 @@ Expr StringSchema::string(const StringFacts& f) {
   }
   // The same constraints on several properties are one product automaton and one set of rules.
   std::string key = std::to_string(lo) + "," + std::to_string(hi);
-  for (const StringPart& p : f.parts) key += (p.format ? "\1f" : "\1p") + std::to_string(p.value.size()) + ":" + p.value;
+  for (const StringPart& p : f.parts)
+    key += "\1" + std::to_string(p.kind) + std::to_string(p.value.size()) + ":" + p.value;
   const auto known = intersections_.find(key);
   if (known != intersections_.end()) return known->second;
   const Expr e = intersection(f);
@@ -112,13 +113,17 @@ Expr StringSchema::string(const StringFacts& f) {
 }
 
 // string_part: a pattern as the strings it matches anywhere in (`search`: over any bytes around
-// the match, as an intersection takes it), or a format's language.
+// the match, as an intersection takes it), a format's language, or a literal (negated or not).
 Expr StringSchema::part(const StringPart& p, bool search) {
-  if (p.format) {
-    const Expr e = patterns_.format_expr(p.value);
-    return e == kNoFormat ? kNoExpr : e;  // (facts hold enforced formats only)
+  switch (p.kind) {
+    case StringPart::kFormat:
+    case StringPart::kNotFormat: {
+      const Expr e = patterns_.format_expr(p.value);
+      return e == kNoFormat ? kNoExpr : e;  // (facts hold enforced formats only)
+    }
+    case StringPart::kNotLiteral: return ir_.literal(p.value);
+    default: return search ? patterns_.pattern_search_expr(p.value) : patterns_.pattern_expr(p.value);
   }
-  return search ? patterns_.pattern_search_expr(p.value) : patterns_.pattern_expr(p.value);
 }
 
 // string_parts and Converter.intersection: any string, each part, and the length bounds.
@@ -129,7 +134,7 @@ Expr StringSchema::intersection(const StringFacts& f) {
     const Expr e = part(p, true);
     if (e == kNoExpr) return kNoExpr;
     items.push_back(e);
-    wants.push_back(1);
+    wants.push_back(!p.negated());
   }
   if (f.lo > 0 || f.hi != kUnbounded) {
     if (f.hi != kUnbounded && f.hi > kMaxLengthWithPattern) return kNoExpr;  // refused

@@ -43,11 +43,13 @@ class TextHost {
 };
 
 // StringFacts: the string keywords of a context's subschemas together, lengths in characters
-// (hi kUnbounded: no maxLength) and, in the nodes' order, each `pattern` and each enforced
-// `format` (the kinds this port builds; content keywords and negations decline before).
+// (hi kUnbounded: no maxLength) and, in the nodes' order, the languages the string must be in
+// (each `pattern`, each enforced `format`) or must not be in (the negations _negate.py writes:
+// a pattern, a format, a literal). Content keywords decline before.
 struct StringPart {
-  bool format;        // a format's name, else a pattern
+  enum Kind : uint8_t { kPattern, kFormat, kNotPattern, kNotFormat, kNotLiteral } kind;
   std::string value;  // UTF-8, or WTF-8
+  bool negated() const { return kind >= kNotPattern; }
 };
 struct StringFacts {
   int64_t lo = 0, hi = kUnbounded;

@@ -119,7 +119,9 @@ def subschemas(key, value, pointer: str, depth: int) -> list[tuple[str, object]]
             else:  # not a schema (the shape allows it: dependencies' arrays, unknown $defs entries)
                 check_value(s, key, pointer, depth + 2, where=f"/{_escape(name)}")
         return out
-    check_value(value, key, pointer, depth + 1, constrains=key in SHAPES or key == "const")
+    # (the internal "$trellis:" keywords of negations constrain too: a schema may spell them)
+    check_value(value, key, pointer, depth + 1,
+                constrains=key in SHAPES or key == "const" or key.startswith("$trellis:"))
     return []
 
 
