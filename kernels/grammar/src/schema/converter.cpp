@@ -27,16 +27,17 @@ bool in(std::string_view key, std::initializer_list<std::string_view> keys) {
 }
 
 // TypeAnalysis.KNOWN_ALL less the reference keywords: what makes a subschema say something.
+// (A set: every member of every subschema asked is looked up here.)
 bool constraining(std::string_view k, bool draft7) {
-  return in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "minimum",
-                "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
-                "pattern", "format", "items", "prefixItems", "additionalItems", "contains", "minContains",
-                "maxContains", "minItems", "maxItems", "uniqueItems", "properties", "required",
-                "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties",
-                "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedItems",
-                "unevaluatedProperties", "$recursiveRef", "$trellis:notConst", "$trellis:notPattern",
-                "$trellis:notFormat", "$trellis:notMultipleOf", "$trellis:someProperty"}) ||
-         (draft7 && (k == "contentMediaType" || k == "contentEncoding"));
+  static const std::unordered_set<std::string_view> known{
+      "type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "minimum", "maximum",
+      "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format", "items",
+      "prefixItems", "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
+      "uniqueItems", "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+      "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+      "unevaluatedItems", "unevaluatedProperties", "$recursiveRef", "$trellis:notConst", "$trellis:notPattern",
+      "$trellis:notFormat", "$trellis:notMultipleOf", "$trellis:someProperty"};
+  return known.count(k) || (draft7 && (k == "contentMediaType" || k == "contentEncoding"));
 }
 
 // _negate.py's keywords for what JSON Schema cannot say (a value, pattern, format or multiple
@@ -329,7 +330,10 @@ class Conv : public TextHost, public NumberHost {
   }
 
   NodeId child(NodeId n, std::string_view key, const Value* value, const std::string& token = "") {
-    return r_.child(r_.node(n).pointer + "/" + escape_pointer(key) + token, value);
+    // (a value of n's schema has one place in it: its pointer follows from the pair)
+    auto [it, fresh] = children_.try_emplace({n, value}, -1);
+    if (fresh) it->second = r_.child(r_.node(n).pointer + "/" + escape_pointer(key) + token, value);
+    return it->second;
   }
 
   // A subschema that is not in the document, with its pointer as identity (Converter.synth).
@@ -1776,7 +1780,13 @@ class Conv : public TextHost, public NumberHost {
   std::unordered_map<std::string, std::optional<std::vector<NodeId>>> expanded_;
   std::unordered_map<std::string, NodeId> synthetic_;
   std::unordered_map<std::string, Expr> key_bodies_;
-  std::unordered_map<uint64_t, int32_t> type_only_;  // (node, depth) -> atoms, or -1  // Converter.key_cache: additional keys' automata
+  std::unordered_map<uint64_t, int32_t> type_only_;  // (node, depth) -> atoms, or -1
+  struct PairHash {
+    size_t operator()(const std::pair<NodeId, const Value*>& p) const {
+      return std::hash<const void*>()(p.second) * 31 + std::hash<NodeId>()(p.first);
+    }
+  };
+  std::unordered_map<std::pair<NodeId, const Value*>, NodeId, PairHash> children_;  // child's memo  // Converter.key_cache: additional keys' automata
   std::deque<Document> docs_;
   Patterns patterns_;     // the regex front-end's tables and caches
   StringSchema strings_;  // its character rules and intersections, one table per conversion
