@@ -44,7 +44,7 @@ def keywords(schema):
         "maximum": st.integers(-5, 5) | st.floats(), "exclusiveMinimum": st.integers(-5, 5) | st.booleans(),
         "multipleOf": st.sampled_from([1, 2, 0.5, 0, -1, 10**30 + 1]),
         "anyOf": st.lists(schema, min_size=1, max_size=2), "oneOf": st.lists(schema, min_size=1, max_size=3),
-        "not": schema, "$trellis:notConst": SCALARS,
+        "not": schema, "$trellis:notConst": SCALARS, "if": schema, "then": schema, "else": schema,
         "patternProperties": st.dictionaries(st.sampled_from(["^a", "b$", "^x-", ".*", "(", "é", "^[0-9]+$"]), schema,
                                              max_size=5),
     }
@@ -86,3 +86,29 @@ def test_port_declines_or_writes_the_python_words(schema, strict, any_whitespace
         return
     if "declined" not in port:
         assert port["words"] == list(words)
+
+
+# Shapes random documents rarely reach: discriminators written as ifs (Converter.if_switch), a
+# oneOf split on a key, negations of ifs, types, enums and required keys.
+_KIND = {"type": "object", "properties": {"kind": {"enum": ["a", "b", 3]}, "x": {"type": "integer"}}}
+CHOSEN = [
+    {**_KIND, "allOf": [{"if": {"properties": {"kind": {"const": "a"}}}, "then": {"required": ["x"]}},
+                        {"if": {"properties": {"kind": {"enum": ["b", 3]}}, "required": ["kind"]},
+                         "then": {"properties": {"x": {"maximum": 3}}}, "else": {"properties": {"x": False}}}]},
+    {**_KIND, "oneOf": [{"properties": {"kind": {"const": "a"}, "x": {"minimum": 1}}},
+                        {"properties": {"kind": {"const": "b"}, "x": {"maximum": 5}}}]},
+    {"not": {"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}}},
+    {"type": ["string", "integer", "null"], "not": {"anyOf": [{"enum": ["x", 2]}, {"type": "null"}]}},
+    {"type": "object", "not": {"required": ["a", "b"]}, "properties": {"a": {"not": {"pattern": "^z"}}}},
+    {"oneOf": [{"type": "integer"}, {"minimum": 3}, {"not": {"type": "string"}}]},
+]
+
+
+def test_port_on_chosen_schemas():
+    probes = PROBES[0] if PROBES else Probes()
+    for schema in CHOSEN:
+        for strict in (False, True):
+            req = native.request(schema, strict=strict)
+            port = probes.convert(*req)
+            words, _ = ir.serialize(json_schema_to_grammar(schema, strict=strict))
+            assert port.get("words") == list(words), (schema, port.get("declined"))

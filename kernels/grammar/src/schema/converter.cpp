@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_set>
@@ -48,7 +49,7 @@ constexpr std::string_view kNotConst = "$trellis:notConst", kNotPattern = "$trel
 // The constraining keywords this port builds (README.md's first step); a subschema with any
 // other declines the document.
 bool covered(std::string_view k, const Value& v) {
-  if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "properties", "required",
+  if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "properties", "required",
              "additionalProperties", "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum",
              "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern", "format", kNotConst, kNotPattern,
              kNotFormat, kNotMultiple}))
@@ -496,6 +497,36 @@ class Conv : public TextHost, public NumberHost {
       more.push_back(negation(inner));
       return value(more, atoms, with(done, m));
     }
+    Expr switched;
+    if (if_switch(nodes, atoms, done, &switched)) return switched;
+    // if / then / else: per atom when the condition is about the type alone, else
+    // (if and then) or (not if and else)
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      const Value* cond = s->find("if");
+      uint64_t m = marker(n, kIf);
+      if (cond == nullptr || std::binary_search(done.begin(), done.end(), m) || !(s->find("then") || s->find("else")))
+        continue;
+      distribute(2);
+      Done after = with(done, m);
+      NodeId if_node = child(n, "if", cond);
+      auto branch = [&](const char* key, std::vector<NodeId> in_case) {
+        if (const Value* b = s->find(key)) in_case.push_back(child(n, key, b));
+        return in_case;
+      };
+      int32_t by_type = type_only(if_node);
+      if (by_type >= 0) {
+        std::vector<Expr> parts;
+        if (atoms & by_type) parts.push_back(value(branch("then", nodes), atoms & by_type, after));
+        if (atoms & ~by_type) parts.push_back(value(branch("else", nodes), atoms & ~by_type, after));
+        return b_.alt(IrSpan<Expr>(parts));
+      }
+      std::vector<NodeId> yes(nodes), no(nodes);
+      yes.push_back(if_node);
+      no.push_back(negation(if_node));
+      Expr holds_if = value(branch("then", yes), atoms, after);
+      return b_.alt(holds_if, value(branch("else", no), atoms, after));
+    }
     // anyOf / oneOf: a case per branch (a oneOf where no two branches can both hold)
     for (NodeId n : nodes) {
       const Value* s = r_.node(n).schema;
@@ -556,6 +587,143 @@ class Conv : public TextHost, public NumberHost {
     if (atoms & kAtomArray) parts.push_back(array(nodes));
     if (atoms & kAtomObject) parts.push_back(object(nodes));
     return b_.alt(IrSpan<Expr>(parts));
+  }
+
+  // converter._key_test: (key, its values, whether required) where an `if` holds for an object
+  // exactly when the key is absent (unless required) or its value is one of a few scalars.
+  struct KeyTest {
+    std::string key;
+    std::vector<const Value*> values;
+    bool required = false;
+  };
+  static bool is_note(std::string_view k) {
+    return in(k, {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"});
+  }
+  bool key_test(const Value& cond, KeyTest* out) {
+    if (!cond.is_object()) return false;
+    for (const Member& m : cond.members())
+      if (!is_note(m.key) && m.key != "properties" && m.key != "required") return false;
+    const Value* props = cond.find("properties");
+    if (props == nullptr || !props->is_object() || props->size() != 1) return false;
+    const Member& only = props->members()[0];
+    const Value& sub = only.value;
+    if (!sub.is_object()) return false;
+    bool said = false;
+    for (const Member& m : sub.members()) {
+      if (is_note(m.key)) continue;
+      if (m.key != "const" && m.key != "enum") return false;
+      said = true;
+    }
+    if (!said) return false;
+    out->key = std::string(only.key);
+    out->values.clear();
+    const Value* c = sub.find("const");
+    if (c != nullptr) out->values.push_back(c);
+    if (const Value* e = sub.find("enum")) {
+      if (!e->is_array()) return false;
+      std::optional<std::string> first;
+      if (c != nullptr) {
+        first = canon(*c);
+        if (!first) return decline("an if's value");
+        bool any = false;
+        for (const Value& x : e->items()) any = any || canon(x) == first;
+        if (!any) return false;
+      }
+      out->values.clear();
+      for (const Value& x : e->items())
+        if (!first || canon(x) == first) out->values.push_back(&x);
+    }
+    for (const Value* x : out->values) {
+      if (x->is_array() || x->is_object()) return false;
+      if (!canon(*x)) return decline("an if's value");
+    }
+    const Value* req = cond.find("required");
+    out->required = req != nullptr && req->size() > 0;
+    if (req != nullptr && (!req->is_array() || req->size() > 1 ||
+                           (req->size() == 1 && !(req->items()[0].is_string() && req->items()[0].text() == out->key))))
+      return false;
+    return true;
+  }
+
+  // Converter.if_switch: if/then pairs that test one key's value, split once: a case per value
+  // they name, one where the key is absent and one for any other value. False where fewer than
+  // two test one key.
+  bool if_switch(const std::vector<NodeId>& nodes, uint8_t atoms, const Done& done, Expr* out) {
+    struct Test {
+      NodeId node;
+      KeyTest test;
+    };
+    std::vector<std::pair<std::string, std::vector<Test>>> groups;  // by key, in first appearance
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      const Value* cond = s->find("if");
+      if (cond == nullptr || std::binary_search(done.begin(), done.end(), marker(n, kIf)) ||
+          !(s->find("then") || s->find("else")))
+        continue;
+      KeyTest t;
+      if (!key_test(*cond, &t)) continue;
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == t.key; });
+      if (g == groups.end()) g = groups.insert(groups.end(), {t.key, {}});
+      g->second.push_back({n, std::move(t)});
+    }
+    const std::vector<Test>* group = nullptr;
+    const std::string* key = nullptr;
+    for (const auto& [k, g] : groups)
+      if (group == nullptr || g.size() > group->size()) group = &g, key = &k;
+    if (group == nullptr || group->size() < 2) return false;
+    const NodeId first = (*group)[0].node;
+    std::vector<std::string> named_keys;  // canon, in first appearance; the last value of each
+    std::vector<const Value*> named;
+    for (const Test& t : *group)
+      for (const Value* v : t.test.values) {
+        std::string c = *canon(*v);
+        auto at = std::find(named_keys.begin(), named_keys.end(), c);
+        if (at == named_keys.end()) named_keys.push_back(c), named.push_back(v);
+        else named[at - named_keys.begin()] = v;
+      }
+    Done after = done;
+    for (const Test& t : *group) after = with(after, marker(t.node, kIf));
+    auto outcome = [&](const std::function<bool(size_t, bool)>& holds_if, std::vector<NodeId> in_case) {
+      for (size_t i = 0; i < group->size(); ++i) {
+        const Test& t = (*group)[i];
+        const char* b = holds_if(i, t.test.required) ? "then" : "else";
+        if (const Value* v = r_.node(t.node).schema->find(b)) in_case.push_back(child(t.node, b, v));
+      }
+      return in_case;
+    };
+    const std::string k = escape_pointer(*key), at = r_.node(first).pointer + "/~switch/" + k;
+    std::vector<std::pair<std::vector<NodeId>, uint8_t>> cases;
+    if (atoms & ~kAtomObject) cases.push_back({outcome([](size_t, bool) { return true; }, nodes), atoms & ~kAtomObject});
+    if (atoms & kAtomObject) {
+      std::vector<NodeId> base(nodes);
+      base.push_back(synth(at + "/absent", json_object({{"properties", json_object({{*key, "false"}})}})));
+      cases.push_back({outcome([](size_t, bool required) { return !required; }, base), kAtomObject});
+      std::vector<std::string> texts;
+      for (size_t j = 0; j < named.size(); ++j) {
+        texts.push_back(text_of(*named[j]));
+        std::vector<NodeId> is_v(nodes);
+        is_v.push_back(synth(at + "/is/" + escape_pointer(texts.back()),
+                             json_object({{"required", json_list({quoted(*key)})},
+                                          {"properties", json_object({{*key, json_object({{"const", texts.back()}})}})}})));
+        auto named_by = [&](size_t i, bool) {
+          for (const Value* v : (*group)[i].test.values)
+            if (*canon(*v) == named_keys[j]) return true;
+          return false;
+        };
+        cases.push_back({outcome(named_by, is_v), kAtomObject});
+      }
+      const std::string all = json_list(texts);
+      std::vector<NodeId> other(nodes);
+      other.push_back(synth(at + "/other/" + escape_pointer(all),
+                            json_object({{"required", json_list({quoted(*key)})},
+                                         {"properties", json_object({{*key, json_object({{"not", json_object({{"enum", all}})}})}})}})));
+      cases.push_back({outcome([](size_t, bool) { return false; }, other), kAtomObject});
+    }
+    distribute(int32_t(cases.size()));
+    std::vector<Expr> parts;
+    for (const auto& [c, a] : cases) parts.push_back(value(c, a, after));
+    *out = b_.alt(IrSpan<Expr>(parts));
+    return true;
   }
 
   // Converter.split_on_key: a oneOf whose object branches differ in one key's value where the
@@ -1019,6 +1187,12 @@ class Conv : public TextHost, public NumberHost {
       if (failed()) return false;
       if (inner) return false;
     }
+    if (const Value* cond = s->find("if")) {
+      bool yes = holds(v, child(id, "if", cond), depth + 1);
+      const char* key = yes ? "then" : "else";
+      if (failed()) return false;
+      if (const Value* b = s->find(key); b != nullptr && !holds(v, child(id, key, b), depth + 1)) return false;
+    }
     for (const Member& m : s->members())
       if (constraining(m.key, opt_.draft7) && !dropped(m) && !covered(m.key, m.value))
         return decline("validation of " + std::string(m.key));
@@ -1208,7 +1382,7 @@ class Conv : public TextHost, public NumberHost {
       if (n == "false") return *none = true, true;
       return decline("items: its negation (contains) is not supported");
     }
-    if (in(k, {"minContains", "maxContains", "then", "else"})) return *none = true, true;
+    if (in(k, {"minContains", "maxContains", "then", "else"})) return *none = true, true;  // (with contains, if)
     if (k == "uniqueItems" && v.is_bool() && !v.boolean()) return *none = true, true;
     if (in(k, {"unevaluatedItems", "unevaluatedProperties"}) && v.is_bool() && v.boolean()) return *none = true, true;
     if (in(k, {"allOf", "anyOf"})) {
@@ -1236,6 +1410,24 @@ class Conv : public TextHost, public NumberHost {
       return *out = json_object({{"anyOf", json_list(alts)}}), true;
     }
     if (k == "not") return piece(sub("not", &v), out);
+    if (k == "if") {  // (if and not then) or (not if and not else)
+      const Value* then = s->find("then");
+      const Value* other = s->find("else");
+      if (then == nullptr && other == nullptr) return *none = true, true;
+      std::vector<std::string> alts;
+      NodeId cond = sub("if", &v);
+      if (then != nullptr) {
+        std::string p, n;
+        if (!piece(cond, &p) || !neg(sub("then", then), depth + 1, &n)) return false;
+        alts.push_back(json_object({{"allOf", json_list({p, n})}}));
+      }
+      if (other != nullptr) {
+        std::string ni, ne;
+        if (!neg(cond, depth + 1, &ni) || !neg(sub("else", other), depth + 1, &ne)) return false;
+        alts.push_back(json_object({{"allOf", json_list({ni, ne})}}));
+      }
+      return *out = alts.size() > 1 ? json_object({{"anyOf", json_list(alts)}}) : alts[0], true;
+    }
     return decline(std::string(k) + ": its negation is not supported");
   }
 
