@@ -20,9 +20,15 @@ from ._dialect import draft6_forms, format_is_annotation, is_draft4
 from ._refs import DEFAULT_BASE, defrag, join
 from .converter import DEFAULT_MAX_WHITESPACE, KNOWN_METASCHEMAS, detect_draft7
 
+
+def _packed(version: str) -> int:
+    """A Unicode version as the C ABI takes it: major * 10000 + minor * 100 + micro."""
+    major, minor, micro = map(int, version.split("."))
+    return major * 10000 + minor * 100 + micro
+
+
 # The Unicode database regex property escapes follow here (the core declines them under another).
-UNICODE_VERSION = (lambda major, minor, micro: major * 10000 + minor * 100 + micro)(
-    *map(int, unicodedata.unidata_version.split(".")))
+UNICODE_VERSION = _packed(unicodedata.unidata_version)
 
 _OPTIONS = {"any_whitespace", "strict", "max_whitespace", "property_order", "draft", "canonical_integers",
             "format_assertion", "indent", "separators", "field"}
