@@ -28,25 +28,25 @@ def library() -> ctypes.CDLL:
     return lib
 
 
+def taken(p: int):
+    """The JSON a probe answered (text it allocated), its memory freed."""
+    try:
+        return json.loads(ctypes.string_at(p).decode())
+    finally:
+        library().probe_free(p)
+
+
 class Probes:
     def __init__(self):
         self.lib = library()
 
     def _call(self, name: str, text: str, *args):
         data = text.encode("utf-8", "surrogatepass")
-        p = getattr(self.lib, name)(data, len(data), *args)
-        try:
-            return json.loads(ctypes.string_at(p).decode())
-        finally:
-            self.lib.probe_free(p)
+        return taken(getattr(self.lib, name)(data, len(data), *args))
 
     def refs(self, text: str) -> dict:
         return self._call("probe_refs", text)
 
     def convert(self, text: bytes, flags: int, max_whitespace: int, unicode_version: int) -> dict:
         """probe_convert of a native.request's (text, flags, max_whitespace, unicode_version)."""
-        p = self.lib.probe_convert(text, len(text), flags, max_whitespace, unicode_version)
-        try:
-            return json.loads(ctypes.string_at(p).decode())
-        finally:
-            self.lib.probe_free(p)
+        return taken(self.lib.probe_convert(text, len(text), flags, max_whitespace, unicode_version))

@@ -33,7 +33,7 @@ from trellis.grammar.json_schema._refs import DEFAULT_BASE, Node
 from trellis.grammar.json_schema.converter import Converter, Options
 
 from .dev_corpus import dev_objects
-from .probes import library
+from .probes import library, taken
 
 ATOMS = {"null": 1, "boolean": 2, "int": 4, "frac": 8, "string": 16, "array": 32, "object": 64}
 # The option sets numbers read: ZERO_FRAC everywhere, canonical_integers (EMPTY everywhere), and
@@ -50,18 +50,12 @@ class Probe:
             fn.restype = ctypes.c_void_p
         self.lib.numbers_probe_texts.restype = ctypes.c_void_p
 
-    def _take(self, p):
-        try:
-            return json.loads(ctypes.string_at(p).decode())
-        finally:
-            self.lib.probe_free(p)
-
     def call(self, name: str, value):
         data = json.dumps(value).encode()
-        return self._take(getattr(self.lib, name)(data, len(data)))
+        return taken(getattr(self.lib, name)(data, len(data)))
 
     def texts(self):
-        return self._take(self.lib.numbers_probe_texts())
+        return taken(self.lib.numbers_probe_texts())
 
 
 @pytest.fixture(scope="module")

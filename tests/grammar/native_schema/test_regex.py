@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from trellis.grammar import ir, regex
 from trellis.grammar.json_schema import _text
 
-from .probes import library
+from .probes import library, taken
 
 HERE = Path(__file__).resolve().parent
 MASKBENCH = HERE.parents[2].parent / "shared" / "data" / "maskbench-dev.jsonl.gz"
@@ -45,15 +45,10 @@ def probe():
     lib = library()
     lib.regex_probe_run.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.regex_probe_run.restype = ctypes.c_void_p
-    lib.regex_probe_free.argtypes = [ctypes.c_void_p]
 
     def run(programs: list, fresh: bool = False, version: str = VERSION) -> list:
         data = json.dumps({"fresh": fresh, "version": version, "programs": programs}).encode()
-        p = lib.regex_probe_run(data, len(data))
-        try:
-            answer = json.loads(ctypes.string_at(p).decode())
-        finally:
-            lib.regex_probe_free(p)
+        answer = taken(lib.regex_probe_run(data, len(data)))
         assert answer is not None, "the probe could not read its programs"
         return answer
 

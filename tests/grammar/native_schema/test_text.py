@@ -33,7 +33,7 @@ from trellis.grammar.json_schema._string_schema import StringSchema
 from trellis.grammar.json_schema.converter import Converter
 
 from .dev_corpus import dev_objects
-from .probes import library
+from .probes import library, taken
 
 HERE = Path(__file__).resolve().parent
 GRID = (0, 1, 2, 5, 64, 65, 255, 256, 1000, 100000, 100001, None)
@@ -50,11 +50,7 @@ def probe():
 
     def run(programs: list) -> list:
         data = json.dumps(programs).encode()
-        p = lib.text_probe_run(data, len(data))
-        try:
-            answer = json.loads(ctypes.string_at(p).decode())
-        finally:
-            lib.probe_free(p)
+        answer = taken(lib.text_probe_run(data, len(data)))
         assert answer is not None, "the probe could not read its programs"
         return answer
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "text.h"
+
 namespace tg::schema {
 
 namespace {
@@ -232,30 +234,10 @@ bool unicode_isdigit(int32_t c) { return in_table(kIsDigit, sizeof(kIsDigit) / 4
 bool decode_code_points(std::string_view s, std::vector<int32_t>* out) {
   out->clear();
   out->reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const uint8_t b0 = uint8_t(s[i]);
-    int32_t c, lo;
-    size_t n;
-    if (b0 < 0x80) {
-      n = 1, c = b0, lo = 0;
-    } else if (b0 >= 0xC2 && b0 < 0xE0) {
-      n = 2, c = b0 & 0x1F, lo = 0x80;
-    } else if (b0 >= 0xE0 && b0 < 0xF0) {
-      n = 3, c = b0 & 0x0F, lo = 0x800;
-    } else if (b0 >= 0xF0 && b0 < 0xF5) {
-      n = 4, c = b0 & 0x07, lo = 0x10000;
-    } else {
-      return false;
-    }
-    if (i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      const uint8_t b = uint8_t(s[i + k]);
-      if ((b & 0xC0) != 0x80) return false;
-      c = c << 6 | (b & 0x3F);
-    }
-    if (c < lo || c > kMaxCodePoint) return false;
+  for (size_t i = 0, n = 0; i < s.size(); i += n) {
+    int32_t c;
+    if (!decode_utf8(s, i, true, &c, &n)) return false;
     out->push_back(c);
-    i += n;
   }
   return true;
 }

@@ -102,35 +102,6 @@ Expr escape_bytes(IrBuilder& ir, std::string_view data) {
   return out.empty() ? IrBuilder::kEmpty : ir.make_bytes(out);
 }
 
-// One character of strict UTF-8 at s[i]: its code point and length, or false (a surrogate, an
-// overlong form, past U+10FFFF or cut short; WTF-8's surrogates included).
-bool decode_utf8(std::string_view s, size_t i, int32_t* cp, size_t* len) {
-  const auto byte = [&](size_t k) { return i + k < s.size() ? uint8_t(s[i + k]) : uint8_t(0); };
-  const uint8_t b0 = byte(0);
-  int32_t lo = 0, c = 0;
-  size_t n = 0;
-  if (b0 < 0x80) {
-    n = 1, c = b0;
-  } else if (b0 >= 0xC2 && b0 < 0xE0) {
-    n = 2, c = b0 & 0x1F, lo = 0x80;
-  } else if (b0 >= 0xE0 && b0 < 0xF0) {
-    n = 3, c = b0 & 0x0F, lo = 0x800;
-  } else if (b0 >= 0xF0 && b0 < 0xF5) {
-    n = 4, c = b0 & 0x07, lo = 0x10000;
-  } else {
-    return false;
-  }
-  for (size_t k = 1; k < n; ++k) {
-    const uint8_t b = byte(k);
-    if ((b & 0xC0) != 0x80) return false;
-    c = c << 6 | (b & 0x3F);
-  }
-  if (c < lo || c > kMaxCodePoint || (c >= 0xD800 && c <= 0xDFFF)) return false;
-  *cp = c;
-  *len = n;
-  return true;
-}
-
 // _hex_digit: a hex digit of value d in either case (\u escapes take both).
 Expr hex_digit(IrBuilder& ir, int32_t d) {
   const int32_t lower = kHex[d], upper = d < 10 ? lower : lower - 'a' + 'A';
@@ -151,6 +122,34 @@ Expr non_ascii(IrBuilder& ir, int32_t cp, std::string_view raw) {
 }
 
 }  // namespace
+
+bool decode_utf8(std::string_view s, size_t i, bool surrogates, int32_t* cp, size_t* len) {
+  const auto byte = [&](size_t k) { return i + k < s.size() ? uint8_t(s[i + k]) : uint8_t(0); };
+  const uint8_t b0 = byte(0);
+  int32_t lo = 0, c = 0;
+  size_t n = 0;
+  if (b0 < 0x80) {
+    n = 1, c = b0;
+  } else if (b0 >= 0xC2 && b0 < 0xE0) {
+    n = 2, c = b0 & 0x1F, lo = 0x80;
+  } else if (b0 >= 0xE0 && b0 < 0xF0) {
+    n = 3, c = b0 & 0x0F, lo = 0x800;
+  } else if (b0 >= 0xF0 && b0 < 0xF5) {
+    n = 4, c = b0 & 0x07, lo = 0x10000;
+  } else {
+    return false;
+  }
+  for (size_t k = 1; k < n; ++k) {
+    const uint8_t b = byte(k);
+    if ((b & 0xC0) != 0x80) return false;
+    c = c << 6 | (b & 0x3F);
+  }
+  if (c < lo || c > kMaxCodePoint || (!surrogates && c >= 0xD800 && c <= 0xDFFF)) return false;
+  *cp = c;
+  *len = n;
+  return true;
+}
+
 
 std::string_view escape_byte(uint8_t b) {
   return b < 0x80 ? std::string_view(kEscapes.text[b], kEscapes.size[b]) : std::string_view();
@@ -181,7 +180,7 @@ Expr string_literal(IrBuilder& ir, std::string_view s, bool shared) {
     }
     int32_t cp;
     size_t len;
-    if (!decode_utf8(text, i, &cp, &len)) return kNoExpr;  // Python's encode("utf-8") raises
+    if (!decode_utf8(text, i, false, &cp, &len)) return kNoExpr;  // Python's encode("utf-8") raises
     if (run < i) parts.push_back(ir.literal(std::string_view(text).substr(run, i - run)));
     parts.push_back(non_ascii(ir, cp, std::string_view(text).substr(i, len)));
     i += len;

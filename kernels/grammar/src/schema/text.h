@@ -20,6 +20,10 @@ std::string_view escape_byte(uint8_t b);
 // `out`: escape_byte for the bytes it names, every other byte as it is (UTF-8 or WTF-8 alike).
 void encode_string(std::string_view s, std::string* out);
 
+// One character of UTF-8 at s[i]: its code point and length, or false (an overlong form, past
+// U+10FFFF, cut short, or a surrogate unless `surrogates`: WTF-8's, as json.h keeps a lone one).
+bool decode_utf8(std::string_view s, size_t i, bool surrogates, int32_t* cp, size_t* len);
+
 // string_literal: the JSON text of the string `s` (UTF-8), quotes included: ASCII as
 // encode_string writes it, each other character raw or as its \u escape(s) (either-case hex).
 // `shared` is the Python's node-sharing hint; equal nodes are one handle here, so it changes
