@@ -45,6 +45,10 @@ def keywords(schema):
         "multipleOf": st.sampled_from([1, 2, 0.5, 0, -1, 10**30 + 1]),
         "anyOf": st.lists(schema, min_size=1, max_size=2), "oneOf": st.lists(schema, min_size=1, max_size=3),
         "not": schema, "$trellis:notConst": SCALARS, "if": schema, "then": schema, "else": schema,
+        "minProperties": COUNTS, "maxProperties": COUNTS,
+        "dependentRequired": st.dictionaries(NAMES, st.lists(NAMES, max_size=2), max_size=2),
+        "dependencies": st.dictionaries(NAMES, st.lists(NAMES, max_size=2) | schema, max_size=2),
+        "dependentSchemas": st.dictionaries(NAMES, schema, max_size=2),
         "patternProperties": st.dictionaries(st.sampled_from(["^a", "b$", "^x-", ".*", "(", "é", "^[0-9]+$"]), schema,
                                              max_size=5),
     }
@@ -101,6 +105,10 @@ CHOSEN = [
     {"type": ["string", "integer", "null"], "not": {"anyOf": [{"enum": ["x", 2]}, {"type": "null"}]}},
     {"type": "object", "not": {"required": ["a", "b"]}, "properties": {"a": {"not": {"pattern": "^z"}}}},
     {"oneOf": [{"type": "integer"}, {"minimum": 3}, {"not": {"type": "string"}}]},
+    {"type": "object", "properties": {"a": {}, "b": {"type": "integer"}, "c": {}}, "minProperties": 2,
+     "maxProperties": 3, "dependentRequired": {"a": ["b"]}, "dependentSchemas": {"c": {"required": ["a"]}}},
+    {"properties": {"a": {}, "b": {}}, "additionalProperties": False, "required": ["b"],
+     "dependencies": {"a": ["b"], "b": {"type": "object"}, "x": False}, "not": {"maxProperties": 1}},
 ]
 
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <unordered_set>
@@ -49,6 +50,7 @@ constexpr std::string_view kNotConst = "$trellis:notConst", kNotPattern = "$trel
 // The constraining keywords this port builds (README.md's first step); a subschema with any
 // other declines the document.
 bool covered(std::string_view k, const Value& v) {
+  if (in(k, {"minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies"})) return true;
   if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "properties", "required",
              "additionalProperties", "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum",
              "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern", "format", kNotConst, kNotPattern,
@@ -1784,6 +1786,9 @@ class Conv : public TextHost, public NumberHost {
       if (std::find(v->begin(), v->end(), k) == v->end()) v->emplace_back(k);
     };
     std::vector<Pattern> patterns;  // ObjectFacts.patterns: (node, pattern) in the nodes' order
+    int64_t min_p = 0, max_p = -1;  // max_p -1: none
+    Deps deps;                      // key -> the keys it requires, in first mention
+    std::vector<std::string> forbidden;
     for (NodeId n : nodes) {
       const Value* s = r_.node(n).schema;
       if (!s->is_object()) continue;
@@ -1791,14 +1796,24 @@ class Conv : public TextHost, public NumberHost {
         for (const Member& m : props->members()) add(&order, m.key);
       if (const Value* req = s->find("required"))
         for (const Value& k : req->items()) add(&required, k.text());
+      if (!count_bounds(n, "minProperties", "maxProperties", &min_p, &max_p)) return kNothing;
       if (const Value* pats = s->find("patternProperties")) {
         for (const Member& m : pats->members()) {
           if (patterns_.pattern_expr(m.key) == kNoExpr) return decline("patternProperties: " + patterns_.why()), kNothing;
           patterns.push_back({n, &m});
         }
       }
+      if (!dependencies(n, &deps, &forbidden)) return kNothing;
     }
+    std::sort(forbidden.begin(), forbidden.end());
     for (const std::string& k : required) add(&order, k);
+    for (const std::string& k : forbidden) add(&order, k);
+    for (auto& [k, names] : deps) {
+      add(&order, k);
+      std::vector<std::string> sorted(names);
+      std::sort(sorted.begin(), sorted.end());
+      for (const std::string& x : sorted) add(&order, x);
+    }
     for (const std::string& k : required)  // the Python's witnesses of negations are such keys
       if (!k.empty() && k[0] == '\0') return decline("a required key starting with NUL"), kNothing;
     NodeId closed = strict_close(nodes);
@@ -1811,7 +1826,8 @@ class Conv : public TextHost, public NumberHost {
         for (const Pattern& p : patterns) matched = matched || matches(p.member->key, k);
         if (!matched) knodes.push_back(closed);
       }
-      Expr v = value(knodes, kAllAtoms);
+      const bool ok = !std::binary_search(forbidden.begin(), forbidden.end(), k);
+      Expr v = ok ? value(knodes, kAllAtoms) : kNothing;
       if (v == IrBuilder::kNothing) {
         if (std::find(required.begin(), required.end(), k) != required.end()) return IrBuilder::kNothing;
         continue;
@@ -1819,13 +1835,156 @@ class Conv : public TextHost, public NumberHost {
       Expr lit = string_literal(k);
       members.emplace_back(k, shared(b_.seq(lit, colon_, v), "member"));
     }
+    auto member = [&](const std::string& k) {
+      return std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == k; });
+    };
+    for (size_t i = 0; i < deps.size();) {  // a key that cannot appear, or would require one that cannot
+      const std::string& k = deps[i].first;
+      bool present = member(k) != members.end(), blocked = false;
+      for (const std::string& x : deps[i].second) blocked = blocked || member(x) == members.end();
+      if (present && blocked) {
+        members.erase(member(k));
+        if (std::find(required.begin(), required.end(), k) != required.end()) return kNothing;
+      }
+      if (!present || blocked) deps.erase(deps.begin() + i);
+      else ++i;
+    }
     if (members.size() > kMaxOrderedProperties) {
       decline("more properties than the limit");
       return IrBuilder::kNothing;
     }
     Expr additional = shared(additional_member(nodes, order, patterns, closed), "extra");
-    Expr out = members_in_order(members, additional, required);
+    const int64_t eff_min = min_p > int64_t(required.size()) ? min_p : 0;
+    std::vector<std::string> watched;
+    for (const auto& [k, names] : deps) {
+      if (std::find(watched.begin(), watched.end(), k) == watched.end()) watched.push_back(k);
+      for (const std::string& x : names)
+        if (std::find(watched.begin(), watched.end(), x) == watched.end()) watched.push_back(x);
+    }
+    if (watched.size() > 8) return decline("dependencies over more than 8 keys"), kNothing;  // MAX_TRACKED_KEYS
+    Expr out = max_p < 0 && eff_min == 0 && deps.empty()
+                   ? members_in_order(members, additional, required)
+                   : object_counted(members, additional, required, eff_min, max_p, deps, watched);
     return additional == IrBuilder::kNothing ? out : b_.make_region(out);
+  }
+
+  using Deps = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+  // ObjectFacts' dependencies of one subschema: dependentRequired and the list form of
+  // dependencies into `deps`; a dependent schema that is a type (or `required` alone) forbids
+  // its key or adds to `deps`; any other declines (the Python splits the context on it).
+  bool dependencies(NodeId n, Deps* deps, std::vector<std::string>* forbidden) {
+    const Value* s = r_.node(n).schema;
+    Deps mine;  // dict(dependentRequired), the list-valued dependencies set into it
+    auto set = [&](std::string_view k, const Value& names) {
+      auto it = std::find_if(mine.begin(), mine.end(), [&](const auto& d) { return d.first == k; });
+      if (it == mine.end()) it = mine.insert(mine.end(), {std::string(k), {}});
+      it->second.clear();
+      for (const Value& x : names.items()) it->second.emplace_back(x.text());
+    };
+    if (const Value* dr = s->find("dependentRequired"))
+      for (const Member& m : dr->members()) set(m.key, m.value);
+    std::vector<std::pair<const char*, const Member*>> schemas;
+    if (const Value* ds = s->find("dependentSchemas"))
+      for (const Member& m : ds->members()) schemas.push_back({"dependentSchemas", &m});
+    if (const Value* d = s->find("dependencies")) {
+      for (const Member& m : d->members()) {
+        if (m.value.is_array()) set(m.key, m.value);
+        else schemas.push_back({"dependencies", &m});
+      }
+    }
+    auto into = [&](std::string_view k, const std::vector<std::string>& names) {
+      auto it = std::find_if(deps->begin(), deps->end(), [&](const auto& d) { return d.first == k; });
+      if (it == deps->end()) it = deps->insert(deps->end(), {std::string(k), {}});
+      for (const std::string& x : names)
+        if (std::find(it->second.begin(), it->second.end(), x) == it->second.end()) it->second.push_back(x);
+    };
+    for (const auto& [k, names] : mine) into(k, names);
+    for (const auto& [where, m] : schemas) {  // ObjectSchema.simple_dependency
+      NodeId dnode = child(n, where, &m->value, "/" + escape_pointer(m->key));
+      int32_t t = type_only(dnode);
+      if (t >= 0) {
+        if (t & kAtomObject) into(m->key, {});
+        else if (std::find(forbidden->begin(), forbidden->end(), m->key) == forbidden->end()) forbidden->emplace_back(m->key);
+        continue;
+      }
+      const Value* ds = &m->value;
+      bool required_only = ds->is_object();
+      if (required_only)
+        for (const Member& x : ds->members()) required_only = required_only && (x.key == "required" || is_annotation(x.key));
+      const Value* req = required_only ? ds->find("required") : nullptr;
+      if (req == nullptr || !req->is_array()) return decline("a dependent schema that says more than required keys");
+      std::vector<std::string> names;
+      for (const Value& x : req->items()) names.emplace_back(x.text());
+      into(m->key, names);
+    }
+    return true;
+  }
+
+  // ObjectSchema.object_ordered with counts or dependencies: known members in schema order, each
+  // at most once, then additional ones; a state is (next known key, members counted (for
+  // maxProperties), members certainly distinct (for minProperties), started, an additional
+  // member came, the watched keys seen).
+  Expr object_counted(const std::vector<std::pair<std::string, Expr>>& members, Expr additional,
+                      const std::vector<std::string>& required, int64_t eff_min, int64_t max_p, const Deps& deps,
+                      const std::vector<std::string>& watched) {
+    const int64_t n = int64_t(members.size());
+    const double counted = double(max_p >= 0 ? max_p : 0) + 1.0;
+    const double states = (double(n) + 1) * counted * double(eff_min + 1) * double(1 << watched.size()) * 4;
+    if (counted * double(eff_min + 1) * double(1 << watched.size()) > 1 && states > 6000)  // MAX_ORDERED_STATES
+      return decline("counting properties past the limit of states"), kNothing;
+    const bool distinct = additional != kNothing;
+    auto bit = [&](const std::string& k) {
+      auto it = std::find(watched.begin(), watched.end(), k);
+      return it == watched.end() ? 0u : 1u << (it - watched.begin());
+    };
+    std::vector<uint32_t> needs(watched.size(), 0);  // per watched key: the keys it requires
+    for (const auto& [k, names] : deps)
+      for (const std::string& x : names) needs[__builtin_ctz(bit(k))] |= bit(x);
+    struct Key {
+      int64_t i, c, m;
+      bool started, extra;
+      uint32_t seen;
+      bool operator<(const Key& o) const {
+        return std::tie(i, c, m, started, extra, seen) < std::tie(o.i, o.c, o.m, o.started, o.extra, o.seen);
+      }
+    };
+    std::vector<Key> keys{{0, 0, 0, false, false, 0}};
+    std::map<Key, int32_t> numbers{{keys[0], 0}};
+    auto state = [&](const Key& k) {
+      auto it = numbers.emplace(k, int32_t(keys.size()));
+      if (it.second) keys.push_back(k);
+      return it.first->second;
+    };
+    constexpr int32_t kAccept = -1;
+    const Expr close = b_.literal("}");
+    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
+    while (edges.size() < keys.size()) {
+      const Key k = keys[edges.size()];
+      const Expr sep = k.started ? sep_ : first_;
+      const bool room = max_p < 0 || k.c < max_p;
+      const int64_t nc = max_p >= 0 ? k.c + 1 : 0;
+      std::vector<std::pair<Expr, int32_t>> out;
+      if (k.i < n) {
+        const std::string& key = members[k.i].first;
+        if (std::find(required.begin(), required.end(), key) == required.end())
+          out.emplace_back(IrBuilder::kEmpty, state({k.i + 1, k.c, k.m, k.started, k.extra, k.seen}));
+        if (room)
+          out.emplace_back(b_.seq(sep, members[k.i].second),
+                           state({k.i + 1, nc, std::min(k.m + 1, eff_min), true, k.extra, k.seen | bit(key)}));
+      } else {
+        bool met = k.m >= eff_min;
+        for (size_t w = 0; w < watched.size(); ++w)
+          if (k.seen >> w & 1) met = met && (needs[w] & ~k.seen) == 0;
+        if (met) out.emplace_back(k.started ? b_.seq(close_ws_, close) : close, kAccept);
+        if (additional != kNothing && room) {
+          const int64_t nm = k.extra && !distinct ? k.m : std::min(k.m + 1, eff_min);
+          out.emplace_back(b_.seq(sep, additional), state({k.i, nc, nm, true, true, k.seen}));
+        }
+      }
+      edges.push_back(std::move(out));
+    }
+    return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
   }
 
   struct Pattern {
