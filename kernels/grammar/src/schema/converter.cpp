@@ -50,31 +50,34 @@ constexpr std::string_view kNotConst = "$trellis:notConst", kNotPattern = "$trel
 // The constraining keywords this port builds (README.md's first step); a subschema with any
 // other declines the document.
 bool covered(std::string_view k, const Value& v) {
-  if (in(k, {"minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies"})) return true;
-  if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "properties", "required",
-             "additionalProperties", "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum",
-             "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern", "format", kNotConst, kNotPattern,
-             kNotFormat, kNotMultiple}))
+  if (in(k, {"type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "properties",
+             "required", "additionalProperties", "minProperties", "maxProperties", "dependentRequired",
+             "dependentSchemas", "dependencies", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+             "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+             "exclusiveMaximum", "multipleOf", kNotConst, kNotPattern, kNotFormat, kNotMultiple}))
     return true;
-  if (in(k, {"items", "prefixItems", "additionalItems"})) return true;
   if (k == "patternProperties") return v.is_object();
   if (k == "uniqueItems") return v.is_bool();
   return false;
 }
 
+// _keywords.NOTES: what a schema says to readers.
+bool is_note(std::string_view k) {
+  return in(k, {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"});
+}
+
 // _keywords.ANNOTATIONS: accepted and ignored.
 bool is_annotation(std::string_view k) {
-  return in(k, {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly",
-                "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor",
-                "$dynamicAnchor", "$recursiveAnchor", "$defs", "definitions", "$vocabulary"});
+  return is_note(k) || in(k, {"contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor",
+                              "$dynamicAnchor", "$recursiveAnchor", "$defs", "definitions", "$vocabulary"});
 }
 
 // _keywords.VALUE_LIST: a subschema of only these is a list of values with a type.
-bool value_list_key(std::string_view k) {
-  return in(k, {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly",
-                "contentEncoding", "contentMediaType", "contentSchema", "$schema", "$id", "$anchor",
-                "$dynamicAnchor", "$recursiveAnchor", "$defs", "definitions", "$vocabulary", "enum", "const",
-                "type"});
+bool value_list_key(std::string_view k) { return is_annotation(k) || in(k, {"enum", "const", "type"}); }
+
+// `k` appended to `keys` unless there already (the Python's dict.fromkeys and `if k not in`).
+void add_new(std::vector<std::string>* keys, std::string_view k) {
+  if (std::find(keys->begin(), keys->end(), k) == keys->end()) keys->emplace_back(k);
 }
 
 uint8_t type_atoms(const Value* schema) {
@@ -446,14 +449,7 @@ class Conv : public TextHost, public NumberHost {
   // Converter.body for the covered keywords: the candidates of an enum or const, else the
   // values of each atom the context admits.
   Expr body(const std::vector<NodeId>& nodes, uint8_t atoms, const Done& done) {
-    for (NodeId n : nodes) {
-      const Value* s = r_.node(n).schema;
-      atoms &= type_atoms(s);
-      if (const Value* nv = s->is_object() ? s->find("not") : nullptr) {
-        int32_t inner = type_only(child(n, "not", nv));
-        if (inner >= 0) atoms &= uint8_t(~inner);
-      }
-    }
+    for (NodeId n : nodes) atoms &= type_atoms(r_.node(n).schema) & ~not_by_type(n);
     if (atoms == 0) return IrBuilder::kNothing;
     std::vector<const Value*> cands;
     if (finite_values(nodes, &cands)) {
@@ -598,9 +594,6 @@ class Conv : public TextHost, public NumberHost {
     std::vector<const Value*> values;
     bool required = false;
   };
-  static bool is_note(std::string_view k) {
-    return in(k, {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"});
-  }
   bool key_test(const Value& cond, KeyTest* out) {
     if (!cond.is_object()) return false;
     for (const Member& m : cond.members())
@@ -702,7 +695,7 @@ class Conv : public TextHost, public NumberHost {
       cases.push_back({outcome([](size_t, bool required) { return !required; }, base), kAtomObject});
       std::vector<std::string> texts;
       for (size_t j = 0; j < named.size(); ++j) {
-        texts.push_back(text_of(*named[j]));
+        texts.push_back(dumps(*named[j]));
         std::vector<NodeId> is_v(nodes);
         is_v.push_back(synth(at + "/is/" + escape_pointer(texts.back()),
                              json_object({{"required", json_list({quoted(*key)})},
@@ -741,8 +734,7 @@ class Conv : public TextHost, public NumberHost {
         for (NodeId x : list) {
           const Value* props = r_.node(x).schema->find("properties");
           if (props == nullptr || !props->is_object()) continue;
-          for (const Member& m : props->members())
-            if (std::find(here.begin(), here.end(), m.key) == here.end()) here.emplace_back(m.key);
+          for (const Member& m : props->members()) add_new(&here, m.key);
         }
       }
       if (i == 0) {
@@ -798,10 +790,7 @@ class Conv : public TextHost, public NumberHost {
         else for (const Value& x : v->items()) of |= atom_of(x);
         atoms &= of;
       }
-      if (const Value* nv = s->find("not")) {
-        int32_t inner = type_only(child(n, "not", nv));
-        if (inner >= 0) atoms &= uint8_t(~inner);
-      }
+      atoms &= ~not_by_type(n);
       if (depth < 8) {
         for (const char* comb : {"anyOf", "oneOf"}) {
           const Value* bs = s->find(comb);
@@ -889,8 +878,7 @@ class Conv : public TextHost, public NumberHost {
   // TypeAnalysis.objects_disjoint: a key one shape requires has no value both admit.
   bool objects_disjoint(const Shape& a, const Shape& b) {
     std::vector<std::string> keys(a.required);
-    for (const std::string& k : b.required)
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    for (const std::string& k : b.required) add_new(&keys, k);
     for (const std::string& k : keys) {
       std::vector<NodeId> ea, eb;
       for (NodeId n : a.expanded) member_nodes(n, k, &ea);
@@ -975,6 +963,14 @@ class Conv : public TextHost, public NumberHost {
       if (v->is_string()) out->insert(*canon(*v));
   }
 
+  // The atoms n's `not` refuses when it is about types alone (else none).
+  uint8_t not_by_type(NodeId n) {
+    const Value* s = r_.node(n).schema;
+    const Value* nv = s->is_object() ? s->find("not") : nullptr;
+    const int32_t inner = nv != nullptr ? type_only(child(n, "not", nv)) : -1;
+    return inner >= 0 ? uint8_t(inner) : 0;
+  }
+
   // TypeAnalysis.type_only: the atoms a schema admits when it constrains nothing but the type;
   // else -1. Remembered by (node, depth).
   int32_t type_only(NodeId node, int32_t depth = 0) {
@@ -1018,7 +1014,7 @@ class Conv : public TextHost, public NumberHost {
           if (sets.back() < 0) return -1;
         }
         uint8_t keep = 0;
-        for (uint8_t a = 1; a && a <= kAllAtoms; a <<= 1) {
+        for (uint8_t a = 1; a <= kAllAtoms; a <<= 1) {
           int32_t count = 0;
           for (int32_t x : sets) count += (x & a) != 0;
           if (std::string_view(comb) == "anyOf" ? count >= 1 : count == 1) keep |= a;
@@ -1124,10 +1120,8 @@ class Conv : public TextHost, public NumberHost {
     }
     if (v.is_string()) {
       if (const Value* p = s->find(kNotPattern)) {
-        if (!p->is_string()) return decline("a pattern that is not a string");
-        int found = patterns_.pattern_search(p->text(), v.text());
-        if (found < 0) return decline("a pattern's search: " + patterns_.why());
-        if (found) return false;
+        int found = search(*p, v.text());
+        if (found != 0) return false;  // found, or declined
       }
       if (s->find(kNotFormat) != nullptr) return decline("validation of a negated format");
     }
@@ -1154,12 +1148,7 @@ class Conv : public TextHost, public NumberHost {
       for (unsigned char c : v.text()) n += (c & 0xC0) != 0x80;
       if (!count_bounds(id, "minLength", "maxLength", &lo, &hi)) return false;
       if (n < lo || (hi >= 0 && n > hi)) return false;
-      if (const Value* p = s->find("pattern")) {
-        if (!p->is_string()) return decline("a pattern that is not a string");
-        int found = patterns_.pattern_search(p->text(), v.text());
-        if (found < 0) return decline("a pattern's search: " + patterns_.why());
-        if (!found) return false;
-      }
+      if (const Value* p = s->find("pattern"); p != nullptr && search(*p, v.text()) != 1) return false;
       const Value* fm = s->find("format");
       if (fm != nullptr && !(r_.drops_formats() && fm->is_string())) return decline("validation of format");
     }
@@ -1231,7 +1220,10 @@ class Conv : public TextHost, public NumberHost {
     for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
     return out + "]";
   }
-  static std::string text_of(const Value& v) { return dumps(v); }
+  // A negation's alternatives: the one, or anyOf them.
+  static std::string any_of(const std::vector<std::string>& alts) {
+    return alts.size() == 1 ? alts[0] : json_object({{"anyOf", json_list(alts)}});
+  }
   static std::string quoted(std::string_view s) {
     std::string out;
     dump_string(s, &out);
@@ -1257,9 +1249,7 @@ class Conv : public TextHost, public NumberHost {
       if (!negate_keyword(node, m, depth, &part, &none)) return false;
       if (!none) parts.push_back(std::move(part));
     }
-    if (parts.empty()) *out = "false";
-    else if (parts.size() == 1) *out = std::move(parts[0]);
-    else *out = json_object({{"anyOf", json_list(parts)}});
+    *out = parts.empty() ? "false" : any_of(parts);
     return true;
   }
 
@@ -1291,7 +1281,7 @@ class Conv : public TextHost, public NumberHost {
       const bool number = has("number"), integer = has("integer") || number;
       std::vector<std::string> rest;
       for (std::string_view t : {"null", "boolean", "number", "string", "array", "object"})
-        if (!has(t) && !(t == "number" && integer) && !(t == "integer" && number)) rest.push_back(quoted(t));
+        if (!has(t) && !(t == "number" && integer)) rest.push_back(quoted(t));
       if (integer && !number)  // non-integer numbers: numbers that are not integers
         return *out = json_object({{"anyOf", json_list({json_object({{"type", json_list(rest)}}),
                                                         R"({"type": "number", "not": {"type": "integer"}})"})}}),
@@ -1299,38 +1289,37 @@ class Conv : public TextHost, public NumberHost {
       *out = rest.empty() ? "false" : json_object({{"type", json_list(rest)}});
       return true;
     }
-    if (k == "const") return *out = json_object({{kNotConst, text_of(v)}}), true;
+    if (k == "const") return *out = json_object({{kNotConst, dumps(v)}}), true;
     if (k == "enum") {
       if (!v.is_array()) return decline("enum that is not an array");
       if (v.size() == 0) return *out = "true", true;
       std::vector<std::string> alts;
-      for (const Value& x : v.items()) alts.push_back(json_object({{kNotConst, text_of(x)}}));
+      for (const Value& x : v.items()) alts.push_back(json_object({{kNotConst, dumps(x)}}));
       return *out = json_object({{"allOf", json_list(alts)}}), true;
     }
     if (in(k, {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
       std::string_view flip = k == "minimum" ? "exclusiveMaximum" : k == "maximum" ? "exclusiveMinimum"
                               : k == "exclusiveMinimum" ? "maximum" : "minimum";
-      return *out = json_object({{"type", "\"number\""}, {flip, text_of(v)}}), true;
+      return *out = json_object({{"type", "\"number\""}, {flip, dumps(v)}}), true;
     }
-    if (k == "multipleOf") return *out = json_object({{"type", "\"number\""}, {kNotMultiple, text_of(v)}}), true;
+    if (k == "multipleOf") return *out = json_object({{"type", "\"number\""}, {kNotMultiple, dumps(v)}}), true;
     if (k == "minLength") return count("string", "maxLength", -1);
     if (k == "maxLength") return count("string", "minLength", 1);
     if (k == "minItems") return count("array", "maxItems", -1);
     if (k == "maxItems") return count("array", "minItems", 1);
     if (k == "minProperties") return count("object", "maxProperties", -1);
     if (k == "maxProperties") return count("object", "minProperties", 1);
-    if (k == "pattern") return *out = json_object({{"type", "\"string\""}, {kNotPattern, text_of(v)}}), true;
+    if (k == "pattern") return *out = json_object({{"type", "\"string\""}, {kNotPattern, dumps(v)}}), true;
     if (k == "format") {
-      if (!v.is_string()) return decline("a format that is not a string");
-      Expr e = patterns_.format_expr(v.text());
-      if (e == kNoExpr) return decline("format " + std::string(v.text()));
-      if (e == kNoFormat) return *none = true, true;
-      return *out = json_object({{"type", "\"string\""}, {kNotFormat, text_of(v)}}), true;
+      const int enforced = enforced_format(v);
+      if (enforced < 0) return false;
+      if (!enforced) return *none = true, true;
+      return *out = json_object({{"type", "\"string\""}, {kNotFormat, dumps(v)}}), true;
     }
-    if (k == kNotConst) return *out = json_object({{"const", text_of(v)}}), true;
-    if (k == kNotPattern) return *out = json_object({{"type", "\"string\""}, {"pattern", text_of(v)}}), true;
-    if (k == kNotFormat) return *out = json_object({{"type", "\"string\""}, {"format", text_of(v)}}), true;
-    if (k == kNotMultiple) return *out = json_object({{"type", "\"number\""}, {"multipleOf", text_of(v)}}), true;
+    if (k == kNotConst) return *out = json_object({{"const", dumps(v)}}), true;
+    if (k == kNotPattern) return *out = json_object({{"type", "\"string\""}, {"pattern", dumps(v)}}), true;
+    if (k == kNotFormat) return *out = json_object({{"type", "\"string\""}, {"format", dumps(v)}}), true;
+    if (k == kNotMultiple) return *out = json_object({{"type", "\"number\""}, {"multipleOf", dumps(v)}}), true;
     if (k == "required") {
       if (!v.is_array()) return decline("required that is not an array");
       if (v.size() == 0) return *none = true, true;
@@ -1339,7 +1328,7 @@ class Conv : public TextHost, public NumberHost {
         if (!x.is_string()) return decline("a required key that is not a string");
         alts.push_back(json_object({{"type", "\"object\""}, {"properties", json_object({{x.text(), "false"}})}}));
       }
-      return *out = alts.size() == 1 ? alts[0] : json_object({{"anyOf", json_list(alts)}}), true;
+      return *out = any_of(alts), true;
     }
     if (in(k, {"properties", "patternProperties", "additionalProperties"})) {
       if (k != "properties" && s->find("properties") != nullptr) return *none = true, true;
@@ -1356,7 +1345,7 @@ class Conv : public TextHost, public NumberHost {
                                     {"properties", json_object({{p.key, n}})}}));
       }
       if (alts.empty()) return *none = true, true;
-      return *out = alts.size() == 1 ? alts[0] : json_object({{"anyOf", json_list(alts)}}), true;
+      return *out = any_of(alts), true;
     }
     if (k == "additionalItems") {
       const Value* items = s->find("items");
@@ -1376,7 +1365,7 @@ class Conv : public TextHost, public NumberHost {
                                     {opt_.draft7 ? "items" : "prefixItems", json_list(tuple)}}));
       }
       if (alts.empty()) return *none = true, true;
-      return *out = alts.size() == 1 ? alts[0] : json_object({{"anyOf", json_list(alts)}}), true;
+      return *out = any_of(alts), true;
     }
     if (k == "items") {  // every item: "some item that is not", contains
       std::string n;
@@ -1428,7 +1417,7 @@ class Conv : public TextHost, public NumberHost {
         if (!neg(cond, depth + 1, &ni) || !neg(sub("else", other), depth + 1, &ne)) return false;
         alts.push_back(json_object({{"allOf", json_list({ni, ne})}}));
       }
-      return *out = alts.size() > 1 ? json_object({{"anyOf", json_list(alts)}}) : alts[0], true;
+      return *out = any_of(alts), true;
     }
     return decline(std::string(k) + ": its negation is not supported");
   }
@@ -1452,7 +1441,7 @@ class Conv : public TextHost, public NumberHost {
       }
     }
     if (refs && ids) return decline("a negation's piece with $ref and $id");
-    *out = text_of(*s);
+    *out = dumps(*s);
     return true;
   }
 
@@ -1502,13 +1491,9 @@ class Conv : public TextHost, public NumberHost {
       }
       const Value* fm = s->find("format");
       if (fm != nullptr && !(r_.drops_formats() && fm->is_string())) {
-        if (!fm->is_string()) return decline("a format that is not a string"), kNothing;
-        bool enforced = fm->text() == "regex";  // (built only as a string's one constraint)
-        if (!enforced) {
-          Expr e = patterns_.format_expr(fm->text());
-          if (e == kNoExpr) return decline("format " + std::string(fm->text())), kNothing;
-          enforced = e != kNoFormat;
-        }
+        // ("regex" is built only as a string's one constraint: format_expr refuses it elsewhere)
+        const int enforced = fm->is_string() && fm->text() == "regex" ? 1 : enforced_format(*fm);
+        if (enforced < 0) return kNothing;
         if (enforced) f.parts.push_back({StringPart::kFormat, std::string(fm->text())});
       }
       if (const Value* p = s->find(kNotPattern)) {
@@ -1516,10 +1501,9 @@ class Conv : public TextHost, public NumberHost {
         f.parts.push_back({StringPart::kNotPattern, std::string(p->text())});
       }
       if (const Value* nf = s->find(kNotFormat)) {
-        if (!nf->is_string()) return decline("a format that is not a string"), kNothing;
-        Expr e = patterns_.format_expr(nf->text());
-        if (e == kNoExpr) return decline("format " + std::string(nf->text())), kNothing;
-        if (e != kNoFormat) f.parts.push_back({StringPart::kNotFormat, std::string(nf->text())});
+        const int enforced = enforced_format(*nf);
+        if (enforced < 0) return kNothing;
+        if (enforced) f.parts.push_back({StringPart::kNotFormat, std::string(nf->text())});
       }
       if (const Value* x = s->find(kNotConst); x != nullptr && x->is_string())
         f.parts.push_back({StringPart::kNotLiteral, std::string(x->text())});
@@ -1529,6 +1513,15 @@ class Conv : public TextHost, public NumberHost {
     if (e == kNoExpr) decline("string keywords: " + patterns_.why());
     return e == kNoExpr ? IrBuilder::kNothing : e;
   }
+  // _text.format_expr's verdict on a format: 1 enforced, 0 an annotation (a format nobody
+  // defines), -1 declined (not a string, or a format the Python refuses).
+  int enforced_format(const Value& name) {
+    if (!name.is_string()) return decline("a format that is not a string"), -1;
+    const Expr e = patterns_.format_expr(name.text());
+    if (e == kNoExpr) return decline("format " + std::string(name.text())), -1;
+    return e != kNoFormat;
+  }
+
   // _object_schema._ANY_KEY: any key, quoted.
   Expr any_key() {
     Expr quote = b_.literal("\"");
@@ -1607,16 +1600,16 @@ class Conv : public TextHost, public NumberHost {
     for (const Prefix& p : prefixes)
       if (p.rest >= 0) rest_nodes.push_back(p.rest);
     if (closed >= 0) rest_nodes.push_back(closed);
+    std::vector<std::vector<NodeId>> positions;  // each prefix position's nodes, then the rest's
+    for (size_t i = 0; i < width; ++i) positions.push_back(position_nodes(i));
+    positions.push_back(rest_nodes);
     Expr item_end = IrBuilder::kEmpty;
     if (unique) {
-      std::vector<std::vector<NodeId>> positions;
-      for (size_t i = 0; i < width; ++i) positions.push_back(position_nodes(i));
-      positions.push_back(rest_nodes);
       if (!open_values(positions)) return decline("uniqueItems over a small finite set"), kNothing;
       item_end = b_.make_check(kUniqueItem);  // each item checked against the ones before it
     }
     std::vector<Expr> elems;
-    for (size_t i = 0; i < width; ++i) elems.push_back(b_.seq(value(position_nodes(i), kAllAtoms), item_end));
+    for (size_t i = 0; i < width; ++i) elems.push_back(b_.seq(value(positions[i], kAllAtoms), item_end));
     Expr rest = b_.seq(value(rest_nodes, kAllAtoms), item_end);
     Expr out = array_shape(elems, rest, lo, hi);
     return unique ? b_.make_region(out) : out;
@@ -1654,7 +1647,7 @@ class Conv : public TextHost, public NumberHost {
       std::vector<const Value*> cands;
       if (!finite_values(expanded, &cands)) {
         if ((static_atoms(expanded) & ~(kAtomNull | kAtomBoolean)) == 0)
-          return decline("uniqueItems over nulls and booleans"), false;  // (type_only is not ported)
+          return decline("uniqueItems over nulls and booleans"), false;  // (maybe few values: not built)
         return true;
       }
       size_t kept = 0;
@@ -1664,8 +1657,7 @@ class Conv : public TextHost, public NumberHost {
         if (failed()) return false;
         if (!all) continue;
         ++kept;
-        std::string k = *canon(*v);
-        if (std::find(seen.begin(), seen.end(), k) == seen.end()) seen.push_back(k);
+        add_new(&seen, *canon(*v));
       }
       if (kept > 8) return true;
     }
@@ -1750,10 +1742,18 @@ class Conv : public TextHost, public NumberHost {
   }
 
   // _text.pattern_search: whether a pattern matches anywhere in a key (false where it declines).
-  bool matches(std::string_view pattern, std::string_view key) {
-    int found = patterns_.pattern_search(pattern, key);
+  bool matches(std::string_view pattern, std::string_view key) { return search(pattern, key) > 0; }
+
+  // _text.pattern_search: 1 where the pattern matches anywhere in `text`, 0 where not, -1 where
+  // the port declines (a pattern that is not a string, or the search's own declines).
+  int search(const Value& pattern, std::string_view text) {
+    if (!pattern.is_string()) return decline("a pattern that is not a string"), -1;
+    return search(pattern.text(), text);
+  }
+  int search(std::string_view pattern, std::string_view text) {
+    int found = patterns_.pattern_search(pattern, text);
     if (found < 0) decline("a pattern's search: " + patterns_.why());
-    return found > 0;
+    return found;
   }
 
   // Evaluation.strict_close for objects: the false node that closes a place that names
@@ -1782,9 +1782,6 @@ class Conv : public TextHost, public NumberHost {
 
   Expr object(const std::vector<NodeId>& nodes) {
     std::vector<std::string> order, required;
-    auto add = [](std::vector<std::string>* v, std::string_view k) {
-      if (std::find(v->begin(), v->end(), k) == v->end()) v->emplace_back(k);
-    };
     std::vector<Pattern> patterns;  // ObjectFacts.patterns: (node, pattern) in the nodes' order
     int64_t min_p = 0, max_p = -1;  // max_p -1: none
     Deps deps;                      // key -> the keys it requires, in first mention
@@ -1793,9 +1790,9 @@ class Conv : public TextHost, public NumberHost {
       const Value* s = r_.node(n).schema;
       if (!s->is_object()) continue;
       if (const Value* props = s->find("properties"))
-        for (const Member& m : props->members()) add(&order, m.key);
+        for (const Member& m : props->members()) add_new(&order, m.key);
       if (const Value* req = s->find("required"))
-        for (const Value& k : req->items()) add(&required, k.text());
+        for (const Value& k : req->items()) add_new(&required, k.text());
       if (!count_bounds(n, "minProperties", "maxProperties", &min_p, &max_p)) return kNothing;
       if (const Value* pats = s->find("patternProperties")) {
         for (const Member& m : pats->members()) {
@@ -1806,13 +1803,13 @@ class Conv : public TextHost, public NumberHost {
       if (!dependencies(n, &deps, &forbidden)) return kNothing;
     }
     std::sort(forbidden.begin(), forbidden.end());
-    for (const std::string& k : required) add(&order, k);
-    for (const std::string& k : forbidden) add(&order, k);
+    for (const std::string& k : required) add_new(&order, k);
+    for (const std::string& k : forbidden) add_new(&order, k);
     for (auto& [k, names] : deps) {
-      add(&order, k);
+      add_new(&order, k);
       std::vector<std::string> sorted(names);
       std::sort(sorted.begin(), sorted.end());
-      for (const std::string& x : sorted) add(&order, x);
+      for (const std::string& x : sorted) add_new(&order, x);
     }
     for (const std::string& k : required)  // the Python's witnesses of negations are such keys
       if (!k.empty() && k[0] == '\0') return decline("a required key starting with NUL"), kNothing;
@@ -1857,9 +1854,8 @@ class Conv : public TextHost, public NumberHost {
     const int64_t eff_min = min_p > int64_t(required.size()) ? min_p : 0;
     std::vector<std::string> watched;
     for (const auto& [k, names] : deps) {
-      if (std::find(watched.begin(), watched.end(), k) == watched.end()) watched.push_back(k);
-      for (const std::string& x : names)
-        if (std::find(watched.begin(), watched.end(), x) == watched.end()) watched.push_back(x);
+      add_new(&watched, k);
+      for (const std::string& x : names) add_new(&watched, x);
     }
     if (watched.size() > 8) return decline("dependencies over more than 8 keys"), kNothing;  // MAX_TRACKED_KEYS
     Expr out = max_p < 0 && eff_min == 0 && deps.empty()
@@ -1896,8 +1892,7 @@ class Conv : public TextHost, public NumberHost {
     auto into = [&](std::string_view k, const std::vector<std::string>& names) {
       auto it = std::find_if(deps->begin(), deps->end(), [&](const auto& d) { return d.first == k; });
       if (it == deps->end()) it = deps->insert(deps->end(), {std::string(k), {}});
-      for (const std::string& x : names)
-        if (std::find(it->second.begin(), it->second.end(), x) == it->second.end()) it->second.push_back(x);
+      for (const std::string& x : names) add_new(&it->second, x);
     };
     for (const auto& [k, names] : mine) into(k, names);
     for (const auto& [where, m] : schemas) {  // ObjectSchema.simple_dependency
@@ -1905,7 +1900,7 @@ class Conv : public TextHost, public NumberHost {
       int32_t t = type_only(dnode);
       if (t >= 0) {
         if (t & kAtomObject) into(m->key, {});
-        else if (std::find(forbidden->begin(), forbidden->end(), m->key) == forbidden->end()) forbidden->emplace_back(m->key);
+        else add_new(forbidden, m->key);
         continue;
       }
       const Value* ds = &m->value;
@@ -1929,18 +1924,16 @@ class Conv : public TextHost, public NumberHost {
                       const std::vector<std::string>& required, int64_t eff_min, int64_t max_p, const Deps& deps,
                       const std::vector<std::string>& watched) {
     const int64_t n = int64_t(members.size());
-    const double counted = double(max_p >= 0 ? max_p : 0) + 1.0;
-    const double states = (double(n) + 1) * counted * double(eff_min + 1) * double(1 << watched.size()) * 4;
-    if (counted * double(eff_min + 1) * double(1 << watched.size()) > 1 && states > 6000)  // MAX_ORDERED_STATES
+    // (c_cap + 1) * (eff_min + 1) * 2^watched, as a double: a huge maxProperties is past the limit
+    const double counted = (double(max_p >= 0 ? max_p : 0) + 1) * double(eff_min + 1) * double(1u << watched.size());
+    if (counted > 1 && (double(n) + 1) * counted * 4 > 6000)  // MAX_ORDERED_STATES
       return decline("counting properties past the limit of states"), kNothing;
     const bool distinct = additional != kNothing;
-    auto bit = [&](const std::string& k) {
-      auto it = std::find(watched.begin(), watched.end(), k);
-      return it == watched.end() ? 0u : 1u << (it - watched.begin());
-    };
+    auto index = [&](const std::string& k) { return size_t(std::find(watched.begin(), watched.end(), k) - watched.begin()); };
+    auto bit = [&](const std::string& k) { return index(k) < watched.size() ? 1u << index(k) : 0u; };
     std::vector<uint32_t> needs(watched.size(), 0);  // per watched key: the keys it requires
     for (const auto& [k, names] : deps)
-      for (const std::string& x : names) needs[__builtin_ctz(bit(k))] |= bit(x);
+      for (const std::string& x : names) needs[index(k)] |= bit(x);
     struct Key {
       int64_t i, c, m;
       bool started, extra;

@@ -95,22 +95,30 @@ bool names_scope(std::string_view key) {
   return in(key, {"$id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor"});
 }
 
+// _keywords.SCHEMA_KEYWORDS, SCHEMA_LIST_KEYWORDS, SCHEMA_MAP_KEYWORDS: where subschemas are (a
+// keyword's value, its items, or its values).
+bool schema_keyword(std::string_view k) {
+  return in(k, {"additionalProperties", "propertyNames", "additionalItems", "contains", "not", "if", "then", "else",
+                "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items"});
+}
+bool schema_list_keyword(std::string_view k) { return in(k, {"allOf", "anyOf", "oneOf", "prefixItems", "items"}); }
+bool schema_map_keyword(std::string_view k) {
+  return in(k, {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"});
+}
+
 // _keywords.subschemas: the subschemas of one keyword, as (token below the keyword, value).
 void subschemas(std::string_view key, const Value& v, std::vector<Kid>* out) {
   out->clear();
-  if (in(key, {"additionalProperties", "propertyNames", "additionalItems", "contains", "not", "if", "then", "else",
-               "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items"}) &&
-      is_schema(v)) {
+  if (schema_keyword(key) && is_schema(v)) {
     out->push_back({"", &v});
     return;
   }
-  if (in(key, {"allOf", "anyOf", "oneOf", "prefixItems", "items"}) && v.is_array() && all_schemas(v)) {
+  if (schema_list_keyword(key) && v.is_array() && all_schemas(v)) {
     uint32_t i = 0;
     for (const Value& s : v.items()) out->push_back({"/" + std::to_string(i++), &s});
     return;
   }
-  if (in(key, {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}) &&
-      v.is_object()) {
+  if (schema_map_keyword(key) && v.is_object()) {
     for (const Member& m : v.members())
       if (is_schema(m.value)) out->push_back({"/" + escape_pointer(m.key), &m.value});
   }
@@ -126,13 +134,9 @@ void put(std::string* out, std::string_view s) {
 // _dialect._rewrite's places: a keyword's value that is one schema, a list of them, or a map of them.
 enum Place : uint8_t { kNoPlace, kSchemaPlace, kListPlace, kMapPlace };
 Place place_of(std::string_view key, const Value& v) {
-  if (v.is_object() && in(key, {"additionalProperties", "propertyNames", "additionalItems", "contains", "not", "if",
-                                "then", "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items"}))
-    return kSchemaPlace;
-  if (v.is_array() && in(key, {"allOf", "anyOf", "oneOf", "prefixItems", "items"})) return kListPlace;
-  if (v.is_object() && in(key, {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
-                                "dependencies"}))
-    return kMapPlace;
+  if (v.is_object() && schema_keyword(key)) return kSchemaPlace;
+  if (v.is_array() && schema_list_keyword(key)) return kListPlace;
+  if (v.is_object() && schema_map_keyword(key)) return kMapPlace;
   return kNoPlace;
 }
 

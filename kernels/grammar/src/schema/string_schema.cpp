@@ -64,7 +64,6 @@ Expr StringSchema::char_rule(Expr ch, int32_t n) {
   return finish(ir_.make_ref(rule));
 }
 
-
 // ---- strings with patterns and formats ----------------------------------------------------------
 
 Expr StringSchema::string(const StringFacts& f) {
