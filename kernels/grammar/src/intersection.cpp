@@ -21,10 +21,20 @@ class Nfa {
  public:
   explicit Nfa(int64_t* budget) : budget_(budget) {}
 
-  Status build(const Ir& ir, int32_t node) {
+  // The union of `nodes`' languages (one node: its own NFA).
+  Status build(const Ir& ir, const std::vector<int32_t>& nodes) {
     ir_ = &ir;
     start = add();
-    accept = expr(node, start, 0);
+    if (nodes.size() == 1) {
+      accept = expr(nodes[0], start, 0);
+      return status_;
+    }
+    accept = add();
+    for (int32_t node : nodes) {
+      const int32_t from = add();
+      eps(start, from);
+      eps(expr(node, from, 0), accept);
+    }
     return status_;
   }
 
@@ -250,6 +260,17 @@ void trim(ByteDfa* d) {
   *d = std::move(out);
 }
 
+// Whether `node` is bytes, or sequences and choices of nothing else (a finite set of strings).
+bool literal_only(const Ir& ir, int32_t node, int32_t depth) {
+  const int32_t kind = ir.kind(node);
+  if (kind == BYTES) return true;
+  if ((kind != SEQ && kind != ALT) || depth > 64) return false;
+  const int32_t* a = ir.args(node);
+  for (int32_t i = 0; i < a[0]; ++i)
+    if (!literal_only(ir, a[1 + i], depth + 1)) return false;
+  return true;
+}
+
 // The run of `d`'s state `s` holding byte `b`, searched from `*r` on (bytes come in order).
 int32_t target_at(const ByteDfa& d, int32_t s, int32_t b, int32_t* r) {
   while (*r < d.begin[s + 1] && d.runs[*r].hi < b) ++*r;
@@ -259,17 +280,31 @@ int32_t target_at(const ByteDfa& d, int32_t s, int32_t b, int32_t* r) {
 }  // namespace
 
 Status intersection_dfa(const Ir& ir, int32_t node, int64_t* budget, ByteDfa* out) {
+  // A part per child, except that the unwanted children that are literals share one: their
+  // union is a trie no larger than their bytes (a set of excluded values, a part each, made
+  // the product's tuples as long as the set). Other unwanted children stay parts of their own,
+  // where the wanted parts bound what the product explores of them.
   const int32_t* a = ir.args(node);
-  const int32_t n = a[0];
+  std::vector<std::vector<int32_t>> part_nodes;
+  std::vector<int32_t> literals;
+  int32_t n_wanted = 0;
+  for (int32_t k = 0; k < a[0]; ++k) {
+    const int32_t child = a[2 + 2 * k];
+    if (a[3 + 2 * k] != 0) part_nodes.insert(part_nodes.begin() + n_wanted++, {child});
+    else if (literal_only(ir, child, 0)) literals.push_back(child);
+    else part_nodes.push_back({child});
+  }
+  if (!literals.empty()) part_nodes.push_back(std::move(literals));
+  const int32_t n = static_cast<int32_t>(part_nodes.size());
   std::vector<ByteDfa> parts(n);
   std::vector<uint8_t> wants(n);
   std::vector<std::vector<uint8_t>> universal(n);
   for (int32_t k = 0; k < n; ++k) {
     Nfa nfa(budget);
-    Status s = nfa.build(ir, a[2 + 2 * k]);
+    Status s = nfa.build(ir, part_nodes[k]);
     if (s.ok()) s = determinize(nfa, &parts[k]);
     if (!s.ok()) return s;
-    wants[k] = a[3 + 2 * k] != 0;
+    wants[k] = k < n_wanted;
     if (!wants[k]) universal[k] = universal_states(parts[k]);
   }
   SignatureTable tuples;  // product state i: the parts' states, tuples.data(i)[0, n)

@@ -51,6 +51,10 @@ def keywords(schema):
         "dependentSchemas": st.dictionaries(NAMES, schema, max_size=2),
         "patternProperties": st.dictionaries(st.sampled_from(["^a", "b$", "^x-", ".*", "(", "é", "^[0-9]+$"]), schema,
                                              max_size=5),
+        "contains": schema, "minContains": COUNTS, "maxContains": COUNTS,
+        "propertyNames": schema | st.just(5) | st.fixed_dictionaries({"enum": st.lists(NAMES, max_size=4)})
+        | st.fixed_dictionaries({}, optional={"pattern": st.sampled_from(["^[a-z]+$", "^a", "(", "é"]),
+                                              "minLength": COUNTS, "maxLength": COUNTS, "format": st.just("email")}),
     }
     return st.sampled_from(sorted(value)).flatmap(lambda k: st.tuples(st.just(k), value[k]))
 
@@ -93,7 +97,8 @@ def test_port_declines_or_writes_the_python_words(schema, strict, any_whitespace
 
 
 # Shapes random documents rarely reach: discriminators written as ifs (Converter.if_switch), a
-# oneOf split on a key, negations of ifs, types, enums and required keys.
+# oneOf split on a key, negations of ifs, types, enums, required keys, some property and items,
+# counts, dependencies, propertyNames, contains and unique items from a few values.
 _KIND = {"type": "object", "properties": {"kind": {"enum": ["a", "b", 3]}, "x": {"type": "integer"}}}
 CHOSEN = [
     {**_KIND, "allOf": [{"if": {"properties": {"kind": {"const": "a"}}}, "then": {"required": ["x"]}},
@@ -109,6 +114,23 @@ CHOSEN = [
      "maxProperties": 3, "dependentRequired": {"a": ["b"]}, "dependentSchemas": {"c": {"required": ["a"]}}},
     {"properties": {"a": {}, "b": {}}, "additionalProperties": False, "required": ["b"],
      "dependencies": {"a": ["b"], "b": {"type": "object"}, "x": False}, "not": {"maxProperties": 1}},
+    {"type": "object", "propertyNames": {"enum": ["a", "b", "c"]}, "additionalProperties": {"type": "integer"},
+     "properties": {"a": {"type": "string"}, "d": {}}},
+    {"type": "object", "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 8}, "properties": {"ab": {}, "A": {}}},
+    {"propertyNames": True, "properties": {"x": {}}},
+    {"propertyNames": {"$ref": "#/$defs/k"}, "$defs": {"k": {"type": "string", "minLength": 2}},
+     "patternProperties": {"^a": {"type": "null"}}, "properties": {"b": {}, "ab": {}}},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"},
+     "required": ["a"], "not": {"additionalProperties": {"type": "string", "maxLength": 3}}},
+    {"not": {"patternProperties": {"^x-": {"type": "integer"}}, "properties": {"x-a": {"const": 1}}}},
+    {"type": "array", "items": {"type": "integer"}, "not": {"items": {"minimum": 3}}},
+    {"type": "array", "contains": {"type": "string"}, "minContains": 2, "maxContains": 3, "maxItems": 6},
+    {"not": {"contains": {"const": 1}}, "items": {"type": "integer"}},
+    {"type": ["object", "string"], "properties": {"a": {}, "b": {"type": "integer"}},
+     "dependentSchemas": {"a": {"properties": {"b": {"minimum": 3}}}, "b": {"required": ["a"]}},
+     "dependencies": {"c": {"not": {"required": ["a"]}}}},
+    {"type": "array", "uniqueItems": True, "minItems": 1, "maxItems": 3,
+     "prefixItems": [{"enum": ["a", 1]}], "items": {"enum": ["a", "b", 1, 1.0, None]}},
 ]
 
 

@@ -67,7 +67,7 @@ def test_covered_schemas_compile_to_the_python_grammar(compiler, strict, any_whi
 
 
 def test_declined_and_malformed_schemas_go_the_python_way(compiler):
-    uncovered = {"type": "object", "propertyNames": {"maxLength": 3}}
+    uncovered = {"type": "object", "properties": {"a": {"enum": [1.5, [1]]}}}  # (enums of floats, arrays)
     assert compiler._native_json_schema(uncovered, {}) is None
     assert not compiler.compile("json_schema", uncovered).is_empty
     bad = {"type": "object", "properties": {"a": {"type": "strin"}}}

@@ -42,10 +42,13 @@ bool constraining(std::string_view k, bool draft7) {
   return known.count(k) || (draft7 && (k == "contentMediaType" || k == "contentEncoding"));
 }
 
-// _negate.py's keywords for what JSON Schema cannot say (a value, pattern, format or multiple
-// excluded; "some property" is not ported).
+// _negate.py's keywords for what JSON Schema cannot say: a value, pattern, format or multiple
+// excluded, and some property.
 constexpr std::string_view kNotConst = "$trellis:notConst", kNotPattern = "$trellis:notPattern",
                            kNotFormat = "$trellis:notFormat", kNotMultiple = "$trellis:notMultipleOf";
+// "Some property whose key is in a region has a value valid against a schema": a negated
+// properties/patternProperties/additionalProperties ({exclude, match, notMatch, schema}).
+constexpr std::string_view kWitness = "$trellis:someProperty";
 
 // The constraining keywords this port builds (README.md's first step); a subschema with any
 // other declines the document.
@@ -54,9 +57,12 @@ bool covered(std::string_view k, const Value& v) {
              "required", "additionalProperties", "minProperties", "maxProperties", "dependentRequired",
              "dependentSchemas", "dependencies", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
              "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-             "exclusiveMaximum", "multipleOf", kNotConst, kNotPattern, kNotFormat, kNotMultiple}))
+             "exclusiveMaximum", "multipleOf", "contains", "minContains", "maxContains", kNotConst, kNotPattern,
+             kNotFormat, kNotMultiple}))
     return true;
   if (k == "patternProperties") return v.is_object();
+  if (k == "propertyNames") return v.is_object() || v.is_bool();
+  if (k == kWitness) return v.is_object();  // its shape checked where it is built
   if (k == "uniqueItems") return v.is_bool();
   return false;
 }
@@ -129,8 +135,12 @@ std::optional<std::string> canon(const Value& v) {
 
 // The splits a context's cases have made (body's `done`): (node, kind) markers, sorted.
 using Done = std::vector<uint64_t>;
-enum SplitKind : uint8_t { kIf = 0, kAnyOf = 1, kOneOf = 2, kNot = 3, kOneOfKey = 4 };
-uint64_t marker(NodeId n, uint8_t kind) { return uint64_t(uint32_t(n)) << 8 | kind; }
+// kDep: a dependent schema split on its key (`extra` numbers the key).
+enum SplitKind : uint8_t { kIf = 0, kAnyOf = 1, kOneOf = 2, kNot = 3, kOneOfKey = 4, kDep = 5 };
+uint64_t marker(NodeId n, uint8_t kind, uint32_t extra = 0) {
+  return uint64_t(uint32_t(n)) << 32 | uint64_t(kind) << 24 | (extra & 0xFFFFFF);
+}
+NodeId marker_node(uint64_t m) { return NodeId(m >> 32); }
 Done with(const Done& done, uint64_t m) {
   Done out(done);
   out.insert(std::lower_bound(out.begin(), out.end(), m), m);
@@ -187,7 +197,7 @@ class Conv : public TextHost, public NumberHost {
     std::sort(keys.begin(), keys.end());
     Done splits;
     for (uint64_t m : done)
-      if (std::binary_search(keys.begin(), keys.end(), NodeId(m >> 8))) splits.push_back(m);
+      if (std::binary_search(keys.begin(), keys.end(), marker_node(m))) splits.push_back(m);
     std::string key(reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(NodeId));
     key += static_cast<char>(atoms);
     key.append(reinterpret_cast<const char*>(splits.data()), splits.size() * sizeof(uint64_t));
@@ -404,19 +414,21 @@ class Conv : public TextHost, public NumberHost {
     auto known = expanded_.find(key);
     if (known != expanded_.end()) return known->second ? &*known->second : nullptr;
     std::vector<NodeId> out;
-    std::vector<char> seen, kept;
-    std::deque<NodeId> todo(nodes.begin(), nodes.end());
+    std::deque<NodeId>& todo = expand_todo_;
+    todo.assign(nodes.begin(), nodes.end());
     bool is_false = false;
-    auto mark = [](std::vector<char>* v, NodeId id) {
+    ++expand_epoch_;  // a node is seen (kept) in this call when its stamp is the epoch
+    auto mark = [this](std::vector<uint32_t>* v, NodeId id) {
       if (v->size() <= size_t(id)) v->resize(id + 1, 0);
-      bool was = (*v)[id];
-      (*v)[id] = 1;
+      bool was = (*v)[id] == expand_epoch_;
+      (*v)[id] = expand_epoch_;
       return was;
     };
+    std::vector<uint32_t> *seen = &expand_seen_, *kept = &expand_kept_;
     while (!todo.empty() && !failed()) {
       NodeId n = todo.front();
       todo.pop_front();
-      if (mark(&seen, n)) continue;
+      if (mark(seen, n)) continue;
       const Step& st = step(n);
       if (st.is_false) {
         is_false = true;
@@ -426,7 +438,7 @@ class Conv : public TextHost, public NumberHost {
         todo.push_front(st.first);
         continue;
       }
-      if (st.said >= 0 && !mark(&kept, st.said)) out.push_back(st.said);
+      if (st.said >= 0 && !mark(kept, st.said)) out.push_back(st.said);
       todo.insert(todo.end(), st.then.begin(), st.then.end());
     }
     auto& slot = expanded_[key];
@@ -562,6 +574,29 @@ class Conv : public TextHost, public NumberHost {
           }
         }
         return b_.alt(IrSpan<Expr>(parts));
+      }
+    }
+    // a dependent schema that is more than a type or required keys: the key absent, or present
+    // and the dependent schema holding
+    if (atoms & kAtomObject) {
+      for (NodeId n : nodes) {
+        for (const auto& [key, dnode] : dependent_schemas(n)) {
+          const uint64_t m = marker(n, kDep, dep_key_id(key));
+          if (std::binary_search(done.begin(), done.end(), m) || simple_dependency(dnode, nullptr, nullptr)) continue;
+          if (failed()) return kNothing;
+          const std::string at = r_.node(n).pointer, escaped = escape_pointer(key);
+          const NodeId absent = synth(at + "/~absent/" + escaped, json_object({{"properties", json_object({{key, "false"}})}}));
+          const NodeId present = synth(at + "/~present/" + escaped, json_object({{"required", json_list({quoted(key)})}}));
+          const Done after = with(done, m);
+          std::vector<NodeId> without(nodes), with_key(nodes);
+          without.push_back(absent);
+          with_key.push_back(present);
+          with_key.push_back(dnode);
+          const uint8_t rest = atoms & ~kAtomObject;
+          Expr others = rest ? value(nodes, rest, after) : kNothing;
+          Expr lacking = value(without, kAtomObject, after);
+          return b_.alt(others, lacking, value(with_key, kAtomObject, after));
+        }
       }
     }
     bool no_null = false, no_true = false, no_false = false;  // excluded by a negated const
@@ -1102,13 +1137,9 @@ class Conv : public TextHost, public NumberHost {
       if (*ck != *key) return false;
     }
     if (const Value* e = s->find("enum")) {
-      bool found = false;
-      for (const Value& x : e->items()) {
-        auto xk = canon(x);  // (a float could equal an integer: not covered)
-        if (!xk) return decline("an enum that is not of strings, null, booleans and integers");
-        if (*xk == *key) found = true;
-      }
-      if (!found) return false;
+      const std::optional<std::unordered_set<std::string>>& keys = enum_keys(*e);
+      if (!keys) return decline("an enum that is not of strings, null, booleans and integers");
+      if (!keys->count(*key)) return false;
     }
     if (const Value* x = s->find(kNotConst)) {  // json_equal: scalars by canon, no scalar equals a container
       if (x->is_array() || x->is_object()) {
@@ -1188,6 +1219,23 @@ class Conv : public TextHost, public NumberHost {
       if (constraining(m.key, opt_.draft7) && !dropped(m) && !covered(m.key, m.value))
         return decline("validation of " + std::string(m.key));
     return true;
+  }
+
+  // The canon keys of an enum's values, none where one has no key (a float could equal an
+  // integer: not covered). Memoized: a switch tests every candidate against the same enums.
+  const std::optional<std::unordered_set<std::string>>& enum_keys(const Value& e) {
+    auto [it, fresh] = enum_keys_.try_emplace(&e);
+    if (fresh) {
+      std::unordered_set<std::string> keys;
+      bool all = true;
+      for (const Value& x : e.items()) {
+        auto k = canon(x);
+        all = all && k.has_value();
+        if (k) keys.insert(std::move(*k));
+      }
+      if (all) it->second = std::move(keys);
+    }
+    return it->second;
   }
 
   // ---- negation (_negate.py's Negator) ---------------------------------------------------
@@ -1333,16 +1381,36 @@ class Conv : public TextHost, public NumberHost {
     if (in(k, {"properties", "patternProperties", "additionalProperties"})) {
       if (k != "properties" && s->find("properties") != nullptr) return *none = true, true;
       if (k == "additionalProperties" && s->find("patternProperties") != nullptr) return *none = true, true;
-      if (s->find("patternProperties") || s->find("additionalProperties"))
-        return decline("the negation of patternProperties or additionalProperties (some property)");
-      if (!v.is_object()) return decline("properties that is not an object");
-      std::vector<std::string> alts;
-      for (const Member& p : v.members()) {
+      const Value* props = s->find("properties");
+      const Value* pats = s->find("patternProperties");
+      const Value* addl = s->find("additionalProperties");
+      if ((props && !props->is_object()) || (pats && !pats->is_object()))
+        return decline("properties or patternProperties that is not an object");
+      std::vector<std::string> alts, names, patterns;
+      // "some property whose key is in a region has a value the region's schema refuses"
+      auto witness = [&](const std::string& exclude, const std::string& match, const std::string& not_match,
+                         const std::string& schema) {
+        alts.push_back(json_object({{"type", "\"object\""}, {kWitness, json_object({{"exclude", exclude},
+            {"match", match}, {"notMatch", not_match}, {"schema", schema}})}}));
+      };
+      for (const Member& p : props ? props->members() : Span<Member>()) {
         std::string n;
+        names.push_back(quoted(p.key));
         if (!neg(sub("properties", &p.value, "/" + escape_pointer(p.key)), depth + 1, &n)) return false;
         if (n == "false") continue;
         alts.push_back(json_object({{"type", "\"object\""}, {"required", json_list({quoted(p.key)})},
                                     {"properties", json_object({{p.key, n}})}}));
+      }
+      for (const Member& p : pats ? pats->members() : Span<Member>()) {
+        std::string n;
+        patterns.push_back(quoted(p.key));
+        if (!neg(sub("patternProperties", &p.value, "/" + escape_pointer(p.key)), depth + 1, &n)) return false;
+        if (n != "false") witness("[]", quoted(p.key), "[]", n);
+      }
+      if (addl != nullptr) {
+        std::string n;
+        if (!neg(sub("additionalProperties", addl), depth + 1, &n)) return false;
+        if (n != "false") witness(json_list(names), "null", json_list(patterns), n);
       }
       if (alts.empty()) return *none = true, true;
       return *out = any_of(alts), true;
@@ -1371,7 +1439,18 @@ class Conv : public TextHost, public NumberHost {
       std::string n;
       if (!neg(sub("items", &v), depth + 1, &n)) return false;
       if (n == "false") return *none = true, true;
-      return decline("items: its negation (contains) is not supported");
+      const Value* tuple = opt_.draft7 ? nullptr : s->find("prefixItems");
+      if (tuple != nullptr && (!tuple->is_array() || tuple->size() > 0))
+        return decline("negating items after prefixItems");
+      return *out = json_object({{"type", "\"array\""}, {"contains", n}}), true;
+    }
+    if (k == "contains") {  // no item is: every item is not
+      const Value* mn = s->find("minContains");
+      if (s->find("maxContains") != nullptr || (mn != nullptr && !(mn->is_integer() && mn->fits_int64() && mn->int64() == 1)))
+        return decline("the negation of contains with counts");
+      std::string n;
+      if (!neg(sub("contains", &v), depth + 1, &n)) return false;
+      return *out = json_object({{"type", "\"array\""}, {"items", n}}), true;
     }
     if (in(k, {"minContains", "maxContains", "then", "else"})) return *none = true, true;  // (with contains, if)
     if (k == "uniqueItems" && v.is_bool() && !v.boolean()) return *none = true, true;
@@ -1477,38 +1556,44 @@ class Conv : public TextHost, public NumberHost {
     rules_.set(name, b_.make_and(items, wants, escaped));
     return b_.make_ref(name);
   }
-  // StringSchema.string_facts and string: lengths, patterns and enforced formats.
-  Expr string(const std::vector<NodeId>& nodes) {
-    StringFacts f;
+  // StringSchema.string_facts: lengths, patterns and enforced formats; false where it declines.
+  bool string_facts(const std::vector<NodeId>& nodes, StringFacts* f) {
     int64_t hi = -1;
     for (NodeId n : nodes) {
-      if (!count_bounds(n, "minLength", "maxLength", &f.lo, &hi)) return IrBuilder::kNothing;
+      if (!count_bounds(n, "minLength", "maxLength", &f->lo, &hi)) return false;
       const Value* s = r_.node(n).schema;
       if (!s->is_object()) continue;
       if (const Value* p = s->find("pattern")) {
-        if (!p->is_string()) return decline("a pattern that is not a string"), kNothing;
-        f.parts.push_back({StringPart::kPattern, std::string(p->text())});
+        if (!p->is_string()) return decline("a pattern that is not a string");
+        f->parts.push_back({StringPart::kPattern, std::string(p->text())});
       }
       const Value* fm = s->find("format");
       if (fm != nullptr && !(r_.drops_formats() && fm->is_string())) {
         // ("regex" is built only as a string's one constraint: format_expr refuses it elsewhere)
         const int enforced = fm->is_string() && fm->text() == "regex" ? 1 : enforced_format(*fm);
-        if (enforced < 0) return kNothing;
-        if (enforced) f.parts.push_back({StringPart::kFormat, std::string(fm->text())});
+        if (enforced < 0) return false;
+        if (enforced) f->parts.push_back({StringPart::kFormat, std::string(fm->text())});
       }
       if (const Value* p = s->find(kNotPattern)) {
-        if (!p->is_string()) return decline("a pattern that is not a string"), kNothing;
-        f.parts.push_back({StringPart::kNotPattern, std::string(p->text())});
+        if (!p->is_string()) return decline("a pattern that is not a string");
+        f->parts.push_back({StringPart::kNotPattern, std::string(p->text())});
       }
       if (const Value* nf = s->find(kNotFormat)) {
         const int enforced = enforced_format(*nf);
-        if (enforced < 0) return kNothing;
-        if (enforced) f.parts.push_back({StringPart::kNotFormat, std::string(nf->text())});
+        if (enforced < 0) return false;
+        if (enforced) f->parts.push_back({StringPart::kNotFormat, std::string(nf->text())});
       }
       if (const Value* x = s->find(kNotConst); x != nullptr && x->is_string())
-        f.parts.push_back({StringPart::kNotLiteral, std::string(x->text())});
+        f->parts.push_back({StringPart::kNotLiteral, std::string(x->text())});
     }
-    f.hi = hi < 0 ? kUnbounded : hi;
+    f->hi = hi < 0 ? kUnbounded : hi;
+    return true;
+  }
+
+  // StringSchema.string.
+  Expr string(const std::vector<NodeId>& nodes) {
+    StringFacts f;
+    if (!string_facts(nodes, &f)) return kNothing;
     Expr e = strings_.string(f);
     if (e == kNoExpr) decline("string keywords: " + patterns_.why());
     return e == kNoExpr ? IrBuilder::kNothing : e;
@@ -1556,6 +1641,11 @@ class Conv : public TextHost, public NumberHost {
     };
     std::vector<Prefix> prefixes;
     bool unique_at = false;
+    struct Contains {
+      NodeId node;
+      const Value *mn, *mx;  // minContains, maxContains as written (nullptr: absent, or null for mx)
+    };
+    std::vector<Contains> contains;
     for (NodeId n : nodes) {
       if (!count_bounds(n, "minItems", "maxItems", &lo, &hi)) return kNothing;
       const Value* s = r_.node(n).schema;
@@ -1577,6 +1667,15 @@ class Conv : public TextHost, public NumberHost {
         p.rest = child(n, "items", items);
       }
       if (!p.items.empty() || p.rest >= 0) prefixes.push_back(std::move(p));
+      if (s->find("contains") != nullptr) {
+        const Value* mx = s->find("maxContains");
+        // (without maxContains, a minContains of 0 asks nothing: the Python's `mn == 0`, false too)
+        const Value* mn = s->find("minContains");
+        const bool zero = mn != nullptr && ((mn->is_integer() && mn->fits_int64() && mn->int64() == 0) ||
+                                            (mn->is_number() && mn->number() == 0) || (mn->is_bool() && !mn->boolean()));
+        if (!(zero && (mx == nullptr || mx->kind() == Kind::null)))
+          contains.push_back({n, mn, mx != nullptr && mx->kind() == Kind::null ? nullptr : mx});
+      }
       const Value* u = s->find("uniqueItems");
       unique_at = unique_at || (u != nullptr && u->is_bool() && u->boolean());
     }
@@ -1605,14 +1704,90 @@ class Conv : public TextHost, public NumberHost {
     positions.push_back(rest_nodes);
     Expr item_end = IrBuilder::kEmpty;
     if (unique) {
-      if (!open_values(positions)) return decline("uniqueItems over a small finite set"), kNothing;
+      if (!contains.empty()) return decline("uniqueItems together with contains"), kNothing;
+      std::vector<const Value*> values;
+      std::vector<std::vector<int32_t>> choices;
+      const bool open = open_values(positions, &values, &choices);
+      if (failed()) return kNothing;
+      if (!open) return array_unique(values, choices, lo, hi);
       item_end = b_.make_check(kUniqueItem);  // each item checked against the ones before it
+    }
+    if (!contains.empty()) {
+      if (contains.size() > 1) return decline("more than one contains in one place"), kNothing;
+      if (width) return decline("contains together with prefixItems"), kNothing;
+      return array_contains(contains[0].node, contains[0].mn, contains[0].mx, rest_nodes, lo, hi);
     }
     std::vector<Expr> elems;
     for (size_t i = 0; i < width; ++i) elems.push_back(b_.seq(value(positions[i], kAllAtoms), item_end));
     Expr rest = b_.seq(value(rest_nodes, kAllAtoms), item_end);
     Expr out = array_shape(elems, rest, lo, hi);
     return unique ? b_.make_region(out) : out;
+  }
+
+  // ArraySchema.contains_bounds: a count as an integer (a float with no fraction counts), -1
+  // absent; false where the Python refuses it.
+  bool contains_bound(const Value* v, int64_t* out) {
+    *out = -1;
+    if (v == nullptr) return true;
+    if (v->is_integer() && v->fits_int64() && v->int64() >= 0) return *out = v->int64(), true;
+    if (v->is_number() && v->number() >= 0 && v->number() < 9e15 && v->number() == std::floor(v->number()))
+      return *out = static_cast<int64_t>(v->number()), true;
+    return decline("minContains or maxContains that is not a non-negative integer");
+  }
+
+  // ArraySchema.array_contains (no tuple, no uniqueItems): a counting automaton of (items so far,
+  // items the contains subschema takes so far), both capped; with maxContains the other items
+  // are those it refuses.
+  Expr array_contains(NodeId n, const Value* mn_v, const Value* mx_v, const std::vector<NodeId>& rest_nodes,
+                      int64_t lo, int64_t hi) {
+    int64_t mn, mx;
+    if (!contains_bound(mn_v, &mn) || !contains_bound(mx_v, &mx)) return kNothing;
+    if (mn_v == nullptr) mn = 1;
+    const Value* cv = r_.node(n).schema->find("contains");
+    const NodeId cnode = child(n, "contains", cv);
+    std::vector<NodeId> with(rest_nodes);
+    with.push_back(cnode);
+    Expr hit = value(with, kAllAtoms), miss;
+    const bool exact = mx >= 0;
+    if (exact) {
+      const int32_t cond = type_only(cnode);
+      if (cond >= 0) {
+        miss = value(rest_nodes, uint8_t(kAllAtoms & ~cond));
+      } else {
+        std::vector<NodeId> without(rest_nodes);
+        without.push_back(negation(cnode));
+        miss = value(without, kAllAtoms);
+      }
+    } else {
+      miss = value(rest_nodes, kAllAtoms);
+    }
+    if (failed() || (exact && mx < mn)) return kNothing;
+    const int64_t t_cap = hi >= 0 ? hi : std::max<int64_t>({lo, mn, 1}), c_cap = exact ? mx : mn;
+    if (double(t_cap + 1) * double(c_cap + 1) > 6000)  // MAX_ORDERED_STATES
+      return decline("contains with counts past the limit of states"), kNothing;
+    std::vector<std::pair<int64_t, int64_t>> keys{{0, 0}};
+    std::map<std::pair<int64_t, int64_t>, int32_t> numbers{{keys[0], 0}};
+    auto state = [&](int64_t t, int64_t c) {
+      auto it = numbers.emplace(std::make_pair(t, c), int32_t(keys.size()));
+      if (it.second) keys.emplace_back(t, c);
+      return it.first->second;
+    };
+    constexpr int32_t kAccept = -1;
+    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
+    while (edges.size() < keys.size()) {
+      const auto [t, c] = keys[edges.size()];
+      std::vector<std::pair<Expr, int32_t>> out;
+      if (t >= lo && c >= mn) out.emplace_back(t ? b_.seq(close_ws_, b_.literal("]")) : b_.literal("]"), kAccept);
+      if (hi < 0 || t < hi) {
+        const Expr sep = t ? sep_ : first_;
+        const int64_t nt = hi < 0 ? std::min(t + 1, t_cap) : t + 1;
+        if (!exact || c < mx) out.emplace_back(b_.seq(sep, hit), state(nt, exact ? c + 1 : std::min(c + 1, c_cap)));
+        out.emplace_back(b_.seq(sep, miss), state(nt, c));
+      }
+      out.erase(std::remove_if(out.begin(), out.end(), [](const auto& e) { return e.first == kNothing; }), out.end());
+      edges.push_back(std::move(out));
+    }
+    return b_.seq(b_.literal("["), ws_, automaton("arr", edges));
   }
 
   // Evaluation.strict_close for arrays: the false node that closes the items past the tuples of
@@ -1636,11 +1811,14 @@ class Conv : public TextHost, public NumberHost {
     return synth(r_.node(first).pointer + "/unevaluated", "false");
   }
 
-  // Whether array_unique refuses (unique_candidates): some position's values are not few and
-  // known, or all of them together are more than 8. False where it would build its machine.
-  bool open_values(const std::vector<std::vector<NodeId>>& positions) {
-    std::vector<std::string> seen;
+  // ArraySchema.unique_candidates over every position: true where array_unique refuses (some
+  // position's values are not few and known, or all of them together are more than 8), else
+  // the values (`*values`, each once) and the numbers of those each position allows.
+  bool open_values(const std::vector<std::vector<NodeId>>& positions, std::vector<const Value*>* values,
+                   std::vector<std::vector<int32_t>>* choices) {
+    std::vector<std::string> seen;  // the values' canon keys
     for (const std::vector<NodeId>& nodes : positions) {
+      choices->emplace_back();
       const std::vector<NodeId>* ex = expand(nodes);
       if (ex == nullptr) continue;
       const std::vector<NodeId> expanded(*ex);
@@ -1650,18 +1828,55 @@ class Conv : public TextHost, public NumberHost {
           return decline("uniqueItems over nulls and booleans"), false;  // (maybe few values: not built)
         return true;
       }
-      size_t kept = 0;
+      std::vector<const Value*> kept;
       for (const Value* v : cands) {
         bool all = true;
         for (NodeId n : expanded) all = all && holds(*v, n);
         if (failed()) return false;
-        if (!all) continue;
-        ++kept;
-        add_new(&seen, *canon(*v));
+        if (all) kept.push_back(v);
       }
-      if (kept > 8) return true;
+      if (kept.size() > 8) return true;
+      for (const Value* v : kept) {
+        const std::string key = *canon(*v);
+        const size_t i = std::find(seen.begin(), seen.end(), key) - seen.begin();
+        if (i == seen.size()) seen.push_back(key), values->push_back(v);
+        choices->back().push_back(int32_t(i));
+      }
     }
     return seen.size() > 8;
+  }
+
+  // ArraySchema.array_unique without contains: items from a few known values, a state per
+  // (position, values used so far).
+  Expr array_unique(const std::vector<const Value*>& values, const std::vector<std::vector<int32_t>>& choices,
+                    int64_t lo, int64_t hi) {
+    std::vector<Expr> exprs;
+    for (const Value* v : values) exprs.push_back(v->is_string() ? string_literal(v->text()) : const_expr(*v, false));
+    const int32_t last = int32_t(choices.size()) - 1;
+    std::vector<std::pair<int32_t, uint32_t>> keys{{0, 0}};  // (position, used values)
+    std::map<std::pair<int32_t, uint32_t>, int32_t> numbers{{keys[0], 0}};
+    auto state = [&](int32_t pos, uint32_t used) {
+      auto it = numbers.emplace(std::make_pair(pos, used), int32_t(keys.size()));
+      if (it.second) keys.emplace_back(pos, used);
+      return it.first->second;
+    };
+    constexpr int32_t kAccept = -1;
+    const Expr close = b_.literal("]");
+    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
+    while (edges.size() < keys.size()) {
+      const auto [pos, used] = keys[edges.size()];
+      const int64_t n_used = __builtin_popcount(used);
+      std::vector<std::pair<Expr, int32_t>> out;
+      if (n_used >= lo) out.emplace_back(used ? b_.seq(close_ws_, close) : close, kAccept);
+      if (hi < 0 || n_used < hi) {
+        const Expr sep = used ? sep_ : first_;
+        for (int32_t i : choices[pos])
+          if (!(used >> i & 1)) out.emplace_back(b_.seq(sep, exprs[i]), state(std::min(pos + 1, last), used | 1u << i));
+      }
+      out.erase(std::remove_if(out.begin(), out.end(), [](const auto& e) { return e.first == kNothing; }), out.end());
+      edges.push_back(std::move(out));
+    }
+    return b_.seq(b_.literal("["), ws_, automaton("uniq", edges));
   }
 
   // ArraySchema.array_shape: `[`, the prefix items, then items of `rest`, `]`, lo..hi of them.
@@ -1786,6 +2001,7 @@ class Conv : public TextHost, public NumberHost {
     int64_t min_p = 0, max_p = -1;  // max_p -1: none
     Deps deps;                      // key -> the keys it requires, in first mention
     std::vector<std::string> forbidden;
+    std::vector<NodeId> name_nodes;  // the propertyNames subschemas
     for (NodeId n : nodes) {
       const Value* s = r_.node(n).schema;
       if (!s->is_object()) continue;
@@ -1800,6 +2016,7 @@ class Conv : public TextHost, public NumberHost {
           patterns.push_back({n, &m});
         }
       }
+      if (const Value* pn = s->find("propertyNames")) name_nodes.push_back(child(n, "propertyNames", pn));
       if (!dependencies(n, &deps, &forbidden)) return kNothing;
     }
     std::sort(forbidden.begin(), forbidden.end());
@@ -1815,6 +2032,7 @@ class Conv : public TextHost, public NumberHost {
       if (!k.empty() && k[0] == '\0') return decline("a required key starting with NUL"), kNothing;
     NodeId closed = strict_close(nodes);
     std::vector<std::pair<std::string, Expr>> members;
+    std::unordered_map<std::string, std::pair<std::vector<NodeId>, Expr>> known;  // key -> its nodes, value
     for (const std::string& k : order) {
       std::vector<NodeId> knodes;
       for (NodeId n : nodes) member_nodes(n, k, &knodes);
@@ -1823,7 +2041,9 @@ class Conv : public TextHost, public NumberHost {
         for (const Pattern& p : patterns) matched = matched || matches(p.member->key, k);
         if (!matched) knodes.push_back(closed);
       }
-      const bool ok = !std::binary_search(forbidden.begin(), forbidden.end(), k);
+      bool ok = !std::binary_search(forbidden.begin(), forbidden.end(), k);
+      for (size_t i = 0; ok && i < name_nodes.size(); ++i) ok = holds(key_value(k), name_nodes[i]);
+      if (failed()) return kNothing;
       Expr v = ok ? value(knodes, kAllAtoms) : kNothing;
       if (v == IrBuilder::kNothing) {
         if (std::find(required.begin(), required.end(), k) != required.end()) return IrBuilder::kNothing;
@@ -1831,6 +2051,7 @@ class Conv : public TextHost, public NumberHost {
       }
       Expr lit = string_literal(k);
       members.emplace_back(k, shared(b_.seq(lit, colon_, v), "member"));
+      known.emplace(k, std::make_pair(std::move(knodes), v));
     }
     auto member = [&](const std::string& k) {
       return std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == k; });
@@ -1850,8 +2071,26 @@ class Conv : public TextHost, public NumberHost {
       decline("more properties than the limit");
       return IrBuilder::kNothing;
     }
-    Expr additional = shared(additional_member(nodes, order, patterns, closed), "extra");
+    Expr additional = shared(additional_member(nodes, order, patterns, name_nodes, closed), "extra");
     const int64_t eff_min = min_p > int64_t(required.size()) ? min_p : 0;
+    const size_t n_required = required.size();
+    if (!witnesses(nodes, order, patterns, name_nodes, closed, known, &members, &required)) return kNothing;
+    if (required.size() > n_required) {  // witnessed: only the any-order form tracks them
+      std::vector<std::string> tracked(required);
+      for (const auto& [k, names] : deps) {
+        add_new(&tracked, k);
+        std::vector<std::string> sorted(names);
+        std::sort(sorted.begin(), sorted.end());
+        for (const std::string& x : sorted) add_new(&tracked, x);
+      }
+      if (eff_min != 0 || tracked.size() > 8 || (max_p >= 0 && double(1u << tracked.size()) * double(max_p + 1) > 4096))
+        return decline("a negated additionalProperties with counts or many required keys"), kNothing;
+      for (auto& [k, m] : members) {  // in any order a known key could come again: each is checked
+        auto it = known.find(k);
+        if (it != known.end()) m = shared(b_.seq(string_literal(k), distinct_key({}), colon_, it->second.second), "member");
+      }
+      return b_.make_region(object_any_order(members, additional, required, deps, tracked, max_p));
+    }
     std::vector<std::string> watched;
     for (const auto& [k, names] : deps) {
       add_new(&watched, k);
@@ -1864,11 +2103,140 @@ class Conv : public TextHost, public NumberHost {
     return additional == IrBuilder::kNothing ? out : b_.make_region(out);
   }
 
+  struct Pattern {
+    NodeId node;
+    const Member* member;  // the patternProperties entry: the pattern and its schema
+  };
+
   using Deps = std::vector<std::pair<std::string, std::vector<std::string>>>;
+  using KnownKeys = std::unordered_map<std::string, std::pair<std::vector<NodeId>, Expr>>;
+
+  // ObjectSchema.object's witnesses (negations' "some property"): each a pseudo-key member,
+  // required, that is a member in the witness's region with a value also valid against its
+  // schema. False where the object is NOTHING or it declines.
+  bool witnesses(const std::vector<NodeId>& nodes, const std::vector<std::string>& order,
+                 const std::vector<Pattern>& patterns, const std::vector<NodeId>& name_nodes, NodeId closed,
+                 const KnownKeys& known, std::vector<std::pair<std::string, Expr>>* members,
+                 std::vector<std::string>* required) {
+    int32_t i = 0;
+    for (NodeId n : nodes) {
+      const Value* s = r_.node(n).schema;
+      const Value* spec = s->is_object() ? s->find(kWitness) : nullptr;
+      if (spec == nullptr) continue;
+      const Value *exclude = spec->find("exclude"), *match = spec->find("match"), *not_match = spec->find("notMatch"),
+                  *schema = spec->find("schema");
+      bool shaped = spec->size() == 4 && exclude && exclude->is_array() && match && (match->is_string() ||
+                    match->kind() == Kind::null) && not_match && not_match->is_array() && schema;
+      for (const Value& x : shaped ? exclude->items() : Span<Value>()) shaped = shaped && x.is_string();
+      for (const Value& x : shaped ? not_match->items() : Span<Value>()) shaped = shaped && x.is_string();
+      if (!shaped) return decline("a $trellis:someProperty not of its negation's shape");
+      const NodeId wnode = child(n, kWitness, schema, "/schema");
+      auto in_region = [&](std::string_view k) {
+        for (const Value& x : exclude->items())
+          if (x.text() == k) return false;
+        if (match->is_string() && search(match->text(), k) != 1) return false;
+        for (const Value& q : not_match->items())
+          if (search(q.text(), k) != 0) return false;
+        return true;
+      };
+      std::vector<Expr> parts;
+      for (const std::string& k : order) {
+        auto it = known.find(k);
+        if (it == known.end() || !has_member(*members, k) || !in_region(k) || failed()) continue;
+        std::vector<NodeId> knodes(it->second.first);
+        knodes.push_back(wnode);
+        parts.push_back(b_.seq(string_literal(k), distinct_key({}), colon_, value(knodes, kAllAtoms)));
+      }
+      if (failed()) return false;
+      std::vector<std::string> around(order);
+      for (const Value& x : exclude->items()) add_new(&around, x.text());
+      std::vector<std::string_view> outside;
+      for (const Value& q : not_match->items()) outside.push_back(q.text());
+      parts.push_back(additional_member(nodes, around, patterns, name_nodes, closed, {wnode},
+                                        match->is_string() ? &*match : nullptr, outside));
+      const Expr witness = shared(b_.alt(IrSpan<Expr>(parts)), "witness");
+      if (failed() || witness == kNothing) return false;
+      std::string pseudo("\0witness", 8);
+      pseudo += std::to_string(i++);
+      members->emplace_back(pseudo, witness);
+      required->push_back(pseudo);
+    }
+    return true;
+  }
+
+  static bool has_member(const std::vector<std::pair<std::string, Expr>>& members, const std::string& k) {
+    return std::any_of(members.begin(), members.end(), [&](const auto& m) { return m.first == k; });
+  }
+
+  // ObjectSchema.object_any_order: members in any order; the required and dependency keys seen
+  // so far are tracked, and with maxProperties the number of members (the witnessed objects'
+  // form: `tracked` holds their pseudo-keys).
+  Expr object_any_order(const std::vector<std::pair<std::string, Expr>>& members, Expr additional,
+                        const std::vector<std::string>& required, const Deps& deps,
+                        std::vector<std::string> tracked, int64_t max_p) {
+    auto is_tracked = [&](const std::string& k) { return std::find(tracked.begin(), tracked.end(), k) != tracked.end(); };
+    std::vector<Expr> rest;
+    for (const auto& [k, m] : members)
+      if (!is_tracked(k)) rest.push_back(m);
+    rest.push_back(additional);
+    const Expr others = shared(b_.alt(IrSpan<Expr>(rest)), "others");
+    tracked.erase(std::remove_if(tracked.begin(), tracked.end(), [&](const std::string& k) { return !has_member(members, k); }),
+                  tracked.end());
+    for (const std::string& k : required)
+      if (!has_member(members, k)) return kNothing;
+    auto member = [&](const std::string& k) {
+      return std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == k; })->second;
+    };
+    auto bit = [&](const std::string& k) {
+      const size_t i = std::find(tracked.begin(), tracked.end(), k) - tracked.begin();
+      return i < tracked.size() ? 1u << i : 0u;
+    };
+    uint32_t must = 0;
+    for (const std::string& k : required) must |= bit(k);
+    std::vector<uint32_t> needs(tracked.size(), 0);  // per tracked key: the keys it requires
+    for (const auto& [k, names] : deps)
+      for (size_t w = 0; w < tracked.size(); ++w)
+        if (tracked[w] == k)
+          for (const std::string& x : names) needs[w] |= bit(x);
+    struct Key {
+      uint32_t seen;
+      int64_t c;
+      bool started;
+      bool operator<(const Key& o) const { return std::tie(seen, c, started) < std::tie(o.seen, o.c, o.started); }
+    };
+    std::vector<Key> keys{{0, 0, false}};
+    std::map<Key, int32_t> numbers{{keys[0], 0}};
+    auto state = [&](const Key& k) {
+      auto it = numbers.emplace(k, int32_t(keys.size()));
+      if (it.second) keys.push_back(k);
+      return it.first->second;
+    };
+    constexpr int32_t kAccept = -1;
+    const Expr close = b_.literal("}");
+    const Expr ws_close = b_.seq(close_ws_, close);
+    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
+    while (edges.size() < keys.size()) {
+      const Key k = keys[edges.size()];
+      std::vector<std::pair<Expr, int32_t>> out;
+      bool satisfied = (k.seen & must) == must;
+      for (size_t w = 0; w < tracked.size(); ++w)
+        if (k.seen >> w & 1) satisfied = satisfied && (needs[w] & ~k.seen) == 0;
+      if (satisfied) out.emplace_back(k.started ? ws_close : close, kAccept);
+      if (max_p < 0 || k.c < max_p) {
+        const int64_t nc = max_p >= 0 ? k.c + 1 : 0;
+        const Expr sep = k.started ? sep_ : first_;
+        for (const std::string& t : tracked) out.emplace_back(b_.seq(sep, member(t)), state({k.seen | bit(t), nc, true}));
+        if (others != kNothing) out.emplace_back(b_.seq(sep, others), state({k.seen, nc, true}));
+      }
+      out.erase(std::remove_if(out.begin(), out.end(), [](const auto& e) { return e.first == kNothing; }), out.end());
+      edges.push_back(std::move(out));
+    }
+    return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
+  }
 
   // ObjectFacts' dependencies of one subschema: dependentRequired and the list form of
   // dependencies into `deps`; a dependent schema that is a type (or `required` alone) forbids
-  // its key or adds to `deps`; any other declines (the Python splits the context on it).
+  // its key or adds to `deps`; the others body() has split the context on.
   bool dependencies(NodeId n, Deps* deps, std::vector<std::string>* forbidden) {
     const Value* s = r_.node(n).schema;
     Deps mine;  // dict(dependentRequired), the list-valued dependencies set into it
@@ -1880,40 +2248,60 @@ class Conv : public TextHost, public NumberHost {
     };
     if (const Value* dr = s->find("dependentRequired"))
       for (const Member& m : dr->members()) set(m.key, m.value);
-    std::vector<std::pair<const char*, const Member*>> schemas;
-    if (const Value* ds = s->find("dependentSchemas"))
-      for (const Member& m : ds->members()) schemas.push_back({"dependentSchemas", &m});
-    if (const Value* d = s->find("dependencies")) {
-      for (const Member& m : d->members()) {
+    if (const Value* d = s->find("dependencies"))
+      for (const Member& m : d->members())
         if (m.value.is_array()) set(m.key, m.value);
-        else schemas.push_back({"dependencies", &m});
-      }
-    }
     auto into = [&](std::string_view k, const std::vector<std::string>& names) {
       auto it = std::find_if(deps->begin(), deps->end(), [&](const auto& d) { return d.first == k; });
       if (it == deps->end()) it = deps->insert(deps->end(), {std::string(k), {}});
       for (const std::string& x : names) add_new(&it->second, x);
     };
     for (const auto& [k, names] : mine) into(k, names);
-    for (const auto& [where, m] : schemas) {  // ObjectSchema.simple_dependency
-      NodeId dnode = child(n, where, &m->value, "/" + escape_pointer(m->key));
-      int32_t t = type_only(dnode);
-      if (t >= 0) {
-        if (t & kAtomObject) into(m->key, {});
-        else add_new(forbidden, m->key);
-        continue;
-      }
-      const Value* ds = &m->value;
-      bool required_only = ds->is_object();
-      if (required_only)
-        for (const Member& x : ds->members()) required_only = required_only && (x.key == "required" || is_annotation(x.key));
-      const Value* req = required_only ? ds->find("required") : nullptr;
-      if (req == nullptr || !req->is_array()) return decline("a dependent schema that says more than required keys");
+    for (const auto& [key, dnode] : dependent_schemas(n)) {
+      bool forbid = false;
       std::vector<std::string> names;
-      for (const Value& x : req->items()) names.emplace_back(x.text());
-      into(m->key, names);
+      if (!simple_dependency(dnode, &forbid, &names)) continue;
+      if (forbid) add_new(forbidden, key);
+      else into(key, names);
     }
+    return !failed();
+  }
+
+  // ObjectSchema.dependent_schemas: (key, subschema) of dependentSchemas, then of the schema
+  // values of dependencies.
+  std::vector<std::pair<std::string, NodeId>> dependent_schemas(NodeId n) {
+    const Value* s = r_.node(n).schema;
+    std::vector<std::pair<std::string, NodeId>> out;
+    if (!s->is_object()) return out;
+    for (const char* where : {"dependentSchemas", "dependencies"})
+      if (const Value* d = s->find(where))
+        for (const Member& m : d->members())
+          if (!m.value.is_array()) out.emplace_back(std::string(m.key), child(n, where, &m.value, "/" + escape_pointer(m.key)));
+    return out;
+  }
+
+  // ObjectSchema.simple_dependency: whether a dependent schema is a type (`*forbid` where it
+  // is not the object type) or `required` alone (`*names`, the keys it requires).
+  bool simple_dependency(NodeId dnode, bool* forbid, std::vector<std::string>* names) {
+    const int32_t t = type_only(dnode);
+    if (t >= 0) {
+      if (forbid) *forbid = !(t & kAtomObject);
+      return true;
+    }
+    const Value* ds = r_.node(dnode).schema;
+    bool required_only = ds->is_object();
+    if (required_only)
+      for (const Member& x : ds->members()) required_only = required_only && (x.key == "required" || is_annotation(x.key));
+    const Value* req = required_only ? ds->find("required") : nullptr;
+    if (req == nullptr || !req->is_array()) return false;
+    if (names)
+      for (const Value& x : req->items()) names->emplace_back(x.text());
     return true;
+  }
+
+  // A dependent key's number in kDep markers.
+  uint32_t dep_key_id(const std::string& key) {
+    return dep_keys_.try_emplace(key, uint32_t(dep_keys_.size())).first->second;
   }
 
   // ObjectSchema.object_ordered with counts or dependencies: known members in schema order, each
@@ -1980,17 +2368,18 @@ class Conv : public TextHost, public NumberHost {
     return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
   }
 
-  struct Pattern {
-    NodeId node;
-    const Member* member;  // the patternProperties entry: the pattern and its schema
-  };
-
   // ObjectSchema.additional_member: members whose key is not a known one, one alternative per
   // set of the patterns it matches (its key the product of the patterns, matched or not, and of
   // "none of the known keys"); each key is checked to differ from the keys before it.
+  // A witness's region narrows it: its schema joins each value (`value_extra`), and its keys
+  // match `match` (when given) and none of `not_match`.
   Expr additional_member(const std::vector<NodeId>& nodes, const std::vector<std::string>& known,
-                         const std::vector<Pattern>& patterns, NodeId closed) {
+                         const std::vector<Pattern>& patterns, const std::vector<NodeId>& name_nodes, NodeId closed,
+                         const std::vector<NodeId>& value_extra = {}, const Value* match = nullptr,
+                         const std::vector<std::string_view>& not_match = {}) {
     if (patterns.size() > 4) return decline("more than 4 patternProperties in one place"), kNothing;
+    KeyNames names;
+    if (!name_nodes.empty() && !key_names(name_nodes, &names)) return kNothing;
     std::vector<Expr> parts;
     for (uint32_t mask = 0; mask < (1u << patterns.size()); ++mask) {
       std::vector<NodeId> vnodes;
@@ -2007,15 +2396,30 @@ class Conv : public TextHost, public NumberHost {
           if (const Value* a = s->find("additionalProperties")) vnodes.push_back(child(n, "additionalProperties", a));
       }
       if (closed >= 0 && mask == 0) vnodes.push_back(closed);  // the keys no pattern of the place takes
+      vnodes.insert(vnodes.end(), value_extra.begin(), value_extra.end());
       Expr v = value(vnodes, kAllAtoms);
       if (v == kNothing) continue;
-      if (patterns.empty()) {
+      if (patterns.empty() && name_nodes.empty() && match == nullptr && not_match.empty()) {
         parts.push_back(b_.seq(any_key(), distinct_key(known), colon_, v));
         continue;
       }
+      auto field = [](std::string* sig, char tag, std::string_view text) {
+        *sig += tag + std::to_string(text.size()) + ":";
+        sig->append(text);
+      };
       std::string sig = std::to_string(mask);
-      for (const std::string& k : known) sig += "\1" + std::to_string(k.size()) + ":" + k;
-      for (const Pattern& p : patterns) sig += "\2" + std::to_string(p.member->key.size()) + ":" + std::string(p.member->key);
+      for (const std::string& k : known) field(&sig, '\1', k);
+      for (const Pattern& p : patterns) field(&sig, '\2', p.member->key);
+      if (!name_nodes.empty()) {
+        sig += "\3" + std::to_string(names.facts.lo) + "," + std::to_string(names.facts.hi);
+        for (const StringPart& p : names.facts.parts) field(&sig, char(0x10 + p.kind), p.value);
+        if (names.finite) {
+          sig += "\4";
+          for (const Value* x : names.values) field(&sig, '\5', x->text());
+        }
+      }
+      if (match != nullptr) field(&sig, '\6', match->text());
+      for (std::string_view q : not_match) field(&sig, '\7', q);
       auto cached = key_bodies_.find(sig);
       if (cached == key_bodies_.end()) {
         std::vector<Expr> items{strings_.text().any_string};
@@ -2032,12 +2436,102 @@ class Conv : public TextHost, public NumberHost {
           items.push_back(e);
           wants.push_back(mask >> i & 1);
         }
+        auto search_expr = [&](std::string_view pattern, bool want) {
+          const Expr e = patterns_.pattern_search_expr(pattern);
+          if (e == kNoExpr) return decline("patternProperties: " + patterns_.why());
+          items.push_back(e);
+          wants.push_back(want);
+          return true;
+        };
+        if (match != nullptr && !search_expr(match->text(), true)) return kNothing;
+        for (std::string_view q : not_match)
+          if (!search_expr(q, false)) return kNothing;
+        if (!name_nodes.empty() && !names_language(names, &items, &wants)) return kNothing;
         Expr key = intersection(IrSpan<Expr>(items), IrSpan<uint8_t>(wants), "patternProperties", "", true);
         cached = key_bodies_.emplace(std::move(sig), b_.seq(key, b_.literal("\""))).first;
       }
       parts.push_back(b_.seq(b_.literal("\""), cached->second, distinct_key({}), colon_, v));
     }
     return b_.alt(IrSpan<Expr>(parts));
+  }
+
+  // additional_member's view of a place's propertyNames: a key's string facts, or the few
+  // values it may be (`finite`).
+  struct KeyNames {
+    StringFacts facts;
+    bool finite = false;
+    std::vector<const Value*> values;
+  };
+
+  // false where there is no other key (the names say nothing of strings, or are `false`) or it
+  // declines (a keyword the Python refuses inside propertyNames, an unknown type).
+  bool key_names(const std::vector<NodeId>& name_nodes, KeyNames* out) {
+    const std::vector<NodeId>* ex = expand(name_nodes);
+    if (ex == nullptr || failed()) return false;
+    const std::vector<NodeId> expanded(*ex);
+    uint8_t atoms = kAllAtoms;
+    for (NodeId n : expanded) {
+      const Value* s = r_.node(n).schema;
+      if (!s->is_object()) continue;
+      if (const Value* t = s->find("type")) {
+        bool known = t->is_string() || t->is_array();
+        for (const Value& x : t->is_array() ? t->items() : Span<Value>(t, 1))
+          known = known && x.is_string() &&
+                  in(x.text(), {"null", "boolean", "integer", "number", "string", "array", "object"});
+        if (!known) return decline("an unknown type inside propertyNames");
+      }
+      if (const Value* e = s->find("enum"); e != nullptr && !e->is_array()) return decline("enum must be an array");
+      atoms &= type_atoms(s);
+      for (const Member& m : s->members()) {
+        if (!constraining(m.key, false) || m.key.substr(0, 9) == "$trellis:") continue;
+        if (!in(m.key, {"type", "allOf", "minLength", "maxLength", "pattern", "format", "enum", "const", "minimum",
+                        "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "items", "prefixItems",
+                        "minItems", "maxItems", "properties", "required", "minProperties", "maxProperties",
+                        "additionalProperties"}))
+          return decline(std::string(m.key) + " inside propertyNames");
+      }
+    }
+    if (!(atoms & kAtomString)) return false;
+    std::vector<const Value*> cands;
+    if (finite_values(expanded, &cands)) {
+      out->finite = true;
+      for (const Value* v : cands) {
+        bool all = v->is_string();
+        for (size_t i = 0; all && i < expanded.size(); ++i) all = holds(*v, expanded[i]);
+        if (all) out->values.push_back(v);
+      }
+    }
+    return !failed() && string_facts(expanded, &out->facts);
+  }
+
+  // The names' language for a key's And: its values, or its string parts past any string.
+  bool names_language(const KeyNames& names, std::vector<Expr>* items, std::vector<uint8_t>* wants) {
+    if (names.finite) {
+      std::vector<Expr> values;
+      for (const Value* v : names.values) values.push_back(b_.literal(v->text()));
+      items->push_back(values.empty() ? kNothing : b_.alt(IrSpan<Expr>(values)));
+      wants->push_back(1);
+      return true;
+    }
+    std::vector<Expr> more;
+    std::vector<uint8_t> more_wants;
+    if (!strings_.string_parts(names.facts, &more, &more_wants)) return decline("propertyNames: " + patterns_.why());
+    items->insert(items->end(), more.begin() + 1, more.end());
+    wants->insert(wants->end(), more_wants.begin() + 1, more_wants.end());
+    return true;
+  }
+
+  // A key as a JSON string value (for the validator), one per key.
+  const Value& key_value(const std::string& k) {
+    auto [it, fresh] = key_values_.try_emplace(k, nullptr);
+    if (fresh) {
+      std::string text;
+      dump_string(k, &text);
+      docs_.emplace_back();
+      if (!parse(text, &docs_.back()).ok()) decline("a key that is not text");
+      it->second = &docs_.back().root();
+    }
+    return *it->second;
   }
 
   bool names_property(const std::vector<NodeId>& nodes, const std::string& k) {
@@ -2122,16 +2616,22 @@ class Conv : public TextHost, public NumberHost {
   std::unordered_map<Expr, Expr> shared_;
   std::unordered_map<NodeId, Step> steps_;
   std::unordered_map<std::string, std::optional<std::vector<NodeId>>> expanded_;
+  std::vector<uint32_t> expand_seen_, expand_kept_;  // expand's marks: node -> epoch of its last call
+  uint32_t expand_epoch_ = 0;
+  std::deque<NodeId> expand_todo_;
   std::unordered_map<std::string, NodeId> synthetic_;
-  std::unordered_map<std::string, Expr> key_bodies_;
+  std::unordered_map<std::string, Expr> key_bodies_;  // Converter.key_cache: additional keys' automata
+  std::unordered_map<const Value*, std::optional<std::unordered_set<std::string>>> enum_keys_;
   std::unordered_map<uint64_t, int32_t> type_only_;  // (node, depth) -> atoms, or -1
   struct PairHash {
     size_t operator()(const std::pair<NodeId, const Value*>& p) const {
       return std::hash<const void*>()(p.second) * 31 + std::hash<NodeId>()(p.first);
     }
   };
-  std::unordered_map<std::pair<NodeId, const Value*>, NodeId, PairHash> children_;  // child's memo  // Converter.key_cache: additional keys' automata
+  std::unordered_map<std::pair<NodeId, const Value*>, NodeId, PairHash> children_;  // child's memo
   std::deque<Document> docs_;
+  std::unordered_map<std::string, const Value*> key_values_;  // key_value's documents
+  std::unordered_map<std::string, uint32_t> dep_keys_;         // dep_key_id's numbers
   Patterns patterns_;     // the regex front-end's tables and caches
   StringSchema strings_;  // its character rules and intersections, one table per conversion
   NumberSchema numbers_;  // its number grammars by what the keywords say

@@ -125,23 +125,30 @@ Expr StringSchema::part(const StringPart& p, bool search) {
   }
 }
 
-// string_parts and Converter.intersection: any string, each part, and the length bounds.
-Expr StringSchema::intersection(const StringFacts& f) {
-  std::vector<Expr> items{text_.any_string};
-  std::vector<uint8_t> wants{1};
+bool StringSchema::string_parts(const StringFacts& f, std::vector<Expr>* items, std::vector<uint8_t>* wants) {
+  items->assign(1, text_.any_string);
+  wants->assign(1, 1);
   for (const StringPart& p : f.parts) {
     const Expr e = part(p, true);
-    if (e == kNoExpr) return kNoExpr;
-    items.push_back(e);
-    wants.push_back(!p.negated());
+    if (e == kNoExpr) return false;
+    items->push_back(e);
+    wants->push_back(!p.negated());
   }
   if (f.lo > 0 || f.hi != kUnbounded) {
-    if (f.hi != kUnbounded && f.hi > kMaxLengthWithPattern) return kNoExpr;  // refused
+    if (f.hi != kUnbounded && f.hi > kMaxLengthWithPattern) return false;  // refused
     const Expr len = length_expr(ir_, f.lo, f.hi);
-    if (len == kNoExpr) return kNoExpr;
-    items.push_back(len);
-    wants.push_back(1);
+    if (len == kNoExpr) return false;
+    items->push_back(len);
+    wants->push_back(1);
   }
+  return ir_.ok();
+}
+
+// string_parts and Converter.intersection.
+Expr StringSchema::intersection(const StringFacts& f) {
+  std::vector<Expr> items;
+  std::vector<uint8_t> wants;
+  if (!string_parts(f, &items, &wants)) return kNoExpr;
   return finish(host_.intersection(IrSpan<Expr>(items), IrSpan<uint8_t>(wants), "pattern", "", true));
 }
 

@@ -69,6 +69,11 @@ class StringSchema {
 
   const TextExprs& text() const { return text_; }
 
+  // string_parts: the languages a decoded string must be in (wants 1) or not, for an And: any
+  // string, each part (a pattern as its search), the length bounds; false where the Python
+  // raises (a maxLength past kMaxLengthWithPattern, a part it refuses).
+  bool string_parts(const StringFacts& facts, std::vector<Expr>* items, std::vector<uint8_t>* wants);
+
   // string(nodes) for nodes whose only string keywords are lengths (no pattern, format or
   // content keywords): the quoted lo..hi JSON characters, NOTHING when hi < lo. lo and hi
   // (kUnbounded: no maxLength) are what count_bounds gives; values past int64 are the caller's
