@@ -221,8 +221,10 @@ class TrellisEngine(Engine):
         self.version = trellis.__version__ + _git_rev()
 
     def compile(self, schema_text):
-        # the front-end's defaults: spec semantics, flexible whitespace, known properties in schema order
-        return self.compiler.compile_json_schema(json.loads(schema_text), any_whitespace=True, strict=False)
+        # the front-end's defaults: spec semantics, flexible whitespace, known properties in schema order;
+        # the schema's text, as the other engines get it (a dict would add a json.loads here and the
+        # compiler's check that the dict is JSON as it stands)
+        return self.compiler.compile_json_schema(schema_text, any_whitespace=True, strict=False)
 
     def matcher(self, compiled):
         return self.GrammarMatcher(compiled)

@@ -1117,6 +1117,14 @@ class Conv : public TextHost, public NumberHost {
   // Validator.valid for a scalar candidate and the covered keywords (what is not a scalar's,
   // such as `properties`, holds for every scalar).
   bool holds(const Value& v, NodeId id, int32_t depth = 0) {
+    if (depth > 0) return validate(v, id, depth);
+    // remembered, as the Python's Validator.holds: a switch asks about the same candidates
+    // against the same nodes in every case it splits off
+    auto [it, fresh] = held_.try_emplace({id, &v}, false);
+    if (fresh) it->second = validate(v, id, 0);
+    return it->second;
+  }
+  bool validate(const Value& v, NodeId id, int32_t depth) {
     const Value* s = r_.node(id).schema;
     if (s->is_bool()) return s->boolean();
     if (depth > kValidatorDepth) {
@@ -2629,6 +2637,7 @@ class Conv : public TextHost, public NumberHost {
     }
   };
   std::unordered_map<std::pair<NodeId, const Value*>, NodeId, PairHash> children_;  // child's memo
+  std::unordered_map<std::pair<NodeId, const Value*>, bool, PairHash> held_;  // holds' answers
   std::deque<Document> docs_;
   std::unordered_map<std::string, const Value*> key_values_;  // key_value's documents
   std::unordered_map<std::string, uint32_t> dep_keys_;         // dep_key_id's numbers
