@@ -254,14 +254,17 @@ class InlinePlanner {
     // Automata are built for the root and the rules not inlined; an inlined rule's nodes are
     // counted in the sizes of its callers already (counting them again made a chain of n
     // rules cost n^2).
-    int64_t total = 0;
+    nodes_ = 0;
     for (int32_t r = 0; r < ir_.n_rules; ++r)
-      if (r == ir_.root || !(*inline_rule)[r]) total = sat_add(total, rule_size_[r]);
-    if (total > limits_.max_nfa_nodes)
+      if (r == ir_.root || !(*inline_rule)[r]) nodes_ = sat_add(nodes_, rule_size_[r]);
+    if (nodes_ > limits_.max_nfa_nodes)
       return Status::error(Code::limit, "grammar too large: it expands to more than " +
                                             std::to_string(limits_.max_nfa_nodes) + " automaton nodes");
     return {};
   }
+
+  // The NFA nodes of the automata to build, all together (known once planned).
+  int64_t nodes() const { return nodes_; }
 
  private:
   Status expr_size(int32_t node, int32_t depth, int64_t* out) {
@@ -332,6 +335,7 @@ class InlinePlanner {
   std::vector<int8_t> nothing_;  // builds_nothing's answers, -1 unknown
   std::vector<int64_t> rule_size_;
   std::vector<uint8_t>* inline_ = nullptr;
+  int64_t nodes_ = 0;
 };
 
 // ---- Thompson construction of one rule's automaton -------------------------------------
@@ -937,6 +941,12 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   int64_t budget = limits.max_nfa_nodes;
   std::vector<int32_t> todo{ir.root}, called;
   ByteRuns runs;
+  // Room for about as many states as the automata have NFA nodes, and runs for them: growing
+  // the tables step by step (copies, fresh pages) cost a large grammar's build a tenth.
+  const size_t hint = static_cast<size_t>(std::min<int64_t>(planner.nodes(), limits.max_dfa_states));
+  runs.runs.reserve(2 * hint);
+  for (std::vector<int32_t>* v : {&runs.begin, &a.rule_of, &a.row, &a.call_begin}) v->reserve(hint + 1);
+  a.final.reserve(hint);
   RuleNfa nfa(ir, limits, inline_rule, node_rules, intersections, &budget);
   Determinizer det(limits, &a, &runs);
   while (!todo.empty()) {
