@@ -133,6 +133,36 @@ std::optional<std::string> canon(const Value& v) {
   }
 }
 
+// _state_machine.StateMachine: a counting automaton's states, numbered as they are first asked
+// for; `edges` gives each state's edges in turn (an expression and the next state's number, or
+// kAccept), dropping the NOTHING ones, while the body numbers the states that follow.
+constexpr int32_t kAccept = -1;
+using StateEdges = std::vector<std::vector<std::pair<Expr, int32_t>>>;
+template <class Key>
+class States {
+ public:
+  explicit States(const Key& start) { state(start); }
+  int32_t state(const Key& k) {
+    auto it = numbers_.emplace(k, int32_t(keys_.size()));
+    if (it.second) keys_.push_back(k);
+    return it.first->second;
+  }
+  template <class Body>
+  StateEdges edges(Body body) {
+    StateEdges out;
+    while (out.size() < keys_.size()) {
+      std::vector<std::pair<Expr, int32_t>> e = body(Key(keys_[out.size()]));
+      e.erase(std::remove_if(e.begin(), e.end(), [](const auto& x) { return x.first == IrBuilder::kNothing; }), e.end());
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+ private:
+  std::vector<Key> keys_;
+  std::map<Key, int32_t> numbers_;
+};
+
 // The splits a context's cases have made (body's `done`): (node, kind) markers, sorted.
 using Done = std::vector<uint64_t>;
 // kDep: a dependent schema split on its key (`extra` numbers the key).
@@ -1773,28 +1803,20 @@ class Conv : public TextHost, public NumberHost {
     const int64_t t_cap = hi >= 0 ? hi : std::max<int64_t>({lo, mn, 1}), c_cap = exact ? mx : mn;
     if (double(t_cap + 1) * double(c_cap + 1) > 6000)  // MAX_ORDERED_STATES
       return decline("contains with counts past the limit of states"), kNothing;
-    std::vector<std::pair<int64_t, int64_t>> keys{{0, 0}};
-    std::map<std::pair<int64_t, int64_t>, int32_t> numbers{{keys[0], 0}};
-    auto state = [&](int64_t t, int64_t c) {
-      auto it = numbers.emplace(std::make_pair(t, c), int32_t(keys.size()));
-      if (it.second) keys.emplace_back(t, c);
-      return it.first->second;
-    };
-    constexpr int32_t kAccept = -1;
-    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
-    while (edges.size() < keys.size()) {
-      const auto [t, c] = keys[edges.size()];
+    States<std::pair<int64_t, int64_t>> states({0, 0});  // (items so far, hits so far)
+    const StateEdges edges = states.edges([&](std::pair<int64_t, int64_t> at) {
+      const auto [t, c] = at;
       std::vector<std::pair<Expr, int32_t>> out;
       if (t >= lo && c >= mn) out.emplace_back(t ? b_.seq(close_ws_, b_.literal("]")) : b_.literal("]"), kAccept);
       if (hi < 0 || t < hi) {
         const Expr sep = t ? sep_ : first_;
         const int64_t nt = hi < 0 ? std::min(t + 1, t_cap) : t + 1;
-        if (!exact || c < mx) out.emplace_back(b_.seq(sep, hit), state(nt, exact ? c + 1 : std::min(c + 1, c_cap)));
-        out.emplace_back(b_.seq(sep, miss), state(nt, c));
+        if (!exact || c < mx)
+          out.emplace_back(b_.seq(sep, hit), states.state({nt, exact ? c + 1 : std::min(c + 1, c_cap)}));
+        out.emplace_back(b_.seq(sep, miss), states.state({nt, c}));
       }
-      out.erase(std::remove_if(out.begin(), out.end(), [](const auto& e) { return e.first == kNothing; }), out.end());
-      edges.push_back(std::move(out));
-    }
+      return out;
+    });
     return b_.seq(b_.literal("["), ws_, automaton("arr", edges));
   }
 
@@ -1861,29 +1883,21 @@ class Conv : public TextHost, public NumberHost {
     std::vector<Expr> exprs;
     for (const Value* v : values) exprs.push_back(v->is_string() ? string_literal(v->text()) : const_expr(*v, false));
     const int32_t last = int32_t(choices.size()) - 1;
-    std::vector<std::pair<int32_t, uint32_t>> keys{{0, 0}};  // (position, used values)
-    std::map<std::pair<int32_t, uint32_t>, int32_t> numbers{{keys[0], 0}};
-    auto state = [&](int32_t pos, uint32_t used) {
-      auto it = numbers.emplace(std::make_pair(pos, used), int32_t(keys.size()));
-      if (it.second) keys.emplace_back(pos, used);
-      return it.first->second;
-    };
-    constexpr int32_t kAccept = -1;
     const Expr close = b_.literal("]");
-    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
-    while (edges.size() < keys.size()) {
-      const auto [pos, used] = keys[edges.size()];
+    States<std::pair<int32_t, uint32_t>> states({0, 0});  // (position, values used so far)
+    const StateEdges edges = states.edges([&](std::pair<int32_t, uint32_t> at) {
+      const auto [pos, used] = at;
       const int64_t n_used = __builtin_popcount(used);
       std::vector<std::pair<Expr, int32_t>> out;
       if (n_used >= lo) out.emplace_back(used ? b_.seq(close_ws_, close) : close, kAccept);
       if (hi < 0 || n_used < hi) {
         const Expr sep = used ? sep_ : first_;
         for (int32_t i : choices[pos])
-          if (!(used >> i & 1)) out.emplace_back(b_.seq(sep, exprs[i]), state(std::min(pos + 1, last), used | 1u << i));
+          if (!(used >> i & 1))
+            out.emplace_back(b_.seq(sep, exprs[i]), states.state({std::min(pos + 1, last), used | 1u << i}));
       }
-      out.erase(std::remove_if(out.begin(), out.end(), [](const auto& e) { return e.first == kNothing; }), out.end());
-      edges.push_back(std::move(out));
-    }
+      return out;
+    });
     return b_.seq(b_.literal("["), ws_, automaton("uniq", edges));
   }
 
@@ -2212,19 +2226,10 @@ class Conv : public TextHost, public NumberHost {
       bool started;
       bool operator<(const Key& o) const { return std::tie(seen, c, started) < std::tie(o.seen, o.c, o.started); }
     };
-    std::vector<Key> keys{{0, 0, false}};
-    std::map<Key, int32_t> numbers{{keys[0], 0}};
-    auto state = [&](const Key& k) {
-      auto it = numbers.emplace(k, int32_t(keys.size()));
-      if (it.second) keys.push_back(k);
-      return it.first->second;
-    };
-    constexpr int32_t kAccept = -1;
     const Expr close = b_.literal("}");
     const Expr ws_close = b_.seq(close_ws_, close);
-    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
-    while (edges.size() < keys.size()) {
-      const Key k = keys[edges.size()];
+    States<Key> states({0, 0, false});
+    const StateEdges edges = states.edges([&](const Key& k) {
       std::vector<std::pair<Expr, int32_t>> out;
       bool satisfied = (k.seen & must) == must;
       for (size_t w = 0; w < tracked.size(); ++w)
@@ -2233,12 +2238,12 @@ class Conv : public TextHost, public NumberHost {
       if (max_p < 0 || k.c < max_p) {
         const int64_t nc = max_p >= 0 ? k.c + 1 : 0;
         const Expr sep = k.started ? sep_ : first_;
-        for (const std::string& t : tracked) out.emplace_back(b_.seq(sep, member(t)), state({k.seen | bit(t), nc, true}));
-        if (others != kNothing) out.emplace_back(b_.seq(sep, others), state({k.seen, nc, true}));
+        for (const std::string& t : tracked)
+          out.emplace_back(b_.seq(sep, member(t)), states.state({k.seen | bit(t), nc, true}));
+        if (others != kNothing) out.emplace_back(b_.seq(sep, others), states.state({k.seen, nc, true}));
       }
-      out.erase(std::remove_if(out.begin(), out.end(), [](const auto& e) { return e.first == kNothing; }), out.end());
-      edges.push_back(std::move(out));
-    }
+      return out;
+    });
     return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
   }
 
@@ -2338,18 +2343,10 @@ class Conv : public TextHost, public NumberHost {
         return std::tie(i, c, m, started, extra, seen) < std::tie(o.i, o.c, o.m, o.started, o.extra, o.seen);
       }
     };
-    std::vector<Key> keys{{0, 0, 0, false, false, 0}};
-    std::map<Key, int32_t> numbers{{keys[0], 0}};
-    auto state = [&](const Key& k) {
-      auto it = numbers.emplace(k, int32_t(keys.size()));
-      if (it.second) keys.push_back(k);
-      return it.first->second;
-    };
-    constexpr int32_t kAccept = -1;
     const Expr close = b_.literal("}");
-    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
-    while (edges.size() < keys.size()) {
-      const Key k = keys[edges.size()];
+    States<Key> states({0, 0, 0, false, false, 0});
+    auto state = [&](const Key& k) { return states.state(k); };
+    const StateEdges edges = states.edges([&](const Key& k) {
       const Expr sep = k.started ? sep_ : first_;
       const bool room = max_p < 0 || k.c < max_p;
       const int64_t nc = max_p >= 0 ? k.c + 1 : 0;
@@ -2371,8 +2368,8 @@ class Conv : public TextHost, public NumberHost {
           out.emplace_back(b_.seq(sep, additional), state({k.i, nc, nm, true, true, k.seen}));
         }
       }
-      edges.push_back(std::move(out));
-    }
+      return out;
+    });
     return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
   }
 
@@ -2559,35 +2556,27 @@ class Conv : public TextHost, public NumberHost {
     Expr close = b_.literal("}");
     Expr ws_close = b_.seq(close_ws_, close);
     Expr more = additional != IrBuilder::kNothing ? b_.seq(sep_, additional) : kNoExpr;
-    std::vector<std::pair<int32_t, bool>> order{{0, false}};
-    std::map<std::pair<int32_t, bool>, int32_t> numbers{{{0, false}, 0}};
-    auto number = [&](int32_t i, bool started) {
-      auto it = numbers.emplace(std::make_pair(i, started), int32_t(order.size()));
-      if (it.second) order.emplace_back(i, started);
-      return it.first->second;
-    };
-    constexpr int32_t kAccept = -1;
-    std::vector<std::vector<std::pair<Expr, int32_t>>> edges;
-    while (edges.size() < order.size()) {
-      auto [i, started] = order[edges.size()];
+    States<std::pair<int32_t, bool>> states({0, false});
+    const StateEdges edges = states.edges([&](std::pair<int32_t, bool> at) {
+      const auto [i, started] = at;
       std::vector<std::pair<Expr, int32_t>> out;
       if (i < n) {
         const std::string& k = members[i].first;
         if (std::find(required.begin(), required.end(), k) == required.end())
-          out.emplace_back(IrBuilder::kEmpty, number(i + 1, started));
+          out.emplace_back(IrBuilder::kEmpty, states.state({i + 1, started}));
         Expr m = members[i].second;
-        out.emplace_back(started ? b_.seq(sep_, m) : b_.seq(first_, m), number(i + 1, true));
+        out.emplace_back(started ? b_.seq(sep_, m) : b_.seq(first_, m), states.state({i + 1, true}));
       } else {
         out.emplace_back(started ? ws_close : close, kAccept);
-        if (more != kNoExpr) out.emplace_back(started ? more : b_.seq(first_, additional), number(n + 1, true));
+        if (more != kNoExpr) out.emplace_back(started ? more : b_.seq(first_, additional), states.state({n + 1, true}));
       }
-      edges.push_back(std::move(out));
-    }
+      return out;
+    });
     return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
   }
 
   // _state_machine.automaton: one machine, or a rule per state when there are many states.
-  Expr automaton(const char* hint, const std::vector<std::vector<std::pair<Expr, int32_t>>>& edges) {
+  Expr automaton(const char* hint, const StateEdges& edges) {
     const int32_t n = static_cast<int32_t>(edges.size());
     if (size_t(n) <= kMachineStates) {
       std::vector<IrEdge> list;
