@@ -2053,8 +2053,8 @@ class Conv : public TextHost, public NumberHost {
     for (const std::string& k : required)  // the Python's witnesses of negations are such keys
       if (!k.empty() && k[0] == '\0') return decline("a required key starting with NUL"), kNothing;
     NodeId closed = strict_close(nodes);
-    std::vector<std::pair<std::string, Expr>> members;
-    std::unordered_map<std::string, std::pair<std::vector<NodeId>, Expr>> known;  // key -> its nodes, value
+    Members members;
+    KnownKeys known;  // key -> its nodes, its value
     for (const std::string& k : order) {
       std::vector<NodeId> knodes;
       for (NodeId n : nodes) member_nodes(n, k, &knodes);
@@ -2075,9 +2075,7 @@ class Conv : public TextHost, public NumberHost {
       members.emplace_back(k, shared(b_.seq(lit, colon_, v), "member"));
       known.emplace(k, std::make_pair(std::move(knodes), v));
     }
-    auto member = [&](const std::string& k) {
-      return std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == k; });
-    };
+    auto member = [&](const std::string& k) { return find_member(members, k); };
     for (size_t i = 0; i < deps.size();) {  // a key that cannot appear, or would require one that cannot
       const std::string& k = deps[i].first;
       bool present = member(k) != members.end(), blocked = false;
@@ -2132,13 +2130,38 @@ class Conv : public TextHost, public NumberHost {
 
   using Deps = std::vector<std::pair<std::string, std::vector<std::string>>>;
   using KnownKeys = std::unordered_map<std::string, std::pair<std::vector<NodeId>, Expr>>;
+  using Members = std::vector<std::pair<std::string, Expr>>;
+
+  static Members::const_iterator find_member(const Members& members, const std::string& k) {
+    return std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == k; });
+  }
+
+  // Keys a counting automaton's states track as bits (object_ordered's watched keys,
+  // object_any_order's tracked ones), and per key the keys its dependencies require.
+  struct TrackedKeys {
+    std::vector<std::string> keys;
+    std::vector<uint32_t> needs;
+    TrackedKeys(std::vector<std::string> tracked, const Deps& deps) : keys(std::move(tracked)), needs(keys.size(), 0) {
+      for (const auto& [k, names] : deps)
+        if (index(k) < keys.size())
+          for (const std::string& x : names) needs[index(k)] |= bit(x);
+    }
+    size_t index(const std::string& k) const { return size_t(std::find(keys.begin(), keys.end(), k) - keys.begin()); }
+    uint32_t bit(const std::string& k) const { return index(k) < keys.size() ? 1u << index(k) : 0u; }
+    // Whether every key seen has the keys it requires seen too.
+    bool deps_met(uint32_t seen) const {
+      for (size_t w = 0; w < keys.size(); ++w)
+        if ((seen >> w & 1) && (needs[w] & ~seen) != 0) return false;
+      return true;
+    }
+  };
 
   // ObjectSchema.object's witnesses (negations' "some property"): each a pseudo-key member,
   // required, that is a member in the witness's region with a value also valid against its
   // schema. False where the object is NOTHING or it declines.
   bool witnesses(const std::vector<NodeId>& nodes, const std::vector<std::string>& order,
                  const std::vector<Pattern>& patterns, const std::vector<NodeId>& name_nodes, NodeId closed,
-                 const KnownKeys& known, std::vector<std::pair<std::string, Expr>>* members,
+                 const KnownKeys& known, Members* members,
                  std::vector<std::string>* required) {
     int32_t i = 0;
     for (NodeId n : nodes) {
@@ -2164,7 +2187,7 @@ class Conv : public TextHost, public NumberHost {
       std::vector<Expr> parts;
       for (const std::string& k : order) {
         auto it = known.find(k);
-        if (it == known.end() || !has_member(*members, k) || !in_region(k) || failed()) continue;
+        if (it == known.end() || find_member(*members, k) == members->end() || !in_region(k) || failed()) continue;
         std::vector<NodeId> knodes(it->second.first);
         knodes.push_back(wnode);
         parts.push_back(b_.seq(string_literal(k), distinct_key({}), colon_, value(knodes, kAllAtoms)));
@@ -2186,14 +2209,10 @@ class Conv : public TextHost, public NumberHost {
     return true;
   }
 
-  static bool has_member(const std::vector<std::pair<std::string, Expr>>& members, const std::string& k) {
-    return std::any_of(members.begin(), members.end(), [&](const auto& m) { return m.first == k; });
-  }
-
   // ObjectSchema.object_any_order: members in any order; the required and dependency keys seen
   // so far are tracked, and with maxProperties the number of members (the witnessed objects'
   // form: `tracked` holds their pseudo-keys).
-  Expr object_any_order(const std::vector<std::pair<std::string, Expr>>& members, Expr additional,
+  Expr object_any_order(const Members& members, Expr additional,
                         const std::vector<std::string>& required, const Deps& deps,
                         std::vector<std::string> tracked, int64_t max_p) {
     auto is_tracked = [&](const std::string& k) { return std::find(tracked.begin(), tracked.end(), k) != tracked.end(); };
@@ -2202,24 +2221,13 @@ class Conv : public TextHost, public NumberHost {
       if (!is_tracked(k)) rest.push_back(m);
     rest.push_back(additional);
     const Expr others = shared(b_.alt(IrSpan<Expr>(rest)), "others");
-    tracked.erase(std::remove_if(tracked.begin(), tracked.end(), [&](const std::string& k) { return !has_member(members, k); }),
-                  tracked.end());
+    auto absent = [&](const std::string& k) { return find_member(members, k) == members.end(); };
+    tracked.erase(std::remove_if(tracked.begin(), tracked.end(), absent), tracked.end());
     for (const std::string& k : required)
-      if (!has_member(members, k)) return kNothing;
-    auto member = [&](const std::string& k) {
-      return std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == k; })->second;
-    };
-    auto bit = [&](const std::string& k) {
-      const size_t i = std::find(tracked.begin(), tracked.end(), k) - tracked.begin();
-      return i < tracked.size() ? 1u << i : 0u;
-    };
+      if (absent(k)) return kNothing;
+    const TrackedKeys keys(std::move(tracked), deps);
     uint32_t must = 0;
-    for (const std::string& k : required) must |= bit(k);
-    std::vector<uint32_t> needs(tracked.size(), 0);  // per tracked key: the keys it requires
-    for (const auto& [k, names] : deps)
-      for (size_t w = 0; w < tracked.size(); ++w)
-        if (tracked[w] == k)
-          for (const std::string& x : names) needs[w] |= bit(x);
+    for (const std::string& k : required) must |= keys.bit(k);
     struct Key {
       uint32_t seen;
       int64_t c;
@@ -2231,15 +2239,12 @@ class Conv : public TextHost, public NumberHost {
     States<Key> states({0, 0, false});
     const StateEdges edges = states.edges([&](const Key& k) {
       std::vector<std::pair<Expr, int32_t>> out;
-      bool satisfied = (k.seen & must) == must;
-      for (size_t w = 0; w < tracked.size(); ++w)
-        if (k.seen >> w & 1) satisfied = satisfied && (needs[w] & ~k.seen) == 0;
-      if (satisfied) out.emplace_back(k.started ? ws_close : close, kAccept);
+      if ((k.seen & must) == must && keys.deps_met(k.seen)) out.emplace_back(k.started ? ws_close : close, kAccept);
       if (max_p < 0 || k.c < max_p) {
         const int64_t nc = max_p >= 0 ? k.c + 1 : 0;
         const Expr sep = k.started ? sep_ : first_;
-        for (const std::string& t : tracked)
-          out.emplace_back(b_.seq(sep, member(t)), states.state({k.seen | bit(t), nc, true}));
+        for (const std::string& t : keys.keys)
+          out.emplace_back(b_.seq(sep, find_member(members, t)->second), states.state({k.seen | keys.bit(t), nc, true}));
         if (others != kNothing) out.emplace_back(b_.seq(sep, others), states.state({k.seen, nc, true}));
       }
       return out;
@@ -2321,7 +2326,7 @@ class Conv : public TextHost, public NumberHost {
   // at most once, then additional ones; a state is (next known key, members counted (for
   // maxProperties), members certainly distinct (for minProperties), started, an additional
   // member came, the watched keys seen).
-  Expr object_counted(const std::vector<std::pair<std::string, Expr>>& members, Expr additional,
+  Expr object_counted(const Members& members, Expr additional,
                       const std::vector<std::string>& required, int64_t eff_min, int64_t max_p, const Deps& deps,
                       const std::vector<std::string>& watched) {
     const int64_t n = int64_t(members.size());
@@ -2330,11 +2335,7 @@ class Conv : public TextHost, public NumberHost {
     if (counted > 1 && (double(n) + 1) * counted * 4 > 6000)  // MAX_ORDERED_STATES
       return decline("counting properties past the limit of states"), kNothing;
     const bool distinct = additional != kNothing;
-    auto index = [&](const std::string& k) { return size_t(std::find(watched.begin(), watched.end(), k) - watched.begin()); };
-    auto bit = [&](const std::string& k) { return index(k) < watched.size() ? 1u << index(k) : 0u; };
-    std::vector<uint32_t> needs(watched.size(), 0);  // per watched key: the keys it requires
-    for (const auto& [k, names] : deps)
-      for (const std::string& x : names) needs[index(k)] |= bit(x);
+    const TrackedKeys keys(watched, deps);
     struct Key {
       int64_t i, c, m;
       bool started, extra;
@@ -2357,12 +2358,9 @@ class Conv : public TextHost, public NumberHost {
           out.emplace_back(IrBuilder::kEmpty, state({k.i + 1, k.c, k.m, k.started, k.extra, k.seen}));
         if (room)
           out.emplace_back(b_.seq(sep, members[k.i].second),
-                           state({k.i + 1, nc, std::min(k.m + 1, eff_min), true, k.extra, k.seen | bit(key)}));
+                           state({k.i + 1, nc, std::min(k.m + 1, eff_min), true, k.extra, k.seen | keys.bit(key)}));
       } else {
-        bool met = k.m >= eff_min;
-        for (size_t w = 0; w < watched.size(); ++w)
-          if (k.seen >> w & 1) met = met && (needs[w] & ~k.seen) == 0;
-        if (met) out.emplace_back(k.started ? b_.seq(close_ws_, close) : close, kAccept);
+        if (k.m >= eff_min && keys.deps_met(k.seen)) out.emplace_back(k.started ? b_.seq(close_ws_, close) : close, kAccept);
         if (additional != kNothing && room) {
           const int64_t nm = k.extra && !distinct ? k.m : std::min(k.m + 1, eff_min);
           out.emplace_back(b_.seq(sep, additional), state({k.i, nc, nm, true, true, k.seen}));
@@ -2550,7 +2548,7 @@ class Conv : public TextHost, public NumberHost {
 
   // ObjectSchema.members_in_order: known members in schema order, each at most once, then
   // additional ones. A state is (next known key's index, whether a member came).
-  Expr members_in_order(const std::vector<std::pair<std::string, Expr>>& members, Expr additional,
+  Expr members_in_order(const Members& members, Expr additional,
                         const std::vector<std::string>& required) {
     const int32_t n = static_cast<int32_t>(members.size());
     Expr close = b_.literal("}");
