@@ -183,6 +183,12 @@ class Reference:
         """True when some continuation of `data` (possibly none) is in the language."""
         return self._run(bytes(data)) is not None
 
+    def prefixes_after(self, data: bytes, continuations) -> list[bool]:
+        """is_prefix(data + c) for each c, parsing `data` once (the brute-force masks ask this
+        for every token after the same text)."""
+        sets = self._run(bytes(data))
+        return [sets is not None and self._extend(list(sets), c) is not None for c in continuations]
+
     def accepts(self, data: bytes) -> bool:
         """True when `data` itself is in the language."""
         sets = self._run(bytes(data))
@@ -208,9 +214,13 @@ class Reference:
         """All Earley sets for `data`, or None as soon as one is empty."""
         if self.empty_language:
             return None
-        first = _Set()
-        sets = [first]
+        sets = [_Set()]
         self._close(sets, [(p, 0, 0) for p in self.by_lhs[self.start]])
+        return self._extend(sets, data)
+
+    def _extend(self, sets: list[_Set], data: bytes) -> list[_Set] | None:
+        """`sets` extended by `data`'s bytes (appended in place: a closed set never changes, so
+        callers may share the sets before them)."""
         for byte in data:
             advanced = [(p, d + 1, o) for term, (p, d, o) in sets[-1].scanning
                         if self.masks[term] >> byte & 1]

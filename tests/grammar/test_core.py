@@ -58,8 +58,9 @@ def compiler_for(vocab, core, _cache={}):
 
 
 def brute_force_mask(ref: Reference, vocab: Vocabulary, text: bytes, ids) -> set[int]:
-    allowed = {t for t in ids if t not in vocab.special_ids and vocab.token_bytes[t]
-               and ref.is_prefix(text + vocab.token_bytes[t])}
+    candidates = [t for t in ids if t not in vocab.special_ids and vocab.token_bytes[t]]
+    ok = ref.prefixes_after(text, [vocab.token_bytes[t] for t in candidates])
+    allowed = {t for t, good in zip(candidates, ok) if good}
     if ref.accepts(text):
         allowed |= {t for t in vocab.stop_ids if t in ids}
     return allowed

@@ -20,6 +20,7 @@ from .dev_corpus import dev_entries
 
 CORES = os.environ.get("TRELLIS_CORE_BACKENDS", "native,wasmtime").split(",")
 SAMPLE = 40  # covered dev schemas per option set, with their instances
+SCAN = 4  # every fourth dev schema is offered to the dispatch (test_convert counts the coverage of all)
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +51,14 @@ def byte_walk(grammar, text: str) -> list:
 def test_covered_schemas_compile_to_the_python_grammar(compiler, strict, any_whitespace):
     options = dict(any_whitespace=any_whitespace, strict=strict)
     covered = []
-    for _, schema, tests in dev_entries():
+    for i, (_, schema, tests) in enumerate(dev_entries()):
+        if i % SCAN:
+            continue
         handle = compiler._native_json_schema(schema, options)
         if handle is not None:
             compiler.core.free("grammar", handle)
             covered.append((schema, tests))
-    assert len(covered) > 3000
+    assert len(covered) > 3000 // SCAN
     for schema, tests in covered[::len(covered) // SAMPLE]:  # spread over the families
         native = compiler.compile("json_schema", schema, **options)
         python = compiler.compile_ir(json_schema_to_grammar(schema, **options))
