@@ -813,20 +813,25 @@ Status prune_dead(Automaton* a, ByteRuns* r) {
 
 // Keeps the runs that lead somewhere (prune_dead set the others' targets to -1) as the
 // automaton's, and writes the rows (a target per byte class) of the states that more than one
-// run leaves from them: the matcher's step table.
-void write_runs_and_rows(const ByteRuns& r, Automaton* a) {
+// run leaves from them: the matcher's step table. The runs are compacted where they are and
+// handed over, not copied: fresh pages cost a large grammar's compile more than the copying.
+void write_runs_and_rows(ByteRuns* r, Automaton* a) {
   const int32_t n = a->n_states();
-  a->run_begin.assign(n + 1, 0);
-  a->runs.clear();
-  int32_t n_rows = 0;
+  std::vector<ByteEdge>& runs = r->runs;
+  std::vector<int32_t>& begin = r->begin;
+  int32_t n_rows = 0, kept = 0;
   for (int32_t s = 0; s < n; ++s) {
-    const int32_t first = a->run_begin[s] = static_cast<int32_t>(a->runs.size());
-    for (int32_t i = r.begin[s]; i < r.begin[s + 1]; ++i)
-      if (r.runs[i].to >= 0) a->runs.push_back(r.runs[i]);
-    const int32_t n_runs = static_cast<int32_t>(a->runs.size()) - first;
-    a->row[s] = n_runs == 0 ? -1 : n_runs == 1 ? -2 - first : n_rows++;
+    const int32_t first = kept, end = begin[s + 1];
+    for (int32_t i = begin[s]; i < end; ++i)
+      if (runs[i].to >= 0) runs[kept++] = runs[i];
+    begin[s] = first;
+    const int32_t n_runs = kept - first;
+    a->row[s] = n_runs == 0 ? -1 : n_runs <= 2 ? -2 - (first << 1 | (n_runs - 1)) : n_rows++;
   }
-  a->run_begin[n] = static_cast<int32_t>(a->runs.size());
+  begin[n] = kept;
+  runs.resize(kept);
+  a->runs.swap(runs);
+  a->run_begin.swap(begin);
   // A class begins at every byte where some run begins or ends: each run is whole classes.
   bool cut[257] = {};
   for (const ByteRun& r : a->runs) cut[r.lo] = cut[r.hi + 1] = true;
@@ -838,7 +843,7 @@ void write_runs_and_rows(const ByteRuns& r, Automaton* a) {
   const int32_t width = a->n_classes = k + 1;
   a->next.resize(size_t(n_rows) * width);
   for (int32_t s = 0; s < n; ++s) {
-    if (a->row[s] < 0) continue;  // no bytes, or one run
+    if (a->row[s] < 0) continue;  // no bytes, or one or two runs
     a->row[s] *= width;  // where the row begins: no multiply per step
     int32_t* row = &a->next[a->row[s]];
     int32_t c = 0;  // runs come in byte order: each entry is written once
@@ -966,7 +971,7 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
   runs.begin.push_back(static_cast<int32_t>(runs.runs.size()));
   s = prune_dead(&a, &runs);
   if (!s.ok()) return s;
-  write_runs_and_rows(runs, &a);
+  write_runs_and_rows(&runs, &a);
   a.tail.assign(a.n_states(), 0);
   a.plain.assign(a.n_states(), 0);
   for (int32_t st = 0; st < a.n_states(); ++st) {

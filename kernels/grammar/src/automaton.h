@@ -66,9 +66,10 @@ struct Automaton {
   std::vector<int32_t> start;        // rule -> start state, -1 when the rule has no automaton
   std::vector<int32_t> rule_of;      // state -> rule; a rule's states are numbered consecutively from its start
   std::vector<uint8_t> final;        // state -> the rule may complete here
-  // state -> where its row begins in `next`; -1 when no byte leaves it; -2 - i when one run of
-  // bytes leaves it, runs[i]: a literal's states, most of a schema grammar's, need no row (rows
-  // were two fifths of a large schema's compile time, most of it the kernel zeroing their pages).
+  // state -> where its row begins in `next`; -1 when no byte leaves it; -2 - (i << 1 | k) when
+  // 1 + k runs of bytes leave it, from runs[i]: a literal's states, most of a schema grammar's,
+  // need no row, nor do two runs (a key's letter or any other: half of a large schema's rows;
+  // rows were two fifths of its compile time, most of it the kernel zeroing their pages).
   std::vector<int32_t> row;
   // Bytes that no state tells apart are one class, and a row has a target per class (-1 =
   // none): a JSON grammar's rows are a few dozen wide instead of 256 (a large schema's tables
@@ -99,8 +100,11 @@ struct Automaton {
     const int32_t r = row[s];
     if (r >= 0) return next[r + byte_class[byte]];
     if (r == -1) return -1;
-    const ByteRun& run = runs[-2 - r];
-    return uint32_t(byte - run.lo) <= uint32_t(run.hi - run.lo) ? run.to : -1;
+    const ByteRun* run = &runs[(-2 - r) >> 1];
+    if (uint32_t(byte - run->lo) <= uint32_t(run->hi - run->lo)) return run->to;
+    if (!((-2 - r) & 1)) return -1;
+    ++run;
+    return uint32_t(byte - run->lo) <= uint32_t(run->hi - run->lo) ? run->to : -1;
   }
   // Whether every byte steps s and t alike.
   bool same_steps(int32_t s, int32_t t) const {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <new>
 
 #include "cache_classes.h"
 #include "ir.h"
@@ -103,6 +105,18 @@ void set_accepted(const Vocab& v, const uint64_t* pos, int32_t lo, int32_t hi, i
 }
 
 }  // namespace
+
+void* zeroed_table(size_t n, size_t size) {
+  void* p = std::calloc(n ? n : 1, size);
+  if (p == nullptr) {
+#if defined(__cpp_exceptions)
+    throw std::bad_alloc();
+#else
+    std::abort();
+#endif
+  }
+  return p;
+}
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out) {
   Ir ir;

@@ -19,6 +19,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -62,10 +63,23 @@ class BuildLock {
   BuildMutex& m_;
 };
 
+// Zeroed memory for `n` entries of `size` bytes, from calloc: the pages of a large table of
+// which few entries are ever set are neither written nor faulted in until one is (a large
+// grammar's per-state tables were a tenth of its compile, most of it first touches of pages).
+// Throws std::bad_alloc (aborts without exceptions) as operator new does.
+void* zeroed_table(size_t n, size_t size);
+
+struct FreeTable {
+  void operator()(void* p) const { std::free(p); }
+};
+
 // A fixed number of write-once pointers that own what they point to: read without a lock,
 // written (published) under the builder's lock, each at most once.
 template <class T>
 class PublishedSlots {
+  // All bits zero is a null pointer in a lock-free atomic: the table starts as zeroed memory.
+  static_assert(sizeof(std::atomic<T*>) == sizeof(T*), "an atomic pointer is a pointer");
+
  public:
   PublishedSlots() = default;
   PublishedSlots(const PublishedSlots&) = delete;
@@ -74,25 +88,28 @@ class PublishedSlots {
   // Only before the slots are shared.
   void reset(size_t n) {
     free_all();
-    slots_ = std::make_unique<std::atomic<T*>[]>(n);
+    slots_.reset(static_cast<std::atomic<T*>*>(zeroed_table(n, sizeof(std::atomic<T*>))));
     n_ = n;
-    for (size_t i = 0; i < n; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
   }
   size_t size() const { return n_; }
   // Null until published; acquire: what the builder wrote before publishing is visible.
-  T* get(size_t i) const { return slots_[i].load(std::memory_order_acquire); }
+  T* get(size_t i) const { return slots_.get()[i].load(std::memory_order_acquire); }
   T& publish(size_t i, std::unique_ptr<T> value) {
+    published_.push_back(i);  // first: if it fails, `value` is still freed
     T* p = value.release();
-    slots_[i].store(p, std::memory_order_release);
+    slots_.get()[i].store(p, std::memory_order_release);
     return *p;
   }
 
  private:
+  // Only the published slots: reading every one would touch every page.
   void free_all() {
-    for (size_t i = 0; i < n_; ++i) delete slots_[i].load(std::memory_order_relaxed);
+    for (size_t i : published_) delete slots_.get()[i].load(std::memory_order_relaxed);
+    published_.clear();
     n_ = 0;
   }
-  std::unique_ptr<std::atomic<T*>[]> slots_;
+  std::unique_ptr<std::atomic<T*>, FreeTable> slots_;
+  std::vector<size_t> published_;
   size_t n_ = 0;
 };
 
