@@ -64,9 +64,9 @@ class BuildLock {
 };
 
 // Zeroed memory for `n` entries of `size` bytes, from calloc: the pages of a large table of
-// which few entries are ever set are neither written nor faulted in until one is (a large
-// grammar's per-state tables were a tenth of its compile, most of it first touches of pages).
-// Throws std::bad_alloc (aborts without exceptions) as operator new does.
+// which few entries are ever set are neither written nor faulted in until one is (the cache
+// slots, 16 bytes a state, were written whole at every compile though most states never get a
+// cache). Throws std::bad_alloc (aborts without exceptions) as operator new does.
 void* zeroed_table(size_t n, size_t size);
 
 struct FreeTable {
