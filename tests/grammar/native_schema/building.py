@@ -37,7 +37,14 @@ def zig_build(out: Path, args: list, inputs: list) -> Path:
     return out
 
 
-def shared_library(name: str, probes: list, sources: tuple[str, ...]) -> Path:
-    """Test probes built with the port's `sources` (file names in kernels/grammar/src/schema)."""
-    files = [*probes, *(SCHEMA / s for s in sources)]
-    return zig_build(OUT / f"lib{name}.so", ["-shared", "-fPIC", "-I", SRC, *files], files)
+NATIVE = ROOT / "build" / "grammar" / "native" / "libtrellis_grammar.so"  # build.py's
+
+
+def shared_library(name: str, probes: list) -> Path:
+    """Test probes linked against the native grammar library (which exports the port's C++
+    functions): the port as built and shipped, and no second compile of its sources (a serial
+    zig build, over a minute of CI)."""
+    assert NATIVE.exists(), f"{NATIVE.relative_to(ROOT)} is not built (python3 build.py grammar)"
+    lib = NATIVE.parent
+    return zig_build(OUT / f"lib{name}.so", ["-shared", "-fPIC", "-I", SRC, *probes, f"-L{lib}",
+                                             "-ltrellis_grammar", f"-Wl,-rpath,{lib}"], [*probes, NATIVE])

@@ -12,14 +12,12 @@ from .building import shared_library
 
 HERE = Path(__file__).resolve().parent
 PROBES = [HERE / name for name in ("probe.cpp", "text_probe.cpp", "numbers_probe.cpp", "regex_probe.cpp")]
-SOURCES = ("json.cpp", "refs.cpp", "ir_build.cpp", "text.cpp", "regex.cpp", "patterns.cpp", "string_schema.cpp",
-           "numbers.cpp", "converter.cpp")
 
 
 @functools.lru_cache(maxsize=None)  # one library for the test run
 def library() -> ctypes.CDLL:
     """Every probe of this folder in one library (one build)."""
-    lib = ctypes.CDLL(str(shared_library("probe", PROBES, SOURCES)))
+    lib = ctypes.CDLL(str(shared_library("probe", PROBES)))
     lib.probe_free.argtypes = [ctypes.c_void_p]
     lib.probe_refs.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.probe_convert.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
