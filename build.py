@@ -343,7 +343,7 @@ def cmd_test(args) -> None:
     ensure_vulkan()
     build_grammar()
     build_runtime_native()
-    ensure_system({"g++": "g++"})
+    ensure_system({"g++": "g++"})  # here, not from the build's thread while the suite runs
     # The sanitized build is one g++ process on one core: it runs beside the suite, which leaves
     # the machine's second core mostly idle, instead of before it (about 2.5 minutes of CI).
     with concurrent.futures.ThreadPoolExecutor(1) as pool:

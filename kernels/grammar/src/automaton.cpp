@@ -826,7 +826,7 @@ void write_runs_and_rows(ByteRuns* r, Automaton* a) {
       if (runs[i].to >= 0) runs[kept++] = runs[i];
     begin[s] = first;
     const int32_t n_runs = kept - first;
-    a->row[s] = n_runs == 0 ? -1 : n_runs <= 2 ? -2 - (first << 1 | (n_runs - 1)) : n_rows++;
+    a->row[s] = n_runs == 0 ? -1 : n_runs <= 2 ? Automaton::runs_row(first, n_runs) : n_rows++;
   }
   begin[n] = kept;
   runs.resize(kept);

@@ -21,6 +21,7 @@ struct Call {
 
 struct ByteRun {
   int32_t lo, hi, to;  // the bytes lo..hi lead to state `to`
+  bool covers(uint8_t byte) const { return uint32_t(byte - lo) <= uint32_t(hi - lo); }
 };
 
 // The boundaries of runs (each run's first byte and the byte past its last) as a 257-bit set,
@@ -71,6 +72,8 @@ struct Automaton {
   // need no row, nor do two runs (a key's letter or any other: half of a large schema's rows;
   // rows were two fifths of its compile time, most of it the kernel zeroing their pages).
   std::vector<int32_t> row;
+  // The row word of a state that `n` (1 or 2) runs leave, from runs[first] (step() reads it).
+  static int32_t runs_row(int32_t first, int32_t n) { return -2 - (first << 1 | (n - 1)); }
   // Bytes that no state tells apart are one class, and a row has a target per class (-1 =
   // none): a JSON grammar's rows are a few dozen wide instead of 256 (a large schema's tables
   // were tens of megabytes, half of its compile).
@@ -100,11 +103,10 @@ struct Automaton {
     const int32_t r = row[s];
     if (r >= 0) return next[r + byte_class[byte]];
     if (r == -1) return -1;
-    const ByteRun* run = &runs[(-2 - r) >> 1];
-    if (uint32_t(byte - run->lo) <= uint32_t(run->hi - run->lo)) return run->to;
-    if (!((-2 - r) & 1)) return -1;
-    ++run;
-    return uint32_t(byte - run->lo) <= uint32_t(run->hi - run->lo) ? run->to : -1;
+    const int32_t k = -2 - r;  // runs_row's
+    const ByteRun* run = &runs[k >> 1];
+    if (run->covers(byte)) return run->to;
+    return (k & 1) && run[1].covers(byte) ? run[1].to : -1;
   }
   // Whether every byte steps s and t alike.
   bool same_steps(int32_t s, int32_t t) const {
