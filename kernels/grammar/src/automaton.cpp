@@ -690,6 +690,13 @@ class Determinizer {
   // (sorting the edges was a tenth of a compile).
   Status expand_bytes() {
     if (edges_.empty()) return {};
+    if (edges_.size() == 1) {  // a literal's byte (most states): one run, no stretches to find
+      todo_.push_back(edges_[0].to);
+      int32_t id;
+      Status s = target(&id);
+      if (s.ok()) runs_->runs.push_back({edges_[0].lo, edges_[0].hi, base_ + id});
+      return s;
+    }
     RunBounds bounds;
     for (const auto& e : edges_) bounds.add(e);
     bounds.list(&cuts_);
@@ -762,19 +769,29 @@ class Determinizer {
 Status prune_dead(Automaton* a, ByteRuns* r) {
   const int32_t n = a->n_states();
   const int32_t n_rules = static_cast<int32_t>(a->start.size());
-  EdgeLists<int32_t> byte_pred;                        // target -> source
-  EdgeLists<std::pair<int32_t, int32_t>> call_pred;    // target -> (source, rule)
-  EdgeLists<std::pair<int32_t, int32_t>> by_rule;      // rule -> (source, target)
+  const int32_t n_calls = static_cast<int32_t>(a->calls.size());
+  // Predecessors by counting sort, in flat arrays (lists of pairs, grown and grouped, were most
+  // of this pass): pred[pred_at[t] .. pred_at[t + 1]) are a state s >= 0 with a run into t, or
+  // ~c for call c returning to t; by_rule[rule_at[q] .. rule_at[q + 1]) the calls of rule q.
+  std::vector<int32_t> pred_at(n + 2, 0), rule_at(n_rules + 2, 0), call_from(n_calls);
   for (int32_t s = 0; s < n; ++s) {
-    for (int32_t i = r->begin[s]; i < r->begin[s + 1]; ++i) byte_pred.add(r->runs[i].to, s);
-    for (const Call* c = a->calls_begin(s); c != a->calls_end(s); ++c) {
-      call_pred.add(c->next, {s, c->rule});
-      by_rule.add(c->rule, {s, c->next});
+    for (int32_t i = r->begin[s]; i < r->begin[s + 1]; ++i) ++pred_at[r->runs[i].to + 2];
+    for (int32_t c = a->call_begin[s]; c < a->call_begin[s + 1]; ++c) {
+      ++pred_at[a->calls[c].next + 2];
+      ++rule_at[a->calls[c].rule + 2];
+      call_from[c] = s;
     }
   }
-  byte_pred.group(n);
-  call_pred.group(n);
-  by_rule.group(n_rules);
+  for (int32_t t = 1; t < n + 2; ++t) pred_at[t] += pred_at[t - 1];
+  for (int32_t q = 1; q < n_rules + 2; ++q) rule_at[q] += rule_at[q - 1];
+  std::vector<int32_t> pred(pred_at[n + 1]), by_rule(n_calls);
+  for (int32_t s = 0; s < n; ++s) {  // pred_at[t + 1] is where t's next entry goes
+    for (int32_t i = r->begin[s]; i < r->begin[s + 1]; ++i) pred[pred_at[r->runs[i].to + 1]++] = s;
+    for (int32_t c = a->call_begin[s]; c < a->call_begin[s + 1]; ++c) {
+      pred[pred_at[a->calls[c].next + 1]++] = ~c;
+      by_rule[rule_at[a->calls[c].rule + 1]++] = c;
+    }
+  }
   std::vector<uint8_t> live(n, 0), productive(n_rules, 0);
   std::vector<int32_t> work;
   auto make_live = [&](int32_t s) { if (!live[s]) { live[s] = 1; work.push_back(s); } };
@@ -783,14 +800,18 @@ Status prune_dead(Automaton* a, ByteRuns* r) {
   while (!work.empty()) {
     int32_t t = work.back();
     work.pop_back();
-    for (const int32_t* s = byte_pred.begin(t); s != byte_pred.end(t); ++s) make_live(*s);
-    for (const auto* p = call_pred.begin(t); p != call_pred.end(t); ++p)
-      if (productive[p->second]) make_live(p->first);
+    for (int32_t k = pred_at[t]; k < pred_at[t + 1]; ++k) {
+      const int32_t p = pred[k];
+      if (p >= 0) make_live(p);
+      else if (productive[a->calls[~p].rule]) make_live(call_from[~p]);
+    }
     int32_t rule = a->rule_of[t];
     if (a->start[rule] == t && !productive[rule]) {
       productive[rule] = 1;
-      for (const auto* p = by_rule.begin(rule); p != by_rule.end(rule); ++p)
-        if (live[p->second]) make_live(p->first);
+      for (int32_t k = rule_at[rule]; k < rule_at[rule + 1]; ++k) {
+        const int32_t c = by_rule[k];
+        if (live[a->calls[c].next]) make_live(call_from[c]);
+      }
     }
   }
   // An empty language is a grammar too (JSON Schema `false`): its matcher refuses every token.
@@ -798,16 +819,16 @@ Status prune_dead(Automaton* a, ByteRuns* r) {
   a->empty = !productive[a->root];
   for (ByteEdge& run : r->runs)
     if (!live[run.to]) run.to = -1;
-  std::vector<Call> kept;
-  std::vector<int32_t> begin(n + 1, 0);
+  // The calls that lead somewhere, compacted where they are.
+  int32_t kept = 0;
   for (int32_t s = 0; s < n; ++s) {
-    begin[s] = static_cast<int32_t>(kept.size());
-    for (const Call* c = a->calls_begin(s); c != a->calls_end(s); ++c)
-      if (productive[c->rule] && live[c->next]) kept.push_back(*c);
+    const int32_t first = kept, end = a->call_begin[s + 1];
+    for (int32_t c = a->call_begin[s]; c < end; ++c)
+      if (productive[a->calls[c].rule] && live[a->calls[c].next]) a->calls[kept++] = a->calls[c];
+    a->call_begin[s] = first;
   }
-  begin[n] = static_cast<int32_t>(kept.size());
-  a->calls.swap(kept);
-  a->call_begin.swap(begin);
+  a->call_begin[n] = kept;
+  a->calls.resize(kept);
   return {};
 }
 

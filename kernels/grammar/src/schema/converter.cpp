@@ -500,7 +500,7 @@ class Conv : public TextHost, public NumberHost {
       for (NodeId n : nodes) {
         const Value* s = r_.node(n).schema;
         if (const Value* x = s->size() == 1 ? s->find(kNotConst) : nullptr) {
-          if (auto k = canon(*x)) excluded.insert(*k);
+          if (const auto& k = canon_of(*x)) excluded.insert(*k);
           continue;
         }
         for (const Member& m : s->members()) {
@@ -514,7 +514,7 @@ class Conv : public TextHost, public NumberHost {
       bool integer = !(atoms & kAtomFrac);
       for (const Value* v : cands) {
         if (v->is_string()) {
-          if (!(atoms & kAtomString) || excluded.count(*canon(*v))) continue;
+          if (!(atoms & kAtomString) || excluded.count(*canon_of(*v))) continue;
           bool ok = true;
           for (NodeId n : asked) ok = ok && holds(*v, n);
           if (ok) keep.push_back(string_literal(v->text()));
@@ -683,19 +683,19 @@ class Conv : public TextHost, public NumberHost {
       if (!e->is_array()) return false;
       std::optional<std::string> first;
       if (c != nullptr) {
-        first = canon(*c);
+        first = canon_of(*c);
         if (!first) return decline("an if's value");
         bool any = false;
-        for (const Value& x : e->items()) any = any || canon(x) == first;
+        for (const Value& x : e->items()) any = any || canon_of(x) == first;
         if (!any) return false;
       }
       out->values.clear();
       for (const Value& x : e->items())
-        if (!first || canon(x) == first) out->values.push_back(&x);
+        if (!first || canon_of(x) == first) out->values.push_back(&x);
     }
     for (const Value* x : out->values) {
       if (x->is_array() || x->is_object()) return false;
-      if (!canon(*x)) return decline("an if's value");
+      if (!canon_of(*x)) return decline("an if's value");
     }
     const Value* req = cond.find("required");
     out->required = req != nullptr && req->size() > 0;
@@ -736,7 +736,7 @@ class Conv : public TextHost, public NumberHost {
     std::vector<const Value*> named;
     for (const Test& t : *group)
       for (const Value* v : t.test.values) {
-        std::string c = *canon(*v);
+        std::string c = *canon_of(*v);
         auto at = std::find(named_keys.begin(), named_keys.end(), c);
         if (at == named_keys.end()) named_keys.push_back(c), named.push_back(v);
         else named[at - named_keys.begin()] = v;
@@ -767,7 +767,7 @@ class Conv : public TextHost, public NumberHost {
                                           {"properties", json_object({{*key, json_object({{"const", texts.back()}})}})}})));
         auto named_by = [&](size_t i, bool) {
           for (const Value* v : (*group)[i].test.values)
-            if (*canon(*v) == named_keys[j]) return true;
+            if (*canon_of(*v) == named_keys[j]) return true;
           return false;
         };
         cases.push_back({outcome(named_by, is_v), kAtomObject});
@@ -896,7 +896,7 @@ class Conv : public TextHost, public NumberHost {
         std::vector<const Value*> values;
         if (finite_values({branches[k]}, &values)) {
           std::vector<std::string> keys;
-          for (const Value* v : values) keys.push_back(canon(*v).value_or(""));
+          for (const Value* v : values) keys.push_back(canon_of(*v).value_or(""));
           std::sort(keys.begin(), keys.end());
           finite[k] = std::move(keys);
         }
@@ -1006,11 +1006,11 @@ class Conv : public TextHost, public NumberHost {
     std::unordered_set<std::string> excluded;
     for (NodeId n : list) {
       if (const Value* x = r_.node(n).schema->find(kNotConst))
-        if (auto k = canon(*x)) excluded.insert(*k);
+        if (const auto& k = canon_of(*x)) excluded.insert(*k);
       names_excluded(n, &excluded);
     }
     for (const Value* c : cands)
-      if (!excluded.count(*canon(*c))) return false;
+      if (!excluded.count(*canon_of(*c))) return false;
     return true;
   }
 
@@ -1025,7 +1025,7 @@ class Conv : public TextHost, public NumberHost {
     std::vector<const Value*> values;
     if (!finite_values({child(n, "not", inner)}, &values)) return;
     for (const Value* v : values)
-      if (v->is_string()) out->insert(*canon(*v));
+      if (v->is_string()) out->insert(*canon_of(*v));
   }
 
   // The atoms n's `not` refuses when it is about types alone (else none).
@@ -1119,7 +1119,7 @@ class Conv : public TextHost, public NumberHost {
         else for (const Value& x : v->items()) values.push_back(&x);
         std::vector<std::string> keys;
         for (const Value* x : values) {
-          auto k = canon(*x);
+          const auto& k = canon_of(*x);
           if (!k) {
             decline("an enum or const that is not a string, null, boolean or integer");
             return true;
@@ -1136,7 +1136,7 @@ class Conv : public TextHost, public NumberHost {
           for (auto& k : keys) have.emplace(k, 1);
           std::vector<const Value*> still;
           for (const Value* c : *out)
-            if (have.count(*canon(*c))) still.push_back(c);
+            if (have.count(*canon_of(*c))) still.push_back(c);
           *out = std::move(still);
         }
       }
@@ -1168,9 +1168,9 @@ class Conv : public TextHost, public NumberHost {
       if (opt_.draft7) return true;
     }
     if (type_atoms(s) != kAllAtoms && !(type_atoms(s) & atom_of(v))) return false;
-    auto key = canon(v);
+    const std::optional<std::string>& key = canon_of(v);
     if (const Value* c = s->find("const")) {
-      auto ck = canon(*c);
+      const std::optional<std::string>& ck = canon_of(*c);
       if (!ck) return decline("a const that is not a scalar");
       if (*ck != *key) return false;
     }
@@ -1181,7 +1181,7 @@ class Conv : public TextHost, public NumberHost {
     }
     if (const Value* x = s->find(kNotConst)) {  // json_equal: scalars by canon, no scalar equals a container
       if (x->is_array() || x->is_object()) {
-      } else if (auto xk = canon(*x)) {
+      } else if (const std::optional<std::string>& xk = canon_of(*x)) {
         if (*xk == *key) return false;
       } else {
         return decline("a negated const");
@@ -1261,6 +1261,15 @@ class Conv : public TextHost, public NumberHost {
 
   // The canon keys of an enum's values, none where one has no key (a float could equal an
   // integer: not covered). Memoized: a switch tests every candidate against the same enums.
+  // canon, remembered per value: a switch compares the same candidates in every case it splits
+  // off, and validation the same values against many subschemas (most of the converter's
+  // allocations were these keys, made again each time).
+  const std::optional<std::string>& canon_of(const Value& v) {
+    auto [it, fresh] = canon_.try_emplace(&v);
+    if (fresh) it->second = canon(v);
+    return it->second;
+  }
+
   const std::optional<std::unordered_set<std::string>>& enum_keys(const Value& e) {
     auto [it, fresh] = enum_keys_.try_emplace(&e);
     if (fresh) {
@@ -1867,7 +1876,7 @@ class Conv : public TextHost, public NumberHost {
       }
       if (kept.size() > 8) return true;
       for (const Value* v : kept) {
-        const std::string key = *canon(*v);
+        const std::string& key = *canon_of(*v);
         const size_t i = std::find(seen.begin(), seen.end(), key) - seen.begin();
         if (i == seen.size()) seen.push_back(key), values->push_back(v);
         choices->back().push_back(int32_t(i));
@@ -2603,6 +2612,7 @@ class Conv : public TextHost, public NumberHost {
   const IrPrelude* prelude_ = nullptr;
   Expr ws_, first_, sep_, close_ws_, colon_;
   int32_t counter_ = 0;
+  std::unordered_map<const Value*, std::optional<std::string>> canon_;  // canon_of's
   std::unordered_map<std::string, RuleId> names_;  // a context's key -> its rule
   std::unordered_set<std::string> empty_;          // contexts found empty before a body
   std::unordered_map<NodeId, std::optional<std::vector<uint8_t>>> spent_;

@@ -316,7 +316,8 @@ Expr IrBuilder::flatten(int32_t k, IrSpan<Expr> items) {
   if (!all_exprs(items)) return not_expr();
   if (std::none_of(items.begin(), items.end(), [&](Expr x) { return kind(x) == k; }))
     return items.size() == 1 ? items[0] : k == SEQ ? make_seq(items) : make_alt(items);
-  std::vector<Expr> flat;
+  std::vector<Expr>& flat = flat_;  // make_seq and make_alt copy it and flatten nothing
+  flat.clear();
   for (Expr x : items) {
     if (kind(x) == k) {
       const IrSpan<Expr> inner = this->items(x);
