@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "edge_lists.h"
 #include "intersection.h"
 #include "thompson.h"
 
@@ -42,15 +43,33 @@ void each_body_node(const Ir& ir, int32_t r, bool into_regions, std::vector<int3
   }
 }
 
-std::vector<std::vector<int32_t>> call_graph(const Ir& ir) {
-  std::vector<std::vector<int32_t>> refs(ir.n_rules);
+// Edges between rules, each rule's in one list: rule r's lead to to[begin[r] .. begin[r + 1])
+// (a list per rule was an allocation per rule, several thousand in a large schema's grammar).
+struct RuleGraph {
+  std::vector<int32_t> begin{0}, to;
+  int32_t size() const { return static_cast<int32_t>(begin.size()) - 1; }
+  const int32_t* edges_begin(int32_t r) const { return to.data() + begin[r]; }
+  const int32_t* edges_end(int32_t r) const { return to.data() + begin[r + 1]; }
+  bool has_edge(int32_t r, int32_t t) const { return std::find(edges_begin(r), edges_end(r), t) != edges_end(r); }
+  // Ends rule size()'s list: the edges added since the last end, sorted and unique if asked.
+  void end_rule(bool sorted) {
+    const auto first = to.begin() + begin.back();
+    if (sorted) {
+      std::sort(first, to.end());
+      to.erase(std::unique(first, to.end()), to.end());
+    }
+    begin.push_back(static_cast<int32_t>(to.size()));
+  }
+};
+
+RuleGraph call_graph(const Ir& ir) {
+  RuleGraph refs;
   std::vector<int32_t> stamp(ir.words.size(), -1), stack;
   for (int32_t r = 0; r < ir.n_rules; ++r) {
     each_body_node(ir, r, true, &stamp, &stack, [&](int32_t node) {
-      if (ir.kind(node) == REF) refs[r].push_back(ir.args(node)[0]);
+      if (ir.kind(node) == REF) refs.to.push_back(ir.args(node)[0]);
     });
-    std::sort(refs[r].begin(), refs[r].end());
-    refs[r].erase(std::unique(refs[r].begin(), refs[r].end()), refs[r].end());
+    refs.end_rule(true);
   }
   return refs;
 }
@@ -138,12 +157,17 @@ std::vector<int32_t> count_uses(const Ir& ir) {
   return uses;
 }
 
-// Tarjan's algorithm without recursion. Components come out callees first.
-std::vector<std::vector<int32_t>> components(const std::vector<std::vector<int32_t>>& g) {
-  const int32_t n = static_cast<int32_t>(g.size());
+// Tarjan's algorithm without recursion. Components come out callees first: component c is
+// rules[begin[c] .. begin[c + 1]).
+struct Components {
+  std::vector<int32_t> rules, begin{0};
+  int32_t size() const { return static_cast<int32_t>(begin.size()) - 1; }
+};
+Components components(const RuleGraph& g) {
+  const int32_t n = g.size();
   std::vector<int32_t> index(n, -1), low(n, 0), stack, edge(n, 0), call;
   std::vector<uint8_t> on_stack(n, 0);
-  std::vector<std::vector<int32_t>> out;
+  Components out;
   int32_t counter = 0;
   for (int32_t root = 0; root < n; ++root) {
     if (index[root] >= 0) continue;
@@ -153,8 +177,8 @@ std::vector<std::vector<int32_t>> components(const std::vector<std::vector<int32
     on_stack[root] = 1;
     while (!call.empty()) {
       int32_t v = call.back();
-      if (edge[v] < static_cast<int32_t>(g[v].size())) {
-        int32_t w = g[v][edge[v]++];
+      if (g.begin[v] + edge[v] < g.begin[v + 1]) {
+        int32_t w = g.to[g.begin[v] + edge[v]++];
         if (index[w] < 0) {
           index[w] = low[w] = counter++;
           stack.push_back(w);
@@ -168,14 +192,14 @@ std::vector<std::vector<int32_t>> components(const std::vector<std::vector<int32
       call.pop_back();
       if (!call.empty()) low[call.back()] = std::min(low[call.back()], low[v]);
       if (low[v] == index[v]) {
-        out.emplace_back();
         int32_t w;
         do {
           w = stack.back();
           stack.pop_back();
           on_stack[w] = 0;
-          out.back().push_back(w);
+          out.rules.push_back(w);
         } while (w != v);
+        out.begin.push_back(static_cast<int32_t>(out.rules.size()));
       }
     }
   }
@@ -236,14 +260,17 @@ class InlinePlanner {
     rule_size_.assign(ir_.n_rules, 1);
     // Estimating every rule's expanded size first refuses huge grammars before any
     // automaton memory is spent on them.
-    for (const auto& comp : components(graph)) {
+    const Components comps = components(graph);
+    for (int32_t c = 0; c < comps.size(); ++c) {
+      const int32_t* comp = comps.rules.data() + comps.begin[c];
+      const int32_t comp_size = comps.begin[c + 1] - comps.begin[c];
       int32_t r = comp[0];
-      bool recursive = comp.size() > 1 || std::binary_search(graph[r].begin(), graph[r].end(), r);
-      for (int32_t member : comp) {
+      bool recursive = comp_size > 1 || std::binary_search(graph.edges_begin(r), graph.edges_end(r), r);
+      for (const int32_t* member = comp; member != comp + comp_size; ++member) {
         int64_t size = 0;
-        Status s = expr_size(ir_.body(member), 0, &size);
+        Status s = expr_size(ir_.body(*member), 0, &size);
         if (!s.ok()) return s;
-        rule_size_[member] = size;
+        rule_size_[*member] = size;
       }
       // Small rules are always inlined; larger ones only when used once: a rule used in many
       // places keeps one automaton so that its token-mask caches are shared by every use.
@@ -341,31 +368,6 @@ class InlinePlanner {
 // ---- Thompson construction of one rule's automaton -------------------------------------
 
 using ByteEdge = ByteRun;
-
-// Edges of one kind grouped by source node. They are recorded in any order while an
-// automaton is built and grouped once afterwards (a stable counting sort), so building
-// allocates nothing per node and the buffers are reused from one rule to the next.
-template <class T>
-class EdgeLists {
- public:
-  void clear() { raw_.clear(); }
-  void add(int32_t from, const T& edge) { raw_.push_back({from, edge}); }
-  void group(int32_t n_nodes) {
-    begin_.assign(n_nodes + 1, 0);
-    for (const auto& e : raw_) ++begin_[e.first + 1];
-    for (int32_t i = 0; i < n_nodes; ++i) begin_[i + 1] += begin_[i];
-    fill_.assign(begin_.begin(), begin_.end() - 1);
-    items_.resize(raw_.size());
-    for (const auto& e : raw_) items_[fill_[e.first]++] = e.second;
-  }
-  const T* begin(int32_t node) const { return items_.data() + begin_[node]; }
-  const T* end(int32_t node) const { return items_.data() + begin_[node + 1]; }
-
- private:
-  std::vector<std::pair<int32_t, T>> raw_;
-  std::vector<int32_t> begin_, fill_;
-  std::vector<T> items_;
-};
 
 // The rules made for CHECK nodes and the REGION nodes a check reads (see Automaton), numbered
 // after the IR's.
@@ -879,8 +881,10 @@ void write_runs_and_rows(ByteRuns* r, Automaton* a) {
 }
 
 // States reachable from a rule's start without consuming bytes, given the nullable rules.
-void null_reach(const Automaton& a, const std::vector<uint8_t>& nullable, int32_t rule, std::vector<int32_t>* seen) {
-  std::vector<int32_t> todo{a.start[rule]};
+void null_reach(const Automaton& a, const std::vector<uint8_t>& nullable, int32_t rule, std::vector<int32_t>* seen,
+                std::vector<int32_t>* scratch) {
+  std::vector<int32_t>& todo = *scratch;
+  todo.assign(1, a.start[rule]);
   seen->clear();
   while (!todo.empty()) {
     int32_t s = todo.back();
@@ -897,12 +901,12 @@ void null_reach(const Automaton& a, const std::vector<uint8_t>& nullable, int32_
 std::vector<uint8_t> nullable_rules(const Automaton& a) {
   const int32_t n_rules = static_cast<int32_t>(a.start.size());
   std::vector<uint8_t> nullable(n_rules, 0);
-  std::vector<int32_t> seen;
+  std::vector<int32_t> seen, todo;
   for (bool changed = true; changed;) {
     changed = false;
     for (int32_t r = 0; r < n_rules; ++r) {
       if (a.start[r] < 0 || nullable[r]) continue;
-      null_reach(a, nullable, r, &seen);
+      null_reach(a, nullable, r, &seen, &todo);
       for (int32_t s : seen)
         if (a.final[s]) { nullable[r] = 1; changed = true; break; }
     }
@@ -916,17 +920,20 @@ namespace {
 Status check_left_recursion(const Automaton& a) {
   const int32_t n_rules = static_cast<int32_t>(a.start.size());
   const std::vector<uint8_t> nullable = nullable_rules(a);
-  std::vector<int32_t> seen;
-  std::vector<std::vector<int32_t>> left(n_rules);
+  std::vector<int32_t> seen, todo;
+  RuleGraph left;  // the rules each rule may call before it consumes a byte
   for (int32_t r = 0; r < n_rules; ++r) {
-    if (a.start[r] < 0) continue;
-    null_reach(a, nullable, r, &seen);
-    for (int32_t s : seen)
-      for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c) left[r].push_back(c->rule);
+    if (a.start[r] >= 0) {
+      null_reach(a, nullable, r, &seen, &todo);
+      for (int32_t s : seen)
+        for (const Call* c = a.calls_begin(s); c != a.calls_end(s); ++c) left.to.push_back(c->rule);
+    }
+    left.end_rule(false);
   }
-  for (const auto& comp : components(left)) {
-    int32_t r = comp[0];
-    if (comp.size() > 1 || std::find(left[r].begin(), left[r].end(), r) != left[r].end())
+  const Components comps = components(left);
+  for (int32_t c = 0; c < comps.size(); ++c) {
+    const int32_t r = comps.rules[comps.begin[c]];
+    if (comps.begin[c + 1] - comps.begin[c] > 1 || left.has_edge(r, r))
       return Status::error(Code::grammar, "left recursion: the rule can reach itself without consuming input", r);
   }
   return {};

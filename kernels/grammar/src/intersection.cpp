@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "edge_lists.h"
 #include "signature_table.h"
 #include "thompson.h"
 
@@ -27,20 +28,23 @@ class Nfa {
     start = add();
     if (nodes.size() == 1) {
       accept = expr(nodes[0], start, 0);
-      return status_;
+    } else {
+      accept = add();
+      for (int32_t node : nodes) {
+        const int32_t from = add();
+        eps(start, from);
+        eps(expr(node, from, 0), accept);
+      }
     }
-    accept = add();
-    for (int32_t node : nodes) {
-      const int32_t from = add();
-      eps(start, from);
-      eps(expr(node, from, 0), accept);
-    }
+    eps_edges.group(n_nodes_);
+    byte_edges.group(n_nodes_);
     return status_;
   }
 
+  int32_t n_nodes() const { return n_nodes_; }
   int32_t start = 0, accept = 0;
-  std::vector<std::vector<int32_t>> eps_edges;  // per node
-  std::vector<std::vector<Run>> byte_edges;
+  EdgeLists<int32_t> eps_edges;  // grouped by node once built
+  EdgeLists<Run> byte_edges;
 
  private:
   template <class B>
@@ -50,15 +54,12 @@ class Nfa {
   int32_t add() {
     if (--*budget_ < 0 && status_.ok())
       status_ = too_large(std::to_string(kMaxChildNfaNodes) + " automaton nodes in all");
-    eps_edges.emplace_back();
-    byte_edges.emplace_back();
-    return static_cast<int32_t>(eps_edges.size()) - 1;
+    return n_nodes_++;
   }
 
-  int32_t n_nodes() const { return static_cast<int32_t>(eps_edges.size()); }
   bool ok() const { return status_.ok(); }
-  void eps(int32_t from, int32_t to) { eps_edges[from].push_back(to); }
-  void byte(int32_t from, int32_t lo, int32_t hi, int32_t to) { byte_edges[from].push_back({lo, hi, to}); }
+  void eps(int32_t from, int32_t to) { eps_edges.add(from, to); }
+  void byte(int32_t from, int32_t lo, int32_t hi, int32_t to) { byte_edges.add(from, {lo, hi, to}); }
 
   int32_t expr(int32_t node, int32_t from, int32_t depth) {
     if (!status_.ok()) return from;
@@ -77,6 +78,7 @@ class Nfa {
   const Ir* ir_ = nullptr;
   int64_t* budget_;
   Status status_;
+  int32_t n_nodes_ = 0;
 };
 
 // Appends a run, joined to the state's last one when they touch and agree.
@@ -90,23 +92,24 @@ void put_run(ByteDfa* d, size_t first, int32_t lo, int32_t hi, int32_t to) {
 // (the end of `x.*`). A subset holding one accepts everything, so all such subsets are one
 // state: the search for several words does not track which of them it has seen. Linear.
 std::vector<uint8_t> universal_nodes(const Nfa& nfa) {
-  const int32_t n = static_cast<int32_t>(nfa.eps_edges.size());
-  std::vector<std::vector<int32_t>> back(n);
+  const int32_t n = nfa.n_nodes();
+  EdgeLists<int32_t> back;
   for (int32_t s = 0; s < n; ++s)
-    for (int32_t t : nfa.eps_edges[s]) back[t].push_back(s);
+    for (const int32_t* t = nfa.eps_edges.begin(s); t != nfa.eps_edges.end(s); ++t) back.add(*t, s);
+  back.group(n);
   std::vector<uint8_t> ends(n, 0), u(n, 0);  // ends: reaches acceptance by empty steps
   std::vector<int32_t> todo{nfa.accept};
   ends[nfa.accept] = 1;
   while (!todo.empty()) {
     const int32_t t = todo.back();
     todo.pop_back();
-    for (int32_t s : back[t])
-      if (!ends[s]) ends[s] = 1, todo.push_back(s);
+    for (const int32_t* s = back.begin(t); s != back.end(t); ++s)
+      if (!ends[*s]) ends[*s] = 1, todo.push_back(*s);
   }
   for (int32_t s = 0; s < n; ++s)
-    for (const Run& e : nfa.byte_edges[s]) {
-      const auto& out = nfa.eps_edges[e.to];
-      if (e.lo == 0 && e.hi == 255 && ends[e.to] && (e.to == s || std::find(out.begin(), out.end(), s) != out.end()))
+    for (const Run* e = nfa.byte_edges.begin(s); e != nfa.byte_edges.end(s); ++e) {
+      const int32_t *out = nfa.eps_edges.begin(e->to), *out_end = nfa.eps_edges.end(e->to);
+      if (e->lo == 0 && e->hi == 255 && ends[e->to] && (e->to == s || std::find(out, out_end, s) != out_end))
         u[s] = 1;
     }
   return u;
@@ -117,7 +120,7 @@ std::vector<uint8_t> universal_nodes(const Nfa& nfa) {
 Status determinize(const Nfa& nfa, ByteDfa* out) {
   SignatureTable sets;  // by id: the sorted NFA nodes of each state
   sets.clear();
-  std::vector<uint32_t> mark(nfa.eps_edges.size(), 0);
+  std::vector<uint32_t> mark(nfa.n_nodes(), 0);
   uint32_t epoch = 0;
   int64_t held = 0;  // NFA nodes in all sets together: the construction's memory
   const std::vector<uint8_t> universal = universal_nodes(nfa);
@@ -135,9 +138,9 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
       mark[n] = epoch;
       // Only nodes that read a byte, and acceptance, tell sets apart: the ends of a class's
       // hundreds of UTF-8 sequences (`\p{L}`) join in one set instead of one set each.
-      if (!nfa.byte_edges[n].empty() || n == nfa.accept) set.push_back(n);
+      if (nfa.byte_edges.begin(n) != nfa.byte_edges.end(n) || n == nfa.accept) set.push_back(n);
       all |= universal[n] != 0;
-      todo.insert(todo.end(), nfa.eps_edges[n].begin(), nfa.eps_edges[n].end());
+      todo.insert(todo.end(), nfa.eps_edges.begin(n), nfa.eps_edges.end(n));
     }
     if (all && everything >= 0) {
       set.resize(from);
@@ -171,9 +174,9 @@ Status determinize(const Nfa& nfa, ByteDfa* out) {
     edges.clear();
     bounds.clear();
     for (int32_t n : set)
-      for (const Run& e : nfa.byte_edges[n]) {
-        edges.push_back(e);
-        bounds.add(e);
+      for (const Run* e = nfa.byte_edges.begin(n); e != nfa.byte_edges.end(n); ++e) {
+        edges.push_back(*e);
+        bounds.add(*e);
       }
     bounds.list(&cuts);
     std::sort(edges.begin(), edges.end(), [](const Run& x, const Run& y) { return x.lo < y.lo; });

@@ -137,30 +137,63 @@ std::optional<std::string> canon(const Value& v) {
 // for; `edges` gives each state's edges in turn (an expression and the next state's number, or
 // kAccept), dropping the NOTHING ones, while the body numbers the states that follow.
 constexpr int32_t kAccept = -1;
-using StateEdges = std::vector<std::vector<std::pair<Expr, int32_t>>>;
+// Each state's edges, flat: state s's are edges[begin[s] .. begin[s + 1]).
+struct StateEdges {
+  std::vector<int32_t> begin{0};
+  std::vector<std::pair<Expr, int32_t>> edges;
+  int32_t size() const { return int32_t(begin.size()) - 1; }
+};
+using EdgeList = std::vector<std::pair<Expr, int32_t>>;
+// A state's number by its key: `add` gives the key's number, `fresh` when it is new.
 template <class Key>
+struct MapNumbers {
+  std::map<Key, int32_t> map;
+  int32_t add(const Key& k, int32_t fresh, bool* is_new) {
+    auto it = map.emplace(k, fresh);
+    *is_new = it.second;
+    return it.first->second;
+  }
+};
+// members_in_order's keys (member, started) index a table: no node per state.
+struct DenseNumbers {
+  std::vector<int32_t> at;  // 2 * member + started -> number, -1 none yet
+  int32_t add(const std::pair<int32_t, bool>& k, int32_t fresh, bool* is_new) {
+    const size_t i = 2 * size_t(k.first) + k.second;
+    if (at.size() <= i) at.resize(i + 1, -1);
+    *is_new = at[i] < 0;
+    if (*is_new) at[i] = fresh;
+    return at[i];
+  }
+};
+template <class Key, class Numbers = MapNumbers<Key>>
 class States {
  public:
   explicit States(const Key& start) { state(start); }
   int32_t state(const Key& k) {
-    auto it = numbers_.emplace(k, int32_t(keys_.size()));
-    if (it.second) keys_.push_back(k);
-    return it.first->second;
+    bool is_new;
+    const int32_t number = numbers_.add(k, int32_t(keys_.size()), &is_new);
+    if (is_new) keys_.push_back(k);
+    return number;
   }
+  // `body(key, &out)` writes a state's edges into `out` (one list for all: a list per state was
+  // most of an object's allocations).
   template <class Body>
   StateEdges edges(Body body) {
     StateEdges out;
-    while (out.size() < keys_.size()) {
-      std::vector<std::pair<Expr, int32_t>> e = body(Key(keys_[out.size()]));
-      e.erase(std::remove_if(e.begin(), e.end(), [](const auto& x) { return x.first == IrBuilder::kNothing; }), e.end());
-      out.push_back(std::move(e));
+    EdgeList e;
+    while (size_t(out.size()) < keys_.size()) {
+      e.clear();
+      body(Key(keys_[out.size()]), &e);
+      for (const auto& x : e)
+        if (x.first != IrBuilder::kNothing) out.edges.push_back(x);
+      out.begin.push_back(int32_t(out.edges.size()));
     }
     return out;
   }
 
  private:
   std::vector<Key> keys_;
-  std::map<Key, int32_t> numbers_;
+  Numbers numbers_;
 };
 
 // The splits a context's cases have made (body's `done`): (node, kind) markers, sorted.
@@ -222,18 +255,25 @@ class Conv : public TextHost, public NumberHost {
     const std::vector<NodeId>* found = expand(nodes);
     if (found == nullptr || atoms == 0) return IrBuilder::kNothing;
     const bool split = !done.empty();
-    std::vector<NodeId> ex = split ? unspent(*found, done) : *found;
-    std::vector<NodeId> keys(ex);
+    std::vector<NodeId> spent;
+    if (split) spent = unspent(*found, done);
+    const std::vector<NodeId>& ex = split ? spent : *found;
+    // The context's key, in buffers kept between calls (most calls find a rule made already)
+    std::vector<NodeId>& keys = key_nodes_;
+    keys.assign(ex.begin(), ex.end());
     std::sort(keys.begin(), keys.end());
-    Done splits;
-    for (uint64_t m : done)
-      if (std::binary_search(keys.begin(), keys.end(), marker_node(m))) splits.push_back(m);
-    std::string key(reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(NodeId));
+    std::string& key = key_text_;
+    key.assign(reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(NodeId));
     key += static_cast<char>(atoms);
-    key.append(reinterpret_cast<const char*>(splits.data()), splits.size() * sizeof(uint64_t));
+    bool splits = false;  // splits of subschemas still in the context
+    for (uint64_t m : done)
+      if (std::binary_search(keys.begin(), keys.end(), marker_node(m))) {
+        key.append(reinterpret_cast<const char*>(&m), sizeof m);
+        splits = true;
+      }
     auto known = names_.find(key);
     if (known != names_.end()) return b_.make_ref(known->second);
-    if (keys.empty() && atoms == kAllAtoms && splits.empty() && prefix_.empty()) {
+    if (keys.empty() && atoms == kAllAtoms && !splits && prefix_.empty()) {
       RuleId name = any_value();
       names_.emplace(key, name);
       return b_.make_ref(name);
@@ -249,7 +289,7 @@ class Conv : public TextHost, public NumberHost {
     RuleId name = fresh(hint);
     names_.emplace(key, name);
     rules_.set(name, IrBuilder::kNothing);  // its place now, its body once built
-    bodies_.push_back({name, std::move(ex), atoms, done});
+    bodies_.push_back({name, split ? std::move(spent) : ex, atoms, done});
     return b_.make_ref(name);
   }
 
@@ -376,9 +416,21 @@ class Conv : public TextHost, public NumberHost {
   }
 
   NodeId child(NodeId n, std::string_view key, const Value* value, const std::string& token = "") {
-    // (a value of n's schema has one place in it: its pointer follows from the pair)
+    return child_with(n, key, value, [&] { return token; });
+  }
+  // The child that is item i of keyword `key`'s value, or its member `member`.
+  NodeId child_item(NodeId n, std::string_view key, const Value* value, uint32_t i) {
+    return child_with(n, key, value, [&] { return "/" + std::to_string(i); });
+  }
+  NodeId child_member(NodeId n, std::string_view key, const Value* value, std::string_view member) {
+    return child_with(n, key, value, [&] { return "/" + escape_pointer(member); });
+  }
+  // (a value of n's schema has one place in it: its pointer follows from the pair, and is
+  // written only for a new node: `token()` is the part below the keyword)
+  template <class Token>
+  NodeId child_with(NodeId n, std::string_view key, const Value* value, Token token) {
     auto [it, fresh] = children_.try_emplace({n, value}, -1);
-    if (fresh) it->second = r_.child(r_.node(n).pointer + "/" + escape_pointer(key) + token, value);
+    if (fresh) it->second = r_.child(r_.node(n).pointer + "/" + escape_pointer(key) + token(), value);
     return it->second;
   }
 
@@ -433,14 +485,15 @@ class Conv : public TextHost, public NumberHost {
     if (all != nullptr && all->is_array()) {
       const Value* canon_all = r_.node(node).schema->find("allOf");
       for (uint32_t i = 0; i < all->size(); ++i)
-        st.then.push_back(child(node, "allOf", &canon_all->items()[i], "/" + std::to_string(i)));
+        st.then.push_back(child_item(node, "allOf", &canon_all->items()[i], i));
     }
     return steps_.emplace(id, st).first->second;
   }
 
   // Converter.expand: allOf and $ref flattened; nullptr where some subschema is `false`.
   const std::vector<NodeId>* expand(const std::vector<NodeId>& nodes) {
-    std::string key(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(NodeId));
+    std::string& key = expand_key_;  // (step, below, expands nothing: the buffer holds till the end)
+    key.assign(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(NodeId));
     auto known = expanded_.find(key);
     if (known != expanded_.end()) return known->second ? &*known->second : nullptr;
     std::vector<NodeId> out;
@@ -576,7 +629,7 @@ class Conv : public TextHost, public NumberHost {
         if (list == nullptr || std::binary_search(done.begin(), done.end(), m)) continue;
         std::vector<NodeId> branches;
         for (uint32_t i = 0; i < list->size(); ++i)
-          branches.push_back(child(n, kind == kAnyOf ? "anyOf" : "oneOf", &list->items()[i], "/" + std::to_string(i)));
+          branches.push_back(child_item(n, kind == kAnyOf ? "anyOf" : "oneOf", &list->items()[i], i));
         distribute(int32_t(branches.size()));
         uint8_t clear = kind == kAnyOf ? atoms : disjoint_atoms(nodes, branches, atoms);
         if ((atoms & ~clear & kAtomObject) && !std::binary_search(done.begin(), done.end(), marker(n, kOneOfKey))) {
@@ -862,7 +915,7 @@ class Conv : public TextHost, public NumberHost {
           if (bs == nullptr || !bs->is_array()) continue;
           uint8_t any = 0;
           for (uint32_t i = 0; i < bs->size(); ++i)
-            any |= static_atoms({child(n, comb, &bs->items()[i], "/" + std::to_string(i))}, depth + 1);
+            any |= static_atoms({child_item(n, comb, &bs->items()[i], i)}, depth + 1);
           atoms &= any;
         }
       }
@@ -988,7 +1041,7 @@ class Conv : public TextHost, public NumberHost {
       for (NodeId n : expanded) {
         const Value* props = r_.node(n).schema->find("properties");
         const Value* v = props != nullptr && props->is_object() ? props->find(k) : nullptr;
-        if (v != nullptr) entries.push_back(child(n, "properties", v, "/" + escape_pointer(k)));
+        if (v != nullptr) entries.push_back(child_member(n, "properties", v, k));
       }
       if (!entries.empty() && no_value(entries)) return true;
     }
@@ -1075,7 +1128,7 @@ class Conv : public TextHost, public NumberHost {
         if (!bs->is_array()) return decline(std::string(comb) + " that is not an array"), -1;
         std::vector<int32_t> sets;
         for (uint32_t i = 0; i < bs->size(); ++i) {
-          sets.push_back(type_only(child(n, comb, &bs->items()[i], "/" + std::to_string(i)), depth + 1));
+          sets.push_back(type_only(child_item(n, comb, &bs->items()[i], i), depth + 1));
           if (sets.back() < 0) return -1;
         }
         uint8_t keep = 0;
@@ -1223,7 +1276,7 @@ class Conv : public TextHost, public NumberHost {
     }
     if (const Value* all = s->find("allOf")) {
       for (uint32_t i = 0; i < all->size(); ++i)
-        if (!holds(v, child(id, "allOf", &all->items()[i], "/" + std::to_string(i)), depth + 1)) return false;
+        if (!holds(v, child_item(id, "allOf", &all->items()[i], i), depth + 1)) return false;
     }
     for (const char* comb : {"anyOf", "oneOf"}) {
       const Value* list = s->find(comb);
@@ -1238,7 +1291,7 @@ class Conv : public TextHost, public NumberHost {
       if (listed && both) return decline("a listed branch with enum and const");  // (the Python reads its enum alone)
       int32_t held = 0;
       for (uint32_t i = 0; i < list->size(); ++i)
-        held += holds(v, child(id, comb, &list->items()[i], "/" + std::to_string(i)), depth + 1);
+        held += holds(v, child_item(id, comb, &list->items()[i], i), depth + 1);
       if (failed()) return false;
       if (std::string_view(comb) == "anyOf" ? held < 1 : held != 1) return false;
     }
@@ -1705,7 +1758,7 @@ class Conv : public TextHost, public NumberHost {
       if (tuple != nullptr) {
         if (!tuple->is_array()) return decline("prefixItems that is not an array"), kNothing;
         for (uint32_t i = 0; i < tuple->size(); ++i)
-          p.items.push_back(child(n, tuple_key, &tuple->items()[i], "/" + std::to_string(i)));
+          p.items.push_back(child_item(n, tuple_key, &tuple->items()[i], i));
         const char* rest_key = tuple == items ? "additionalItems" : "items";
         const Value* rest = s->find(rest_key);
         if (rest != nullptr && (rest->is_object() || rest->is_bool())) p.rest = child(n, rest_key, rest);
@@ -1813,9 +1866,9 @@ class Conv : public TextHost, public NumberHost {
     if (double(t_cap + 1) * double(c_cap + 1) > 6000)  // MAX_ORDERED_STATES
       return decline("contains with counts past the limit of states"), kNothing;
     States<std::pair<int64_t, int64_t>> states({0, 0});  // (items so far, hits so far)
-    const StateEdges edges = states.edges([&](std::pair<int64_t, int64_t> at) {
+    const StateEdges edges = states.edges([&](std::pair<int64_t, int64_t> at, EdgeList* outp) {
       const auto [t, c] = at;
-      std::vector<std::pair<Expr, int32_t>> out;
+      EdgeList& out = *outp;
       if (t >= lo && c >= mn) out.emplace_back(t ? b_.seq(close_ws_, b_.literal("]")) : b_.literal("]"), kAccept);
       if (hi < 0 || t < hi) {
         const Expr sep = t ? sep_ : first_;
@@ -1824,7 +1877,6 @@ class Conv : public TextHost, public NumberHost {
           out.emplace_back(b_.seq(sep, hit), states.state({nt, exact ? c + 1 : std::min(c + 1, c_cap)}));
         out.emplace_back(b_.seq(sep, miss), states.state({nt, c}));
       }
-      return out;
     });
     return b_.seq(b_.literal("["), ws_, automaton("arr", edges));
   }
@@ -1894,10 +1946,10 @@ class Conv : public TextHost, public NumberHost {
     const int32_t last = int32_t(choices.size()) - 1;
     const Expr close = b_.literal("]");
     States<std::pair<int32_t, uint32_t>> states({0, 0});  // (position, values used so far)
-    const StateEdges edges = states.edges([&](std::pair<int32_t, uint32_t> at) {
+    const StateEdges edges = states.edges([&](std::pair<int32_t, uint32_t> at, EdgeList* outp) {
       const auto [pos, used] = at;
       const int64_t n_used = __builtin_popcount(used);
-      std::vector<std::pair<Expr, int32_t>> out;
+      EdgeList& out = *outp;
       if (n_used >= lo) out.emplace_back(used ? b_.seq(close_ws_, close) : close, kAccept);
       if (hi < 0 || n_used < hi) {
         const Expr sep = used ? sep_ : first_;
@@ -1905,7 +1957,6 @@ class Conv : public TextHost, public NumberHost {
           if (!(used >> i & 1))
             out.emplace_back(b_.seq(sep, exprs[i]), states.state({std::min(pos + 1, last), used | 1u << i}));
       }
-      return out;
     });
     return b_.seq(b_.literal("["), ws_, automaton("uniq", edges));
   }
@@ -1978,11 +2029,11 @@ class Conv : public TextHost, public NumberHost {
     const size_t before = out->size();
     const Value* props = s->find("properties");
     if (props != nullptr && props->is_object())
-      if (const Value* v = props->find(k)) out->push_back(child(n, "properties", v, "/" + escape_pointer(k)));
+      if (const Value* v = props->find(k)) out->push_back(child_member(n, "properties", v, k));
     const Value* pats = s->find("patternProperties");
     if (pats != nullptr && pats->is_object())
       for (const Member& m : pats->members())
-        if (matches(m.key, k)) out->push_back(child(n, "patternProperties", &m.value, "/" + escape_pointer(m.key)));
+        if (matches(m.key, k)) out->push_back(child_member(n, "patternProperties", &m.value, m.key));
     if (out->size() == before)
       if (const Value* a = s->find("additionalProperties")) out->push_back(child(n, "additionalProperties", a));
   }
@@ -2246,8 +2297,8 @@ class Conv : public TextHost, public NumberHost {
     const Expr close = b_.literal("}");
     const Expr ws_close = b_.seq(close_ws_, close);
     States<Key> states({0, 0, false});
-    const StateEdges edges = states.edges([&](const Key& k) {
-      std::vector<std::pair<Expr, int32_t>> out;
+    const StateEdges edges = states.edges([&](const Key& k, EdgeList* outp) {
+      EdgeList& out = *outp;
       if ((k.seen & must) == must && keys.deps_met(k.seen)) out.emplace_back(k.started ? ws_close : close, kAccept);
       if (max_p < 0 || k.c < max_p) {
         const int64_t nc = max_p >= 0 ? k.c + 1 : 0;
@@ -2256,7 +2307,6 @@ class Conv : public TextHost, public NumberHost {
           out.emplace_back(b_.seq(sep, find_member(members, t)->second), states.state({k.seen | keys.bit(t), nc, true}));
         if (others != kNothing) out.emplace_back(b_.seq(sep, others), states.state({k.seen, nc, true}));
       }
-      return out;
     });
     return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
   }
@@ -2303,7 +2353,7 @@ class Conv : public TextHost, public NumberHost {
     for (const char* where : {"dependentSchemas", "dependencies"})
       if (const Value* d = s->find(where))
         for (const Member& m : d->members())
-          if (!m.value.is_array()) out.emplace_back(std::string(m.key), child(n, where, &m.value, "/" + escape_pointer(m.key)));
+          if (!m.value.is_array()) out.emplace_back(std::string(m.key), child_member(n, where, &m.value, m.key));
     return out;
   }
 
@@ -2356,11 +2406,11 @@ class Conv : public TextHost, public NumberHost {
     const Expr close = b_.literal("}");
     States<Key> states({0, 0, 0, false, false, 0});
     auto state = [&](const Key& k) { return states.state(k); };
-    const StateEdges edges = states.edges([&](const Key& k) {
+    const StateEdges edges = states.edges([&](const Key& k, EdgeList* outp) {
       const Expr sep = k.started ? sep_ : first_;
       const bool room = max_p < 0 || k.c < max_p;
       const int64_t nc = max_p >= 0 ? k.c + 1 : 0;
-      std::vector<std::pair<Expr, int32_t>> out;
+      EdgeList& out = *outp;
       if (k.i < n) {
         const std::string& key = members[k.i].first;
         if (std::find(required.begin(), required.end(), key) == required.end())
@@ -2375,7 +2425,6 @@ class Conv : public TextHost, public NumberHost {
           out.emplace_back(b_.seq(sep, additional), state({k.i, nc, nm, true, true, k.seen}));
         }
       }
-      return out;
     });
     return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
   }
@@ -2400,7 +2449,7 @@ class Conv : public TextHost, public NumberHost {
         for (size_t i = 0; i < patterns.size(); ++i) {
           if (!(mask >> i & 1) || patterns[i].node != n) continue;
           const Member& m = *patterns[i].member;
-          vnodes.push_back(child(n, "patternProperties", &m.value, "/" + escape_pointer(m.key)));
+          vnodes.push_back(child_member(n, "patternProperties", &m.value, m.key));
           mine = true;
         }
         const Value* s = r_.node(n).schema;
@@ -2563,10 +2612,10 @@ class Conv : public TextHost, public NumberHost {
     Expr close = b_.literal("}");
     Expr ws_close = b_.seq(close_ws_, close);
     Expr more = additional != IrBuilder::kNothing ? b_.seq(sep_, additional) : kNoExpr;
-    States<std::pair<int32_t, bool>> states({0, false});
-    const StateEdges edges = states.edges([&](std::pair<int32_t, bool> at) {
+    States<std::pair<int32_t, bool>, DenseNumbers> states({0, false});
+    const StateEdges edges = states.edges([&](std::pair<int32_t, bool> at, EdgeList* outp) {
       const auto [i, started] = at;
-      std::vector<std::pair<Expr, int32_t>> out;
+      EdgeList& out = *outp;
       if (i < n) {
         const std::string& k = members[i].first;
         if (std::find(required.begin(), required.end(), k) == required.end())
@@ -2577,18 +2626,21 @@ class Conv : public TextHost, public NumberHost {
         out.emplace_back(started ? ws_close : close, kAccept);
         if (more != kNoExpr) out.emplace_back(started ? more : b_.seq(first_, additional), states.state({n + 1, true}));
       }
-      return out;
     });
     return b_.seq(b_.literal("{"), ws_, automaton("obj", edges));
   }
 
   // _state_machine.automaton: one machine, or a rule per state when there are many states.
   Expr automaton(const char* hint, const StateEdges& edges) {
-    const int32_t n = static_cast<int32_t>(edges.size());
+    const int32_t n = edges.size();
     if (size_t(n) <= kMachineStates) {
       std::vector<IrEdge> list;
+      list.reserve(edges.edges.size());
       for (int32_t s = 0; s < n; ++s)
-        for (auto& [e, t] : edges[s]) list.push_back({s, e, t < 0 ? n : t});
+        for (int32_t i = edges.begin[s]; i < edges.begin[s + 1]; ++i) {
+          const auto& [e, t] = edges.edges[i];
+          list.push_back({s, e, t < 0 ? n : t});
+        }
       std::vector<uint8_t> accept(n + 1, 0);
       accept[n] = 1;
       return b_.make_machine(IrSpan<IrEdge>(list), IrSpan<uint8_t>(accept));
@@ -2597,7 +2649,10 @@ class Conv : public TextHost, public NumberHost {
     for (int32_t s = 0; s < n; ++s) names.push_back(fresh(hint));
     for (int32_t s = 0; s < n; ++s) {
       std::vector<Expr> alts;
-      for (auto& [e, t] : edges[s]) alts.push_back(t < 0 ? e : b_.seq(e, b_.make_ref(names[t])));
+      for (int32_t i = edges.begin[s]; i < edges.begin[s + 1]; ++i) {
+        const auto& [e, t] = edges.edges[i];
+        alts.push_back(t < 0 ? e : b_.seq(e, b_.make_ref(names[t])));
+      }
       rules_.set(names[s], b_.alt(IrSpan<Expr>(alts)));
     }
     return b_.make_ref(names[0]);
@@ -2613,6 +2668,8 @@ class Conv : public TextHost, public NumberHost {
   Expr ws_, first_, sep_, close_ws_, colon_;
   int32_t counter_ = 0;
   std::unordered_map<const Value*, std::optional<std::string>> canon_;  // canon_of's
+  std::vector<NodeId> key_nodes_;  // value()'s buffers for a context's key
+  std::string key_text_;
   std::unordered_map<std::string, RuleId> names_;  // a context's key -> its rule
   std::unordered_set<std::string> empty_;          // contexts found empty before a body
   std::unordered_map<NodeId, std::optional<std::vector<uint8_t>>> spent_;
@@ -2624,6 +2681,7 @@ class Conv : public TextHost, public NumberHost {
   std::vector<uint32_t> expand_seen_, expand_kept_;  // expand's marks: node -> epoch of its last call
   uint32_t expand_epoch_ = 0;
   std::deque<NodeId> expand_todo_;
+  std::string expand_key_;
   std::unordered_map<std::string, NodeId> synthetic_;
   std::unordered_map<std::string, Expr> key_bodies_;  // Converter.key_cache: additional keys' automata
   std::unordered_map<const Value*, std::optional<std::unordered_set<std::string>>> enum_keys_;

@@ -240,7 +240,7 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
     todo.pop_back();
     const Value& s = *t.schema;
     if (!s.is_object()) {  // a boolean subschema
-      walked_[t.pointer] = intern(t.schema, t.pointer);
+      set_walked(intern(t.schema, t.pointer));
       continue;
     }
     children.clear();
@@ -263,12 +263,12 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
       mine.emplace_back(at_member, subs);
     }
     NodeId id = intern(t.schema, t.pointer);
-    walked_[t.pointer] = id;
+    set_walked(id);
     walked.push_back(id);
     kids.push_back(std::move(mine));
     for (auto it = children.rbegin(); it != children.rend(); ++it) todo.push_back(std::move(*it));
   }
-  if (walked.size() >= kMinNumbered || (late && !content_.empty())) number(walked, kids);
+  if (walked.size() >= kMinNumbered || (late && numbered_)) number(walked, kids);
   return true;
 }
 
@@ -276,6 +276,8 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
 // same order, with equal values and subschemas of equal numbers), notes and definitions aside.
 // Children come after their parents in `walked`, so they are numbered from the end.
 void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>& kids) {
+  numbered_ = true;
+  content_.resize(nodes_.size(), 0);  // (a walk interns its nodes before numbering them)
   std::string said;
   for (size_t w = walked.size(); w-- > 0;) {
     const Node& n = nodes_[walked[w]];
@@ -304,7 +306,7 @@ void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>
             said += k.value->boolean() ? 'T' : 'F';
           } else {
             said += '#';
-            said += std::to_string(content_.at(at + k.token));
+            said += std::to_string(content_[ids_.at(at + k.token)]);
           }
           said += ';';
         }
@@ -331,22 +333,18 @@ void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>
       }
     }
     auto it = numbers_.emplace(said, static_cast<int32_t>(numbers_.size()) + 1).first;
-    content_[n.pointer] = it->second;
+    content_[walked[w]] = it->second;
   }
 }
 
 int32_t Resolver::number_of(NodeId id) const {
-  auto c = content_.find(nodes_[id].pointer);
-  return c == content_.end() ? 0 : c->second;
+  return size_t(id) < content_.size() ? content_[id] : 0;
 }
 
 NodeId Resolver::canonical(NodeId id) {
-  const Node& n = nodes_[id];
-  auto c = content_.find(n.pointer);
-  if (c == content_.end()) return id;
-  auto w = walked_.find(n.pointer);
-  if (w == walked_.end() || nodes_[w->second].schema != n.schema) return id;
-  return canonical_.emplace(c->second, id).first->second;
+  const int32_t number = number_of(id);  // (a pointer is one node: numbered is walked)
+  if (number == 0 || !is_walked(id)) return id;
+  return canonical_.emplace(number, id).first->second;
 }
 
 bool Resolver::follow(NodeId id, NodeId* target) {
@@ -402,15 +400,15 @@ bool Resolver::pointer_target(const std::string& fragment, NodeId* target) {
       return decline("reference to nothing at " + pointer);
     }
   }
-  auto w = walked_.find(pointer);
-  if (w != walked_.end() && nodes_[w->second].schema == value) {
-    *target = w->second;
+  const auto known = ids_.find(pointer);
+  if (known != ids_.end() && is_walked(known->second) && nodes_[known->second].schema == value) {
+    *target = known->second;
     return true;
   }
   if (!is_schema(*value)) return decline("reference to a non-schema at " + pointer);
   if (value->is_object() && value->find("$id") != nullptr) return decline("$id at " + pointer);
   if (!walk(value, pointer, true)) return false;
-  *target = walked_.at(pointer);
+  *target = ids_.at(pointer);
   return true;
 }
 

@@ -66,8 +66,16 @@ class Resolver {
 
   std::deque<Node> nodes_;  // stable: references to nodes stay valid as nodes are added
   std::unordered_map<std::string, NodeId> ids_;     // pointer -> node (walked, or made since)
-  std::unordered_map<std::string, NodeId> walked_;  // Python's by_pointer: the walked subschemas
-  std::unordered_map<std::string, int32_t> content_;  // walked subschema's pointer -> its number
+  // By node (a pointer is one node): walked (Python's by_pointer), and a walked subschema's
+  // number (0: none).
+  std::vector<uint8_t> walked_;
+  std::vector<int32_t> content_;
+  bool numbered_ = false;  // some walk numbered its subschemas
+  void set_walked(NodeId id) {
+    if (walked_.size() <= size_t(id)) walked_.resize(id + 1, 0);
+    walked_[id] = 1;
+  }
+  bool is_walked(NodeId id) const { return size_t(id) < walked_.size() && walked_[id]; }
   std::unordered_map<std::string, int32_t> numbers_;  // what a subschema says -> its number
   std::unordered_map<int32_t, NodeId> canonical_;     // number -> the first node asked about
   std::unordered_map<std::string, NodeId> resolved_;  // reference -> target
