@@ -1,6 +1,7 @@
 #include "automaton.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -466,47 +467,65 @@ class RuleNfa {
   }
 
   // An AND node's DFA written from `from`: a node per state. Escaped, a byte JSON escapes is
-  // its escape instead, through nodes per state for the escapes' prefixes ("\\", "\\u",
-  // "\\u0", "\\u00", "\\u000", "\\u001"), shared by all of the state's escapes.
+  // its escape instead: "\\" leads to nodes for the escapes' prefixes ("\\", "\\u", "\\u0",
+  // "\\u00", "\\u000", "\\u001") shared by every state whose escaped bytes lead to the same
+  // states (most of a string automaton's states: prefixes per state were a sixth of a large
+  // schema's automaton states, every one alike).
   int32_t intersection(const ByteDfa& d, bool escaped, int32_t from) {
     std::vector<int32_t> id(d.n_states());
     for (int32_t& x : id) x = add();
     const int32_t end = add();
     if (!status_.ok()) return end;
     eps(from, id[0]);
+    std::map<std::vector<int32_t>, int32_t> escapes;  // (escaped byte, target state)* -> its "\\" node
+    std::vector<int32_t> escaped_to;
     for (int32_t s = 0; s < d.n_states(); ++s) {
       if (d.accept[s]) eps(id[s], end);
-      int32_t prefix[6] = {-1, -1, -1, -1, -1, -1};
+      escaped_to.clear();
       for (int32_t r = d.begin[s]; r < d.begin[s + 1]; ++r) {
         const ByteRun& run = d.runs[r];
         if (!escaped) {
           bytes_.add(id[s], {run.lo, run.hi, id[run.to]});
           continue;
         }
-        for (int32_t b = run.lo; b <= run.hi;) {
-          if (!json_escaped(b)) {
-            int32_t e = b;
-            while (e < run.hi && !json_escaped(e + 1)) ++e;
-            bytes_.add(id[s], {b, e, id[run.to]});
-            b = e + 1;
+        for (int32_t b = run.lo; b <= run.hi; ++b) {
+          if (json_escaped(b)) {
+            escaped_to.push_back(b);
+            escaped_to.push_back(run.to);
             continue;
           }
-          const char* esc = json_escape_of(b);
-          int32_t at = id[s], i = 0;
-          for (; esc[i + 1] != '\0'; ++i) {
-            const int32_t k = i < 4 ? i : 4 + (esc[i] == '1');
-            if (prefix[k] < 0) {
-              prefix[k] = add();
-              bytes_.add(at, {uint8_t(esc[i]), uint8_t(esc[i]), prefix[k]});
-            }
-            at = prefix[k];
-          }
-          bytes_.add(at, {uint8_t(esc[i]), uint8_t(esc[i]), id[run.to]});
-          ++b;
+          int32_t e = b;
+          while (e < run.hi && !json_escaped(e + 1)) ++e;
+          bytes_.add(id[s], {b, e, id[run.to]});
+          b = e;
         }
       }
+      if (escaped_to.empty()) continue;
+      auto [at, fresh] = escapes.try_emplace(escaped_to, -1);
+      if (fresh) at->second = escape_prefixes(escaped_to, id);
+      bytes_.add(id[s], {'\\', '\\', at->second});
     }
     return end;
+  }
+
+  // The nodes after "\\" for escaped bytes that lead to `targets` (pairs: byte, AND state), as
+  // above: returns the first.
+  int32_t escape_prefixes(const std::vector<int32_t>& targets, const std::vector<int32_t>& id) {
+    int32_t prefix[6] = {add(), -1, -1, -1, -1, -1};
+    for (size_t k = 0; k < targets.size(); k += 2) {
+      const char* esc = json_escape_of(targets[k]);
+      int32_t at = prefix[0], i = 1;
+      for (; esc[i + 1] != '\0'; ++i) {
+        const int32_t slot = i < 4 ? i : 4 + (esc[i] == '1');
+        if (prefix[slot] < 0) {
+          prefix[slot] = add();
+          bytes_.add(at, {uint8_t(esc[i]), uint8_t(esc[i]), prefix[slot]});
+        }
+        at = prefix[slot];
+      }
+      bytes_.add(at, {uint8_t(esc[i]), uint8_t(esc[i]), id[targets[k + 1]]});
+    }
+    return prefix[0];
   }
 
   const Ir& ir_;
