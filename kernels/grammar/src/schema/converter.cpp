@@ -1221,21 +1221,21 @@ class Conv : public TextHost, public NumberHost {
       if (opt_.draft7) return true;
     }
     if (type_atoms(s) != kAllAtoms && !(type_atoms(s) & atom_of(v))) return false;
-    const std::optional<std::string>& key = canon_of(v);
+    const auto key = [&]() -> const std::string& { return *canon_of(v); };  // asked only where compared
     if (const Value* c = s->find("const")) {
       const std::optional<std::string>& ck = canon_of(*c);
       if (!ck) return decline("a const that is not a scalar");
-      if (*ck != *key) return false;
+      if (*ck != key()) return false;
     }
     if (const Value* e = s->find("enum")) {
       const std::optional<std::unordered_set<std::string>>& keys = enum_keys(*e);
       if (!keys) return decline("an enum that is not of strings, null, booleans and integers");
-      if (!keys->count(*key)) return false;
+      if (!keys->count(key())) return false;
     }
     if (const Value* x = s->find(kNotConst)) {  // json_equal: scalars by canon, no scalar equals a container
       if (x->is_array() || x->is_object()) {
       } else if (const std::optional<std::string>& xk = canon_of(*x)) {
-        if (*xk == *key) return false;
+        if (*xk == key()) return false;
       } else {
         return decline("a negated const");
       }
