@@ -163,6 +163,8 @@ std::vector<int32_t> count_uses(const Ir& ir) {
 struct Components {
   std::vector<int32_t> rules, begin{0};
   int32_t size() const { return static_cast<int32_t>(begin.size()) - 1; }
+  const int32_t* members(int32_t c) const { return rules.data() + begin[c]; }
+  int32_t n_members(int32_t c) const { return begin[c + 1] - begin[c]; }
 };
 Components components(const RuleGraph& g) {
   const int32_t n = g.size();
@@ -263,11 +265,10 @@ class InlinePlanner {
     // automaton memory is spent on them.
     const Components comps = components(graph);
     for (int32_t c = 0; c < comps.size(); ++c) {
-      const int32_t* comp = comps.rules.data() + comps.begin[c];
-      const int32_t comp_size = comps.begin[c + 1] - comps.begin[c];
+      const int32_t* comp = comps.members(c);
       int32_t r = comp[0];
-      bool recursive = comp_size > 1 || std::binary_search(graph.edges_begin(r), graph.edges_end(r), r);
-      for (const int32_t* member = comp; member != comp + comp_size; ++member) {
+      bool recursive = comps.n_members(c) > 1 || std::binary_search(graph.edges_begin(r), graph.edges_end(r), r);
+      for (const int32_t* member = comp; member != comp + comps.n_members(c); ++member) {
         int64_t size = 0;
         Status s = expr_size(ir_.body(*member), 0, &size);
         if (!s.ok()) return s;
@@ -792,8 +793,8 @@ Status prune_dead(Automaton* a, ByteRuns* r) {
   const int32_t n_rules = static_cast<int32_t>(a->start.size());
   const int32_t n_calls = static_cast<int32_t>(a->calls.size());
   // Predecessors by counting sort, in flat arrays (lists of pairs, grown and grouped, were half
-  // of this pass's time): pred[pred_at[t] .. pred_at[t + 1]) are a state s >= 0 with a run into t, or
-  // ~c for call c returning to t; by_rule[rule_at[q] .. rule_at[q + 1]) the calls of rule q.
+  // of this pass's time): pred[pred_at[t] .. pred_at[t + 1]) are a state s >= 0 with a run into
+  // t, or ~c for call c returning to t; by_rule[rule_at[q] .. rule_at[q + 1]) the calls of rule q.
   std::vector<int32_t> pred_at(n + 2, 0), rule_at(n_rules + 2, 0), call_from(n_calls);
   for (int32_t s = 0; s < n; ++s) {
     for (int32_t i = r->begin[s]; i < r->begin[s + 1]; ++i) ++pred_at[r->runs[i].to + 2];
@@ -951,8 +952,8 @@ Status check_left_recursion(const Automaton& a) {
   }
   const Components comps = components(left);
   for (int32_t c = 0; c < comps.size(); ++c) {
-    const int32_t r = comps.rules[comps.begin[c]];
-    if (comps.begin[c + 1] - comps.begin[c] > 1 || left.has_edge(r, r))
+    const int32_t r = comps.members(c)[0];
+    if (comps.n_members(c) > 1 || left.has_edge(r, r))
       return Status::error(Code::grammar, "left recursion: the rule can reach itself without consuming input", r);
   }
   return {};

@@ -201,7 +201,9 @@ class IrBuilder {
   std::vector<RuleId> name_table_;  // open addressing over names_; -1 free
   std::vector<uint32_t> name_hashes_;
   std::vector<int32_t> scratch_;
-  std::vector<Expr> flat_;  // flatten's items, kept between calls (a fresh list each was a tenth of a large schema's allocations)
+  // flatten's items, kept between calls (a fresh list each was a tenth of a large schema's
+  // conversion allocations)
+  std::vector<Expr> flat_;
   Status status_;
   std::unique_ptr<Writer> writer_;  // serialize's tables, kept between calls
 };

@@ -189,9 +189,9 @@ void* Document::allocate(size_t bytes, size_t align) {
 const Value* Value::find(std::string_view key) const {
   if (kind_ != Kind::object) return nullptr;
   const Member* m = static_cast<const Member*>(data_);
-  if (u_.index == nullptr) {  // (keywords are looked up by the dozen: the first byte rules most out)
+  if (u_.index == nullptr) {
     for (uint32_t i = 0; i < size_; ++i)
-      if (m[i].key.size() == key.size() && (key.empty() || m[i].key[0] == key[0]) && m[i].key == key) return &m[i].value;
+      if (m[i].key == key) return &m[i].value;
     return nullptr;
   }
   const uint32_t* at = std::lower_bound(u_.index, u_.index + size_, key,

@@ -268,7 +268,7 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
     kids.push_back(std::move(mine));
     for (auto it = children.rbegin(); it != children.rend(); ++it) todo.push_back(std::move(*it));
   }
-  if (walked.size() >= kMinNumbered || (late && numbered_)) number(walked, kids);
+  if (walked.size() >= kMinNumbered || (late && !content_.empty())) number(walked, kids);
   return true;
 }
 
@@ -276,7 +276,6 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
 // same order, with equal values and subschemas of equal numbers), notes and definitions aside.
 // Children come after their parents in `walked`, so they are numbered from the end.
 void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>& kids) {
-  numbered_ = true;
   content_.resize(nodes_.size(), 0);  // (a walk interns its nodes before numbering them)
   std::string said;
   for (size_t w = walked.size(); w-- > 0;) {
@@ -342,8 +341,8 @@ int32_t Resolver::number_of(NodeId id) const {
 }
 
 NodeId Resolver::canonical(NodeId id) {
-  const int32_t number = number_of(id);  // (a pointer is one node: numbered is walked)
-  if (number == 0 || !is_walked(id)) return id;
+  const int32_t number = number_of(id);  // (only walked nodes are numbered)
+  if (number == 0) return id;
   return canonical_.emplace(number, id).first->second;
 }
 

@@ -69,8 +69,7 @@ class Resolver {
   // By node (a pointer is one node): walked (Python's by_pointer), and a walked subschema's
   // number (0: none).
   std::vector<uint8_t> walked_;
-  std::vector<int32_t> content_;
-  bool numbered_ = false;  // some walk numbered its subschemas
+  std::vector<int32_t> content_;  // empty until a walk numbers its subschemas
   void set_walked(NodeId id) {
     if (walked_.size() <= size_t(id)) walked_.resize(id + 1, 0);
     walked_[id] = 1;
