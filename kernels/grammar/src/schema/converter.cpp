@@ -797,20 +797,30 @@ class Conv : public TextHost, public NumberHost {
     const NodeId first = (*group)[0].node;
     std::vector<std::string> named_keys;  // canon, in first appearance; the last value of each
     std::vector<const Value*> named;
-    for (const Test& t : *group)
-      for (const Value* v : t.test.values) {
-        std::string c = *canon_of(*v);
-        auto at = std::find(named_keys.begin(), named_keys.end(), c);
-        if (at == named_keys.end()) named_keys.push_back(c), named.push_back(v);
-        else named[at - named_keys.begin()] = v;
+    std::vector<std::vector<size_t>> names_of(group->size());  // per test: the named values it names
+    for (size_t i = 0; i < group->size(); ++i)
+      for (const Value* v : (*group)[i].test.values) {
+        const std::string& c = *canon_of(*v);
+        const size_t j = std::find(named_keys.begin(), named_keys.end(), c) - named_keys.begin();
+        if (j == named_keys.size()) named_keys.push_back(c), named.push_back(v);
+        else named[j] = v;
+        names_of[i].push_back(j);
       }
     Done after = done;
     for (const Test& t : *group) after = with(after, marker(t.node, kIf));
+    // Each test's then and else nodes, made as first asked (a case per value asks every test)
+    std::vector<NodeId> branch_nodes(2 * group->size(), -2);  // -2: not asked yet, -1: no such keyword
     auto outcome = [&](const std::function<bool(size_t, bool)>& holds_if, std::vector<NodeId> in_case) {
       for (size_t i = 0; i < group->size(); ++i) {
         const Test& t = (*group)[i];
-        const char* b = holds_if(i, t.test.required) ? "then" : "else";
-        if (const Value* v = r_.node(t.node).schema->find(b)) in_case.push_back(child(t.node, b, v));
+        const bool yes = holds_if(i, t.test.required);
+        NodeId& b = branch_nodes[2 * i + !yes];
+        if (b == -2) {
+          const char* key = yes ? "then" : "else";
+          const Value* v = r_.node(t.node).schema->find(key);
+          b = v != nullptr ? child(t.node, key, v) : -1;
+        }
+        if (b >= 0) in_case.push_back(b);
       }
       return in_case;
     };
@@ -829,9 +839,7 @@ class Conv : public TextHost, public NumberHost {
                              json_object({{"required", json_list({quoted(*key)})},
                                           {"properties", json_object({{*key, json_object({{"const", texts.back()}})}})}})));
         auto named_by = [&](size_t i, bool) {
-          for (const Value* v : (*group)[i].test.values)
-            if (*canon_of(*v) == named_keys[j]) return true;
-          return false;
+          return std::find(names_of[i].begin(), names_of[i].end(), j) != names_of[i].end();
         };
         cases.push_back({outcome(named_by, is_v), kAtomObject});
       }
@@ -1217,79 +1225,46 @@ class Conv : public TextHost, public NumberHost {
     if (fresh) it->second = validate(v, id, 0);
     return it->second;
   }
-  bool validate(const Value& v, NodeId id, int32_t depth) {
+  // What validate reads of a subschema, looked up once per node: a switch validates every
+  // candidate against the same subschemas (cloudify: 128 candidates against 125 negated
+  // values each, a tenth of its conversion in keyword look-ups and child look-ups).
+  struct Said {
+    const Value *ref = nullptr, *cnst = nullptr, *enm = nullptr, *not_const = nullptr, *not_pattern = nullptr,
+                *not_format = nullptr, *not_multiple = nullptr, *multiple = nullptr, *pattern = nullptr,
+                *format = nullptr, *all = nullptr, *lists[2] = {nullptr, nullptr}, *not_ = nullptr, *cond = nullptr;
+    const Value* bounds[4] = {nullptr, nullptr, nullptr, nullptr};  // kBoundKeys'
+    uint8_t types = kAllAtoms;
+    bool lengths = false;              // minLength or maxLength
+    bool listed_with_both[2] = {false, false};  // anyOf, oneOf: Validator._listed_values with enum and const
+    const Member* uncovered = nullptr;  // the first keyword validation does not cover
+    std::vector<NodeId> kids[3];        // allOf, anyOf, oneOf items' nodes, made as first asked (-1: not yet)
+  };
+  static constexpr const char* kBoundKeys[4] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+
+  const Said& said(NodeId id) {
+    if (said_.size() <= size_t(id)) said_.resize(id + 1);
+    std::unique_ptr<Said>& slot = said_[id];
+    if (slot) return *slot;
+    slot = std::make_unique<Said>();
+    Said& d = *slot;
     const Value* s = r_.node(id).schema;
-    if (s->is_bool()) return s->boolean();
-    if (depth > kValidatorDepth) {
-      decline("a reference chain too deep to evaluate");
-      return false;
-    }
-    if (s->find("$ref") != nullptr) {
-      NodeId target;
-      if (!r_.follow(id, &target)) return decline(r_.declined());
-      if (!holds(v, target, depth + 1)) return false;
-      if (opt_.draft7) return true;
-    }
-    if (type_atoms(s) != kAllAtoms && !(type_atoms(s) & atom_of(v))) return false;
-    const auto key = [&]() -> const std::string& { return *canon_of(v); };  // asked only where compared
-    if (const Value* c = s->find("const")) {
-      const std::optional<std::string>& ck = canon_of(*c);
-      if (!ck) return decline("a const that is not a scalar");
-      if (*ck != key()) return false;
-    }
-    if (const Value* e = s->find("enum")) {
-      const std::optional<std::unordered_set<std::string>>& keys = enum_keys(*e);
-      if (!keys) return decline("an enum that is not of strings, null, booleans and integers");
-      if (!keys->count(key())) return false;
-    }
-    if (const Value* x = s->find(kNotConst)) {  // json_equal: scalars by canon, no scalar equals a container
-      if (x->is_array() || x->is_object()) {
-      } else if (const std::optional<std::string>& xk = canon_of(*x)) {
-        if (*xk == key()) return false;
-      } else {
-        return decline("a negated const");
-      }
-    }
-    if (v.is_string()) {
-      if (const Value* p = s->find(kNotPattern)) {
-        int found = search(*p, v.text());
-        if (found != 0) return false;  // found, or declined
-      }
-      if (s->find(kNotFormat) != nullptr) return decline("validation of a negated format");
-    }
-    if (s->find(kNotMultiple) != nullptr && (v.is_integer() || v.is_number()))
-      return decline("validation of a negated multipleOf");
-    if (v.is_integer() || v.is_number()) {  // bounds compared exactly, as Decimals
-      Decimal d;
-      if (!to_decimal(v, &d)) return decline("a candidate number");
-      for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-        const Value* b = s->find(key);
-        if (b == nullptr) continue;
-        Decimal bound;
-        if (b->is_bool() || !to_decimal(*b, &bound)) return decline("a bound");
-        int c = compare(d, bound);
-        std::string_view k(key);
-        if ((k == "minimum" && c < 0) || (k == "maximum" && c > 0) || (k == "exclusiveMinimum" && c <= 0) ||
-            (k == "exclusiveMaximum" && c >= 0))
-          return false;
-      }
-      if (s->find("multipleOf") != nullptr) return decline("multipleOf of a candidate");
-    }
-    if (v.is_string()) {  // lengths in code points (Python's len)
-      int64_t n = 0, lo = 0, hi = -1;
-      for (unsigned char c : v.text()) n += (c & 0xC0) != 0x80;
-      if (!count_bounds(id, "minLength", "maxLength", &lo, &hi)) return false;
-      if (n < lo || (hi >= 0 && n > hi)) return false;
-      if (const Value* p = s->find("pattern"); p != nullptr && search(*p, v.text()) != 1) return false;
-      const Value* fm = s->find("format");
-      if (fm != nullptr && !(r_.drops_formats() && fm->is_string())) return decline("validation of format");
-    }
-    if (const Value* all = s->find("allOf")) {
-      for (uint32_t i = 0; i < all->size(); ++i)
-        if (!holds(v, child_item(id, "allOf", &all->items()[i], i), depth + 1)) return false;
-    }
-    for (const char* comb : {"anyOf", "oneOf"}) {
-      const Value* list = s->find(comb);
+    d.ref = s->find("$ref");
+    d.types = type_atoms(s);
+    d.cnst = s->find("const");
+    d.enm = s->find("enum");
+    d.not_const = s->find(kNotConst);
+    d.not_pattern = s->find(kNotPattern);
+    d.not_format = s->find(kNotFormat);
+    d.not_multiple = s->find(kNotMultiple);
+    for (int k = 0; k < 4; ++k) d.bounds[k] = s->find(kBoundKeys[k]);
+    d.multiple = s->find("multipleOf");
+    d.lengths = s->find("minLength") != nullptr || s->find("maxLength") != nullptr;
+    d.pattern = s->find("pattern");
+    d.format = s->find("format");
+    d.all = s->find("allOf");
+    const char* combs[2] = {"anyOf", "oneOf"};
+    for (int c = 0; c < 2; ++c) {
+      const Value* list = d.lists[c] = s->find(combs[c]);
       if (list == nullptr) continue;
       bool listed = true, both = false;  // Validator._listed_values: every branch a list of values
       for (const Value& b : list->items()) {
@@ -1298,27 +1273,123 @@ class Conv : public TextHost, public NumberHost {
         listed = listed && values;
         both = both || (values && b.find("enum") && b.find("const"));
       }
-      if (listed && both) return decline("a listed branch with enum and const");  // (the Python reads its enum alone)
-      int32_t held = 0;
-      for (uint32_t i = 0; i < list->size(); ++i)
-        held += holds(v, child_item(id, comb, &list->items()[i], i), depth + 1);
-      if (failed()) return false;
-      if (std::string_view(comb) == "anyOf" ? held < 1 : held != 1) return false;
+      d.listed_with_both[c] = listed && both;
     }
-    if (const Value* nv = s->find("not")) {
+    d.not_ = s->find("not");
+    d.cond = s->find("if");
+    for (const Member& m : s->members())
+      if (constraining(m.key, opt_.draft7) && !dropped(m) && !covered(m.key, m.value)) {
+        d.uncovered = &m;
+        break;
+      }
+    for (int k = 0; k < 3; ++k) {
+      const Value* list = k == 0 ? d.all : d.lists[k - 1];
+      if (list != nullptr) d.kids[k].assign(list->size(), -1);
+    }
+    return d;
+  }
+  // Item i of the node's allOf (k 0), anyOf (1) or oneOf (2), through child_item as first asked.
+  NodeId said_kid(NodeId id, int k, const Value* list, uint32_t i) {
+    NodeId& slot = said_[id]->kids[k][i];
+    if (slot < 0) slot = child_item(id, k == 0 ? "allOf" : k == 1 ? "anyOf" : "oneOf", &list->items()[i], i);
+    return slot;
+  }
+
+  bool validate(const Value& v, NodeId id, int32_t depth) {
+    const Value* s = r_.node(id).schema;
+    if (s->is_bool()) return s->boolean();
+    if (depth > kValidatorDepth) {
+      decline("a reference chain too deep to evaluate");
+      return false;
+    }
+    const Said& d = said(id);
+    if (d.ref != nullptr) {
+      NodeId target;
+      if (!r_.follow(id, &target)) return decline(r_.declined());
+      if (!holds(v, target, depth + 1)) return false;
+      if (opt_.draft7) return true;
+    }
+    if (d.types != kAllAtoms && !(d.types & atom_of(v))) return false;
+    const std::string* vkey = nullptr;  // asked only where compared
+    const auto key = [&]() -> const std::string& {
+      if (vkey == nullptr) vkey = &*canon_of(v);
+      return *vkey;
+    };
+    if (const Value* c = d.cnst) {
+      const std::optional<std::string>& ck = canon_of(*c);
+      if (!ck) return decline("a const that is not a scalar");
+      if (*ck != key()) return false;
+    }
+    if (const Value* e = d.enm) {
+      const std::optional<std::unordered_set<std::string>>& keys = enum_keys(*e);
+      if (!keys) return decline("an enum that is not of strings, null, booleans and integers");
+      if (!keys->count(key())) return false;
+    }
+    if (const Value* x = d.not_const) {  // json_equal: scalars by canon, no scalar equals a container
+      if (x->is_array() || x->is_object()) {
+      } else if (const std::optional<std::string>& xk = canon_of(*x)) {
+        if (*xk == key()) return false;
+      } else {
+        return decline("a negated const");
+      }
+    }
+    if (v.is_string()) {
+      if (const Value* p = d.not_pattern) {
+        int found = search(*p, v.text());
+        if (found != 0) return false;  // found, or declined
+      }
+      if (d.not_format != nullptr) return decline("validation of a negated format");
+    }
+    if (d.not_multiple != nullptr && (v.is_integer() || v.is_number()))
+      return decline("validation of a negated multipleOf");
+    if (v.is_integer() || v.is_number()) {  // bounds compared exactly, as Decimals
+      Decimal dv;
+      if (!to_decimal(v, &dv)) return decline("a candidate number");
+      for (int k = 0; k < 4; ++k) {
+        const Value* b = d.bounds[k];
+        if (b == nullptr) continue;
+        Decimal bound;
+        if (b->is_bool() || !to_decimal(*b, &bound)) return decline("a bound");
+        int c = compare(dv, bound);
+        if ((k == 0 && c < 0) || (k == 1 && c > 0) || (k == 2 && c <= 0) || (k == 3 && c >= 0)) return false;
+      }
+      if (d.multiple != nullptr) return decline("multipleOf of a candidate");
+    }
+    if (v.is_string()) {  // lengths in code points (Python's len)
+      if (d.lengths) {
+        int64_t n = 0, lo = 0, hi = -1;
+        for (unsigned char c : v.text()) n += (c & 0xC0) != 0x80;
+        if (!count_bounds(id, "minLength", "maxLength", &lo, &hi)) return false;
+        if (n < lo || (hi >= 0 && n > hi)) return false;
+      }
+      if (const Value* p = d.pattern; p != nullptr && search(*p, v.text()) != 1) return false;
+      if (d.format != nullptr && !(r_.drops_formats() && d.format->is_string())) return decline("validation of format");
+    }
+    if (const Value* all = d.all) {
+      for (uint32_t i = 0; i < all->size(); ++i)
+        if (!holds(v, said_kid(id, 0, all, i), depth + 1)) return false;
+    }
+    for (int c = 0; c < 2; ++c) {
+      const Value* list = d.lists[c];
+      if (list == nullptr) continue;
+      if (d.listed_with_both[c]) return decline("a listed branch with enum and const");  // (the Python reads its enum alone)
+      int32_t held = 0;
+      for (uint32_t i = 0; i < list->size(); ++i) held += holds(v, said_kid(id, c + 1, list, i), depth + 1);
+      if (failed()) return false;
+      if (c == 0 ? held < 1 : held != 1) return false;
+    }
+    if (const Value* nv = d.not_) {
       bool inner = holds(v, child(id, "not", nv), depth + 1);
       if (failed()) return false;
       if (inner) return false;
     }
-    if (const Value* cond = s->find("if")) {
+    if (const Value* cond = d.cond) {
       bool yes = holds(v, child(id, "if", cond), depth + 1);
       const char* key = yes ? "then" : "else";
       if (failed()) return false;
       if (const Value* b = s->find(key); b != nullptr && !holds(v, child(id, key, b), depth + 1)) return false;
     }
-    for (const Member& m : s->members())
-      if (constraining(m.key, opt_.draft7) && !dropped(m) && !covered(m.key, m.value))
-        return decline("validation of " + std::string(m.key));
+    if (d.uncovered != nullptr) return decline("validation of " + std::string(d.uncovered->key));
     return true;
   }
 
@@ -2703,6 +2774,7 @@ class Conv : public TextHost, public NumberHost {
   };
   std::unordered_map<std::pair<NodeId, const Value*>, NodeId, PairHash> children_;  // child's memo
   std::unordered_map<std::pair<NodeId, const Value*>, bool, PairHash> held_;  // holds' answers
+  std::vector<std::unique_ptr<Said>> said_;  // by node: validate's look-ups
   std::deque<Document> docs_;
   std::unordered_map<std::string, const Value*> key_values_;  // key_value's documents
   std::unordered_map<std::string, uint32_t> dep_keys_;         // dep_key_id's numbers
