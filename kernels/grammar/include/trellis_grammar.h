@@ -81,6 +81,13 @@ TG_API tg_grammar* tg_grammar_compile(const tg_vocab* vocab, const int32_t* word
  * regex property escapes follow; under another version than the core's tables they decline. */
 TG_API tg_grammar* tg_grammar_compile_json_schema(const tg_vocab* vocab, const char* text, int32_t n_text,
                                                   int32_t flags, int32_t max_whitespace, int32_t unicode_version);
+/* What the dialect is decided from, read without handing the whole document over: the JSON text
+ * of the document's top-level "$schema" and "$id" members as an object ({} when it has neither),
+ * the document itself when it is a boolean, or null when it is no object. Parsed as json.loads
+ * reads it, at most max_depth containers deep. Returns that text's length (written to `out` when
+ * it fits in `cap` bytes; else ask again with a larger buffer), or -1 where the text is not such
+ * JSON (the caller then reads the document itself). */
+TG_API int32_t tg_json_schema_top(const char* text, int32_t n_text, int32_t max_depth, char* out, int32_t cap);
 TG_API void tg_grammar_free(tg_grammar* grammar);
 /* Rule index named by the last TG_ERR_GRAMMAR error, or -1. */
 TG_API int32_t tg_last_error_rule(void);

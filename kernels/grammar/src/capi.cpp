@@ -220,6 +220,37 @@ tg_grammar* tg_grammar_compile_json_schema(const tg_vocab* vocab, const char* te
   });
 }
 
+int32_t tg_json_schema_top(const char* text, int32_t n_text, int32_t max_depth, char* out, int32_t cap) {
+  clear();
+  return guarded([&]() -> int32_t {
+    if (n_text < 0 || (!text && n_text) || cap < 0 || (cap > 0 && !out)) return fail("null text or bad buffer");
+    tg::schema::Document doc;
+    tg::Status s = tg::schema::parse(std::string_view(text, size_t(n_text)), &doc, max_depth);
+    if (!s.ok()) return fail(std::move(s));
+    const tg::schema::Value& root = doc.root();
+    std::string top;
+    if (root.is_bool()) {
+      top = root.boolean() ? "true" : "false";
+    } else if (!root.is_object()) {
+      top = "null";
+    } else {
+      top = "{";
+      for (const char* key : {"$schema", "$id"}) {
+        const tg::schema::Value* v = root.find(key);
+        if (v == nullptr) continue;
+        if (top.size() > 1) top += ", ";
+        tg::schema::dump_string(key, &top);
+        top += ": ";
+        tg::schema::dump(*v, &top);
+      }
+      top += "}";
+    }
+    if (top.size() > size_t(INT32_MAX)) return fail(tg::Status::error(tg::Code::limit, "too long a $schema or $id"));
+    if (top.size() <= size_t(cap)) std::memcpy(out, top.data(), top.size());
+    return static_cast<int32_t>(top.size());
+  });
+}
+
 void tg_grammar_free(tg_grammar* grammar) { delete grammar; }
 
 int64_t tg_grammar_stat(const tg_grammar* grammar, int32_t which) {

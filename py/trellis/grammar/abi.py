@@ -55,6 +55,7 @@ SIGNATURES = {
     "tg_vocab_free": ("v", "p"),
     "tg_grammar_compile": ("p", "ppi"),
     "tg_grammar_compile_json_schema": ("p", "ppiiii"),
+    "tg_json_schema_top": ("i", "piipi"),
     "tg_grammar_free": ("v", "p"),
     "tg_grammar_stat": ("l", "pi"),
     "tg_grammar_warm": ("i", "pi"),

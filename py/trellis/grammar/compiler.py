@@ -63,7 +63,7 @@ class GrammarCompiler:
             from .json_schema import native
         except ImportError:  # the JSON Schema front-end is not built into this copy
             return None
-        req = native.request(source, **options) if native.takes(options) else None
+        req = native.request(source, **options, top=self.core.json_schema_top) if native.takes(options) else None
         return None if req is None else self.core.grammar_compile_json_schema(self._handle, *req)
 
     def _compile_words(self, words, names, positions, source: str, started: float) -> CompiledGrammar:

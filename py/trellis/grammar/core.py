@@ -103,6 +103,19 @@ class Core:
                                  unicode_version)
         return handle or None
 
+    def json_schema_top(self, text: bytes, max_depth: int, cap: int = 256) -> str | None:
+        """tg_json_schema_top: the JSON text of what the dialect is decided from (the top-level
+        `$schema` and `$id`), or None where the core does not read the text as such JSON."""
+        with self.t.buffers(text) as (p,):
+            while True:  # the core says how long the text is; a short buffer is asked again
+                with self.t.output(cap) as (out, read):
+                    n = self.t.call("tg_json_schema_top", p, len(text), max_depth, out, cap)
+                    if n < 0:
+                        return None
+                    if n <= cap:
+                        return read(n).decode("ascii")
+                cap = n
+
     def warm(self, grammar: int, max_states: int) -> int:
         return self._checked(self.t.call("tg_grammar_warm", grammar, max_states))
 
@@ -182,9 +195,9 @@ def _serialized(method):
     return run
 
 
-for _name in ("vocab_new", "grammar_compile", "grammar_compile_json_schema", "warm", "matcher_new", "free", "stat",
-              "fill_mask", "accept_token", "accept_bytes", "rollback", "query", "reset", "jump_forward",
-              "shortest_completion"):
+for _name in ("vocab_new", "grammar_compile", "grammar_compile_json_schema", "json_schema_top", "warm", "matcher_new",
+              "free", "stat", "fill_mask", "accept_token", "accept_bytes", "rollback", "query", "reset",
+              "jump_forward", "shortest_completion"):
     setattr(SerializedCore, _name, _serialized(getattr(Core, _name)))
 
 

@@ -92,3 +92,38 @@ def test_text_and_dict_sources_agree(compiler):
     assert compiler._native_json_schema(json.dumps(schema), {}) is not None
     for stat in (Stat.RULES, Stat.STATES):
         assert compiler.core.stat(a._handle, stat) == compiler.core.stat(b._handle, stat)
+
+
+def test_the_top_is_what_json_loads_reads_there(compiler):
+    top = compiler.core.json_schema_top
+    read = lambda text: json.loads(top(text.encode("utf-8", "surrogatepass"), 900))  # noqa: E731
+    long_uri = "http://json-schema.org/draft-07/schema#" + "x" * 1000  # longer than the first buffer
+    for text in ['{"$schema": "http://json-schema.org/draft-04/schema#", "$id": "http://a/b", "type": "object"}',
+                 '{"type": "string", "$schema": 7, "$schema": "%s"}' % long_uri,  # the last of a repeated key
+                 '{"properties": {"$schema": {"type": "string"}}}', '{"$id": null, "$schema": ["\\ud800"]}',
+                 "true", "false", "[1, 2]", "12", '"text"', "null", " {} "]:
+        doc = json.loads(text)
+        expected = {k: doc[k] for k in ("$schema", "$id") if k in doc} if isinstance(doc, dict) else (
+            doc if isinstance(doc, bool) else None)
+        assert read(text) == expected, text
+    # not JSON, too deep, not UTF-8 (a str's lone surrogate, which json.loads reads: then it does)
+    for data in [b"", b"{", b'{"a": 1,}', b"NaN x", b"[" * 901 + b"]" * 901, b'{"a": "\xff"}',
+                 '{"a": "\ud800"}'.encode("utf-8", "surrogatepass")]:
+        assert top(data, 900) is None, data
+
+
+@pytest.mark.parametrize("schema", [
+    {"$schema": "http://json-schema.org/draft-04/schema#", "id": "http://example.com/s",
+     "properties": {"n": {"type": "integer", "maximum": 3, "exclusiveMaximum": True}}},
+    {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string", "format": "date"},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "http://example.com/t", "type": "integer"},
+    {"$schema": "http://example.com/not-a-metaschema", "type": "integer"},
+    {"$id": "http://[::1", "type": "integer"},  # an unparsable base: the Python converter's to say
+    True, [1], {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+])
+def test_the_request_is_the_same_read_at_the_top(compiler, schema):
+    from trellis.grammar.json_schema import native
+    text = json.dumps(schema)
+    for strict in (False, True):
+        assert native.request(text, strict=strict, top=compiler.core.json_schema_top) == native.request(
+            text, strict=strict)

@@ -171,6 +171,8 @@ Expr IrBuilder::intern(int32_t kind, Nullable nullable, const int32_t* words, si
     pool_.insert(pool_.end(), words, words + n);
   }
   nodes_.push_back({uint32_t(pool_.size() - n), uint32_t(n), h, uint8_t(kind), int8_t(nullable)});
+  // at most what serialize writes of it (a literal: a word per byte; `words` may be gone)
+  ir_words_ += 3 + n + (kind == BYTES && n > 0 ? size_t(uint32_t(pool_[pool_.size() - n])) : 0);
   table_[slot] = Expr(nodes_.size() - 1);
   return table_[slot];
 }
@@ -562,9 +564,7 @@ struct IrBuilder::Writer {
   std::vector<uint32_t> at_round;
   std::vector<uint32_t> seen_round;  // by expression: check_refs' visits
   uint32_t seen = 0;
-  std::vector<int32_t> owner;  // by offset: the first rule written with that body
-  std::vector<uint32_t> owner_round;
-  uint32_t owners = 0;
+  std::unordered_map<int32_t, int32_t> owner;  // body offset -> the first rule written with it
   std::vector<int32_t> index;   // by rule id: its index, -1 when the grammar has no such rule
   std::vector<RuleId> order;    // by index: the rule
   std::vector<int32_t> ref_at;  // by index: the offset of the REF node to it, -1 not yet
@@ -609,25 +609,10 @@ struct IrBuilder::Writer {
   }
 
   // A fresh first_with.
-  void new_owners() {
-    if (++owners == 0) {
-      std::fill(owner_round.begin(), owner_round.end(), 0);
-      owners = 1;
-    }
-  }
+  void new_owners() { owner.clear(); }
 
-  // The first rule written with body `off` in this round of owners (first_with.setdefault).
-  int32_t first_with(int32_t off, int32_t rule) {
-    if (size_t(off) >= owner.size()) {
-      owner.resize(size_t(off) + 1);
-      owner_round.resize(size_t(off) + 1, 0);
-    }
-    if (owner_round[off] != owners) {
-      owner_round[off] = owners;
-      owner[off] = rule;
-    }
-    return owner[off];
-  }
+  // The first rule written with body `off` since new_owners (first_with.setdefault).
+  int32_t first_with(int32_t off, int32_t rule) { return owner.try_emplace(off, rule).first->second; }
 
   Kids kids(Expr e) const {
     const Node& n = b->nodes_[e];
@@ -813,6 +798,9 @@ Status IrBuilder::serialize(const IrGrammar& g, std::vector<int32_t>* out, std::
   if (!writer_) writer_ = std::make_unique<Writer>();
   Writer& w = *writer_;
   w.start(*this, out);
+  // Room for all the words at once (growing them step by step, each step a copy into fresh
+  // pages, was a third of a large grammar's serialization)
+  out->reserve(ir_words_ + 3 * size_t(g.size()) + 8);
   const auto bad_rule = [&](RuleId r) { return r < 0 || r >= n_rule_names(); };
   const auto bad_expr = [&](Expr e) { return !is_expr(e); };
   const IrPrelude* prelude = g.prelude;

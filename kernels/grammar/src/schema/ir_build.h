@@ -197,6 +197,7 @@ class IrBuilder {
   std::vector<Node> nodes_;
   std::vector<int32_t> pool_;
   std::vector<Expr> table_;  // open addressing over nodes_ by hash; -1 free
+  size_t ir_words_ = 0;      // the IR words of every node, as serialize writes them, at most
   std::vector<std::string> names_;
   std::vector<RuleId> name_table_;  // open addressing over names_; -1 free
   std::vector<uint32_t> name_hashes_;

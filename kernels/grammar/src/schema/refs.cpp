@@ -204,12 +204,12 @@ bool Resolver::decline(std::string why) {
   return false;
 }
 
-NodeId Resolver::intern(const Value* value, const std::string& pointer) {
+NodeId Resolver::intern(const Value* value, std::string pointer) {
   auto it = ids_.find(pointer);
   if (it != ids_.end()) return it->second;
   NodeId id = static_cast<NodeId>(nodes_.size());
-  nodes_.push_back({value, pointer});
-  ids_.emplace(pointer, id);
+  nodes_.push_back({value, std::move(pointer)});
+  ids_.emplace(nodes_.back().pointer, id);  // (a view of the node's string, which stays where it is)
   return id;
 }
 
@@ -221,7 +221,7 @@ bool Resolver::init(const Value& root, bool drop_formats, std::function<bool(con
   return true;
 }
 
-NodeId Resolver::child(const std::string& pointer, const Value* value) { return intern(value, pointer); }
+NodeId Resolver::child(std::string pointer, const Value* value) { return intern(value, std::move(pointer)); }
 
 // Resolver._walk: every subschema below `root`, depth first in document order, its keywords
 // checked; then numbered by what it says (Resolver._content) when there are enough of them.
@@ -229,8 +229,9 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
   struct Todo {
     const Value* schema;
     std::string pointer;
+    Kid* kid;  // where the parent's kids list it (its node is written there), or null
   };
-  std::vector<Todo> todo{{root, pointer}};
+  std::vector<Todo> todo{{root, pointer, nullptr}};
   std::vector<NodeId> walked;
   std::vector<Kids> kids;  // per walked subschema
   std::vector<Kid> subs;
@@ -240,7 +241,9 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
     todo.pop_back();
     const Value& s = *t.schema;
     if (!s.is_object()) {  // a boolean subschema
-      set_walked(intern(t.schema, t.pointer));
+      const NodeId id = intern(t.schema, std::move(t.pointer));
+      set_walked(id);
+      if (t.kid != nullptr) t.kid->id = id;
       continue;
     }
     children.clear();
@@ -259,13 +262,19 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
       subschemas(m.key, m.value, &subs);
       if (subs.empty()) continue;
       std::string at = t.pointer + "/" + escape_pointer(m.key);
-      for (const Kid& k : subs) children.push_back({k.value, at + k.token});
+      for (const Kid& k : subs) children.push_back({k.value, at + k.token, nullptr});
       mine.emplace_back(at_member, subs);
     }
-    NodeId id = intern(t.schema, t.pointer);
+    NodeId id = intern(t.schema, std::move(t.pointer));
     set_walked(id);
+    if (t.kid != nullptr) t.kid->id = id;
     walked.push_back(id);
     kids.push_back(std::move(mine));
+    // the children, each told where its node goes: into kids' lists, whose elements stay where
+    // they are as kids grows (a moved vector keeps its elements)
+    size_t c = 0;
+    for (auto& [index, list] : kids.back())
+      for (Kid& k : list) children[c++].kid = &k;
     for (auto it = children.rbegin(); it != children.rend(); ++it) todo.push_back(std::move(*it));
   }
   if (walked.size() >= kMinNumbered || (late && !content_.empty())) number(walked, kids);
@@ -297,7 +306,6 @@ void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>
       const size_t size = v.is_object() ? v.size() - (f != nullptr && f->is_string()) : 0;
       if (subs != nullptr && (!v.is_object() || subs->size() == size)) {
         said += 'S';
-        std::string at = n.pointer + "/" + escape_pointer(m.key);
         said += std::to_string(subs->size());
         for (const Kid& k : *subs) {
           put(&said, k.token);
@@ -305,7 +313,7 @@ void Resolver::number(const std::vector<NodeId>& walked, const std::vector<Kids>
             said += k.value->boolean() ? 'T' : 'F';
           } else {
             said += '#';
-            said += std::to_string(content_[ids_.at(at + k.token)]);
+            said += std::to_string(content_[k.id]);
           }
           said += ';';
         }

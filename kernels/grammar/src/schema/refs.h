@@ -30,6 +30,7 @@ struct Node {
 struct Kid {
   std::string token;  // "" (the keyword's value), "/3" or "/name" (escaped)
   const Value* value;
+  NodeId id = -1;  // its node, once the walk reaches it
 };
 
 class Resolver {
@@ -49,7 +50,7 @@ class Resolver {
   // A walked subschema's number (what it says), 0 when it has none.
   int32_t number_of(NodeId id) const;
   // The node of the subschema `value` at `pointer` (Resolver.child: the walked one when there is one).
-  NodeId child(const std::string& pointer, const Value* value);
+  NodeId child(std::string pointer, const Value* value);
   // The target of the node's `$ref` (a string there); false: declined.
   bool follow(NodeId id, NodeId* target);
   // The first node asked about that says what `id` says (Resolver.canonical).
@@ -62,10 +63,11 @@ class Resolver {
   void number(const std::vector<NodeId>& walked, const std::vector<Kids>& kids);
   bool pointer_target(const std::string& fragment, NodeId* target);
   bool decline(std::string why);
-  NodeId intern(const Value* value, const std::string& pointer);
+  NodeId intern(const Value* value, std::string pointer);
 
   std::deque<Node> nodes_;  // stable: references to nodes stay valid as nodes are added
-  std::unordered_map<std::string, NodeId> ids_;     // pointer -> node (walked, or made since)
+  // pointer (the node's own string) -> node (walked, or made since)
+  std::unordered_map<std::string_view, NodeId> ids_;
   // By node (a pointer is one node): walked (Python's by_pointer), and a walked subschema's
   // number (0: none).
   std::vector<uint8_t> walked_;

@@ -34,28 +34,38 @@ _OPTIONS = {"any_whitespace", "strict", "max_whitespace", "property_order", "dra
             "format_assertion", "indent", "separators", "field"}
 
 
+# How deep a text the core's reading of the top (`top` below) takes: below json.loads' own
+# recursion limit, so that whatever it reads json.loads reads the same way.
+TOP_MAX_DEPTH = 900
+
+
 def request(source, *, any_whitespace=True, strict=False, max_whitespace=DEFAULT_MAX_WHITESPACE,
             property_order="schema", draft=None, canonical_integers=False, format_assertion=None, indent=None,
-            separators=None, field=None) -> tuple[bytes, int, int, int] | None:
+            separators=None, field=None, top=None) -> tuple[bytes, int, int, int] | None:
     """(the schema's JSON text as UTF-8, SchemaFlag flags, max_whitespace, UNICODE_VERSION) for
     tg_grammar_compile_json_schema, or None (see the module docstring): also wherever reading
     the schema fails here (too deep for json, a dialect rewrite's limit), so that the Python
-    converter's path raises its own typed error."""
+    converter's path raises its own typed error. `top` (Core.json_schema_top): reads, from a
+    JSON text, only what the dialect is decided from, instead of json.loads of it all (most of
+    a large schema's time here); where it cannot, json.loads reads the text as before."""
     del field  # errors are the Python converter's, which names it
     try:
         return _request(source, any_whitespace, strict, max_whitespace, property_order, draft, canonical_integers,
-                        format_assertion, indent, separators)
+                        format_assertion, indent, separators, top)
     except (ValueError, TypeError, RecursionError, TrellisError):
         return None
 
 
 def _request(source, any_whitespace, strict, max_whitespace, property_order, draft, canonical_integers,
-             format_assertion, indent, separators):
+             format_assertion, indent, separators, top):
     if (property_order != "schema" or separators is not None or (indent is not None and not any_whitespace)
             or type(max_whitespace) is not int or not 0 <= max_whitespace <= 1000):
         return None
     text = source if isinstance(source, str) else None
-    schema = json.loads(text) if text is not None else schema_of(source)
+    data = text.encode("utf-8", "surrogatepass") if text is not None else None
+    head = top(data, TOP_MAX_DEPTH) if data is not None and top is not None else None
+    # the document, or (read by `top`) its top-level $schema and $id only: all the dialect reads
+    schema = json.loads(head) if head is not None else json.loads(text) if text is not None else schema_of(source)
     if not isinstance(schema, (dict, bool)):
         return None
     if text is None:  # written once: the dialect's search reads it too
@@ -68,9 +78,12 @@ def _request(source, any_whitespace, strict, max_whitespace, property_order, dra
     draft7 = detect_draft7(schema) if draft is None else draft in ("draft7", "draft-07", "draft6", "draft4")
     draft4 = is_draft4(schema) if draft is None else draft == "draft4"
     if draft4:  # draft-04's `id` and boolean bounds, rewritten as the conversion does
+        if head is not None:
+            schema = json.loads(text)  # the rewrite reads the whole document
         rewritten = draft6_forms(schema, text)
         if rewritten is not schema:
             schema, text = rewritten, _dumps(rewritten)
+            data = None
     if format_assertion is None:
         format_assertion = strict or not format_is_annotation(schema)
     if isinstance(schema, dict) and isinstance(schema.get("$id"), str):  # the base URI, as the walk reads it
@@ -79,7 +92,9 @@ def _request(source, any_whitespace, strict, max_whitespace, property_order, dra
              | SchemaFlag.DRAFT7 * draft7 | SchemaFlag.INTEGERS_WITHOUT_FRACTION * draft4
              | SchemaFlag.FORMAT_ASSERTION * bool(format_assertion)
              | SchemaFlag.CANONICAL_INTEGERS * bool(canonical_integers))
-    return text.encode("utf-8", "surrogatepass"), int(flags), max_whitespace, UNICODE_VERSION
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
+    return data, int(flags), max_whitespace, UNICODE_VERSION
 
 
 def _dumps(schema) -> str:
