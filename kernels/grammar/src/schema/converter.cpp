@@ -276,11 +276,14 @@ class Conv : public TextHost, public NumberHost {
     key.assign(reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(NodeId));
     key += static_cast<char>(atoms);
     bool splits = false;  // splits of subschemas still in the context
-    for (uint64_t m : done)
-      if (std::binary_search(keys.begin(), keys.end(), marker_node(m))) {
+    auto k = keys.begin();  // both in order (a marker's high word is its node): one merge
+    for (uint64_t m : done) {
+      while (k != keys.end() && *k < marker_node(m)) ++k;
+      if (k != keys.end() && *k == marker_node(m)) {
         key.append(reinterpret_cast<const char*>(&m), sizeof m);
         splits = true;
       }
+    }
     auto known = names_.find(key);
     if (known != names_.end()) return b_.make_ref(known->second);
     if (keys.empty() && atoms == kAllAtoms && !splits && prefix_.empty()) {
@@ -326,8 +329,8 @@ class Conv : public TextHost, public NumberHost {
 
   // Converter.spent_after: the splits after which `n` constrains nothing more, or nullptr.
   const std::vector<uint8_t>* spent_after(NodeId n) {
-    auto known = spent_.find(n);
-    if (known != spent_.end()) return known->second ? &*known->second : nullptr;
+    if (spent_.size() <= size_t(n)) spent_.resize(n + 1);
+    if (spent_[n]) return *spent_[n] ? &**spent_[n] : nullptr;
     std::vector<std::string_view> said;
     const Value* s = r_.node(n).schema;
     for (const Member& m : s->members())
@@ -348,9 +351,10 @@ class Conv : public TextHost, public NumberHost {
       for (uint8_t kind : markers) in_some = in_some || words_of(kind, k);
       covered_all = covered_all && in_some;
     }
-    auto& slot = spent_[n];
-    if (covered_all) slot = std::move(markers);
-    return slot ? &*slot : nullptr;
+    auto& slot = spent_[n];  // (nothing above adds nodes)
+    slot = std::make_unique<std::optional<std::vector<uint8_t>>>();
+    if (covered_all) *slot = std::move(markers);
+    return *slot ? &**slot : nullptr;
   }
 
   // converter.PRELUDE's expressions: a string's characters and numbers, written first in every grammar.
@@ -466,20 +470,19 @@ class Conv : public TextHost, public NumberHost {
 
   // Converter._step: what expanding meets at a subschema (the same in every context).
   const Step& step(NodeId id) {
-    auto known = steps_.find(id);
-    if (known != steps_.end()) return known->second;
+    if (steps_.size() > size_t(id) && steps_[id]) return *steps_[id];
     Step st;
     const Value* s = r_.node(id).schema;
     if (s->is_bool()) {
       st.is_false = !s->boolean();
-      return steps_.emplace(id, st).first->second;
+      return keep_step(id, std::move(st));
     }
     if (s->find("$ref") != nullptr) {
       NodeId target;
       if (!r_.follow(id, &target)) decline(r_.declined());
       else if (opt_.draft7) st.first = target;
       else st.then.push_back(target);
-      if (st.first >= 0) return steps_.emplace(id, st).first->second;
+      if (st.first >= 0) return keep_step(id, std::move(st));
     }
     bool type_only = true, any = false;
     for (const Member& m : s->members()) {
@@ -497,7 +500,12 @@ class Conv : public TextHost, public NumberHost {
       for (uint32_t i = 0; i < all->size(); ++i)
         st.then.push_back(child_item(node, "allOf", &canon_all->items()[i], i));
     }
-    return steps_.emplace(id, st).first->second;
+    return keep_step(id, std::move(st));
+  }
+  const Step& keep_step(NodeId id, Step st) {  // (nodes made while stepping are numbered after id)
+    if (steps_.size() <= size_t(id)) steps_.resize(id + 1);
+    steps_[id] = std::make_unique<Step>(std::move(st));
+    return *steps_[id];
   }
 
   // Converter.expand: allOf and $ref flattened; nullptr where some subschema is `false`.
@@ -507,7 +515,7 @@ class Conv : public TextHost, public NumberHost {
     auto known = expanded_.find(key);
     if (known != expanded_.end()) return known->second ? &*known->second : nullptr;
     std::vector<NodeId> out;
-    std::deque<NodeId>& todo = expand_todo_;
+    std::vector<NodeId>& todo = expand_todo_;  // a queue: todo[head] is its front
     todo.assign(nodes.begin(), nodes.end());
     bool is_false = false;
     ++expand_epoch_;  // a node is seen (kept) in this call when its stamp is the epoch
@@ -518,21 +526,23 @@ class Conv : public TextHost, public NumberHost {
       return was;
     };
     std::vector<uint32_t> *seen = &expand_seen_, *kept = &expand_kept_;
-    while (!todo.empty() && !failed()) {
-      NodeId n = todo.front();
-      todo.pop_front();
-      if (mark(seen, n)) continue;
-      const Step& st = step(n);
-      if (st.is_false) {
-        is_false = true;
+    for (size_t head = 0; head < todo.size() && !failed() && !is_false;) {
+      NodeId n = todo[head++];
+      // a draft-07 $ref goes on with its target at once (before the rest of the queue)
+      for (; !mark(seen, n); n = step(n).first) {
+        const Step& st = step(n);
+        if (st.is_false) {
+          is_false = true;
+          break;
+        }
+        if (st.first >= 0) {
+          if (failed()) break;
+          continue;
+        }
+        if (st.said >= 0 && !mark(kept, st.said)) out.push_back(st.said);
+        todo.insert(todo.end(), st.then.begin(), st.then.end());
         break;
       }
-      if (st.first >= 0) {
-        todo.push_front(st.first);
-        continue;
-      }
-      if (st.said >= 0 && !mark(kept, st.said)) out.push_back(st.said);
-      todo.insert(todo.end(), st.then.begin(), st.then.end());
     }
     auto& slot = expanded_[key];
     if (!is_false) slot = std::move(out);
@@ -1237,6 +1247,9 @@ class Conv : public TextHost, public NumberHost {
     bool lengths = false;              // minLength or maxLength
     bool listed_with_both[2] = {false, false};  // anyOf, oneOf: Validator._listed_values with enum and const
     const Member* uncovered = nullptr;  // the first keyword validation does not cover
+    // canon_of the const's and the negated const's values, once asked (canon_of remembers one
+    // value at a time, the candidate's)
+    const std::optional<std::string>* canons[2] = {nullptr, nullptr};
     std::vector<NodeId> kids[3];        // allOf, anyOf, oneOf items' nodes, made as first asked (-1: not yet)
   };
   static constexpr const char* kBoundKeys[4] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
@@ -1288,6 +1301,11 @@ class Conv : public TextHost, public NumberHost {
     }
     return d;
   }
+  const std::optional<std::string>& said_canon(NodeId id, int k, const Value& x) {
+    const std::optional<std::string>*& slot = said_[id]->canons[k];
+    if (slot == nullptr) slot = &canon_of(x);
+    return *slot;
+  }
   // Item i of the node's allOf (k 0), anyOf (1) or oneOf (2), through child_item as first asked.
   NodeId said_kid(NodeId id, int k, const Value* list, uint32_t i) {
     NodeId& slot = said_[id]->kids[k][i];
@@ -1316,7 +1334,7 @@ class Conv : public TextHost, public NumberHost {
       return *vkey;
     };
     if (const Value* c = d.cnst) {
-      const std::optional<std::string>& ck = canon_of(*c);
+      const std::optional<std::string>& ck = said_canon(id, 0, *c);
       if (!ck) return decline("a const that is not a scalar");
       if (*ck != key()) return false;
     }
@@ -1327,7 +1345,7 @@ class Conv : public TextHost, public NumberHost {
     }
     if (const Value* x = d.not_const) {  // json_equal: scalars by canon, no scalar equals a container
       if (x->is_array() || x->is_object()) {
-      } else if (const std::optional<std::string>& xk = canon_of(*x)) {
+      } else if (const std::optional<std::string>& xk = said_canon(id, 1, *x)) {
         if (*xk == key()) return false;
       } else {
         return decline("a negated const");
@@ -1397,8 +1415,11 @@ class Conv : public TextHost, public NumberHost {
   // off, and validation the same values against many subschemas (a quarter of a large schema's
   // conversion allocations were these keys, made again each time).
   const std::optional<std::string>& canon_of(const Value& v) {
+    if (&v == last_canon_value_) return *last_canon_;  // (validation asks of one value against many nodes)
     auto [it, fresh] = canon_.try_emplace(&v);
     if (fresh) it->second = canon(v);
+    last_canon_value_ = &v;
+    last_canon_ = &it->second;
     return it->second;
   }
 
@@ -2749,19 +2770,21 @@ class Conv : public TextHost, public NumberHost {
   Expr ws_, first_, sep_, close_ws_, colon_;
   int32_t counter_ = 0;
   std::unordered_map<const Value*, std::optional<std::string>, ValueHash> canon_;  // canon_of's
+  const Value* last_canon_value_ = nullptr;  // canon_of's last answer (canon_ keeps it where it is)
+  const std::optional<std::string>* last_canon_ = nullptr;
   std::vector<NodeId> key_nodes_;  // value()'s buffers for a context's key
   std::string key_text_;
   std::unordered_map<std::string, RuleId> names_;  // a context's key -> its rule
   std::unordered_set<std::string> empty_;          // contexts found empty before a body
-  std::unordered_map<NodeId, std::optional<std::vector<uint8_t>>> spent_;
+  std::vector<std::unique_ptr<std::optional<std::vector<uint8_t>>>> spent_;  // by node, once asked
   int32_t contexts_ = 0;
   std::vector<Pending> bodies_;
   std::unordered_map<Expr, Expr> shared_;
-  std::unordered_map<NodeId, Step> steps_;
+  std::vector<std::unique_ptr<Step>> steps_;  // by node, once stepped
   std::unordered_map<std::string, std::optional<std::vector<NodeId>>> expanded_;
   std::vector<uint32_t> expand_seen_, expand_kept_;  // expand's marks: node -> epoch of its last call
   uint32_t expand_epoch_ = 0;
-  std::deque<NodeId> expand_todo_;
+  std::vector<NodeId> expand_todo_;
   std::string expand_key_;
   std::unordered_map<std::string, NodeId> synthetic_;
   std::unordered_map<std::string, Expr> key_bodies_;  // Converter.key_cache: additional keys' automata
