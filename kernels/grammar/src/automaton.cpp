@@ -130,10 +130,10 @@ std::vector<int32_t> count_uses(const Ir& ir) {
   std::vector<int32_t> starts;
   for (int32_t pos = Ir::kFirstNode; pos < ir.table; pos += ir.size(pos)) starts.push_back(pos);
   // Parents come after their children, so one backward pass pushes counts down the DAG.
-  std::vector<int64_t> occ(n, 0);
+  std::vector<int32_t> occ(n, 0);  // (at most kMany)
   for (int32_t r = 0; r < ir.n_rules; ++r) occ[ir.body(r)] += 1;
   constexpr int64_t kMany = 1 << 20;  // counts saturate here: only "few or many" matters
-  auto add = [&](int32_t child, int64_t k) { occ[child] = std::min(kMany, occ[child] + k); };
+  auto add = [&](int32_t child, int64_t k) { occ[child] = int32_t(std::min(kMany, occ[child] + k)); };
   std::vector<int32_t> uses(ir.n_rules, 0);
   for (auto it = starts.rbegin(); it != starts.rend(); ++it) {
     const int32_t pos = *it;
@@ -374,16 +374,18 @@ using ByteEdge = ByteRun;
 // The rules made for CHECK nodes and the REGION nodes a check reads (see Automaton), numbered
 // after the IR's.
 struct NodeRules {
-  std::vector<int32_t> rule_of_node;  // IR word offset -> rule, -1 for other nodes
-  std::vector<int32_t> node_of_rule;  // (rule - n_rules) -> IR word offset
+  std::vector<int32_t> node_of_rule;  // (rule - n_rules) -> IR word offset, in increasing order
+  int32_t n_rules;
 
-  NodeRules(const Ir& ir, const std::vector<uint8_t>& read_region) : rule_of_node(ir.words.size(), -1) {
-    for (int32_t pos = Ir::kFirstNode; pos < ir.table; pos += ir.size(pos)) {
-      if (ir.kind(pos) == CHECK || read_region[pos]) {
-        rule_of_node[pos] = ir.n_rules + static_cast<int32_t>(node_of_rule.size());
-        node_of_rule.push_back(pos);
-      }
-    }
+  NodeRules(const Ir& ir, const std::vector<uint8_t>& read_region) : n_rules(ir.n_rules) {
+    for (int32_t pos = Ir::kFirstNode; pos < ir.table; pos += ir.size(pos))
+      if (ir.kind(pos) == CHECK || read_region[pos]) node_of_rule.push_back(pos);
+  }
+  // IR word offset -> its rule, -1 for other nodes (a search: a table by offset was a large
+  // grammar's words over again, for a few such nodes)
+  int32_t rule_of_node(int32_t pos) const {
+    const auto at = std::lower_bound(node_of_rule.begin(), node_of_rule.end(), pos);
+    return at != node_of_rule.end() && *at == pos ? n_rules + int32_t(at - node_of_rule.begin()) : -1;
   }
 };
 
@@ -455,11 +457,11 @@ class RuleNfa {
         return n;
       }
       case REGION:
-        if (node_rules_.rule_of_node[node] < 0) return expr(a[0], from, depth + 1);  // no check reads it
+        if (node_rules_.rule_of_node(node) < 0) return expr(a[0], from, depth + 1);  // no check reads it
         [[fallthrough]];
       case CHECK: {
         int32_t n = add();
-        calls_.add(from, {node_rules_.rule_of_node[node], n});
+        calls_.add(from, {node_rules_.rule_of_node(node), n});
         return n;
       }
       case AND: return intersection(intersections_.dfa.at(node), a[1] & kAndJsonEscaped, from);
@@ -578,6 +580,9 @@ class Determinizer {
     int32_t id;
     Status s = target(&id);
     for (int32_t local = 0; s.ok() && local < n_sets(); ++local) s = expand(local, called);
+    // The tables every state of the rule has alike, at once (expand wrote the others in order).
+    out_->rule_of.insert(out_->rule_of.end(), n_sets(), rule_);
+    out_->row.insert(out_->row.end(), n_sets(), -1);
     return s;
   }
 
@@ -650,7 +655,7 @@ class Determinizer {
         return {};
       }
     }
-    if (out_->n_states() >= limits_.max_dfa_states)
+    if (base_ + n_sets() >= limits_.max_dfa_states)
       return Status::error(Code::limit, "grammar too large: more than " +
                                             std::to_string(limits_.max_dfa_states) + " automaton states");
     if (int64_t(set_data_.size() + set_.size()) > limits_.max_subset_nodes)
@@ -661,11 +666,6 @@ class Determinizer {
     set_hash_.push_back(h);
     set_data_.insert(set_data_.end(), set_.begin(), set_.end());
     set_begin_.push_back(static_cast<int32_t>(set_data_.size()));
-    out_->rule_of.push_back(rule_);
-    out_->final.push_back(0);
-    out_->row.push_back(-1);
-    out_->call_begin.push_back(0);
-    runs_->begin.push_back(0);
     return {};
   }
 
@@ -696,11 +696,12 @@ class Determinizer {
     }
   }
 
+  // (states are expanded in the order they are numbered: each appends its own entries)
   Status expand(int32_t local, std::vector<int32_t>* called) {
-    const int32_t state = base_ + local;
+    out_->final.push_back(0);
     gather(local);
-    runs_->begin[state] = static_cast<int32_t>(runs_->runs.size());
-    out_->call_begin[state] = static_cast<int32_t>(out_->calls.size());
+    runs_->begin.push_back(static_cast<int32_t>(runs_->runs.size()));
+    out_->call_begin.push_back(static_cast<int32_t>(out_->calls.size()));
     Status s = expand_bytes();
     if (s.ok()) s = expand_calls(called);
     return s;
@@ -939,7 +940,7 @@ namespace {
 // A rule that can call itself before consuming a byte would make the parser push forever.
 Status check_left_recursion(const Automaton& a) {
   const int32_t n_rules = static_cast<int32_t>(a.start.size());
-  const std::vector<uint8_t> nullable = nullable_rules(a);
+  const std::vector<uint8_t>& nullable = a.nullable;
   std::vector<int32_t> seen, todo;
   RuleGraph left;  // the rules each rule may call before it consumes a byte
   for (int32_t r = 0; r < n_rules; ++r) {
@@ -1027,6 +1028,7 @@ Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out) {
     a.tail[st] = a.final[st] && !a.has_bytes(st) && no_calls;
     a.plain[st] = !a.final[st] && a.has_bytes(st) && no_calls;
   }
+  a.nullable = nullable_rules(a);
   return check_left_recursion(a);
 }
 

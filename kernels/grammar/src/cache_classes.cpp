@@ -15,7 +15,7 @@ namespace tg {
 class CacheClasses::MinLengths {
  public:
   MinLengths(const Automaton& a, const std::vector<uint8_t>& nullable, int32_t cap)
-      : a_(a), nullable_(nullable), cap_(cap), known_(a.start.size(), -1), depth_(a.n_states(), -1) {}
+      : a_(a), nullable_(nullable), cap_(cap), known_(a.start.size(), -1) {}
 
   int32_t of(int32_t rule) {
     if (nullable_[rule]) return 0;
@@ -29,6 +29,7 @@ class CacheClasses::MinLengths {
     const int32_t start = a_.start[rule];
     if (start < 0) return 1;
     int32_t found = cap_;
+    if (depth_.empty()) depth_.assign(a_.n_states(), -1);  // (made at the first search: many grammars have none)
     std::deque<int32_t> todo{start};
     touched_.assign(1, start);
     depth_[start] = 0;
@@ -61,7 +62,7 @@ class CacheClasses::MinLengths {
 };
 
 CacheClasses::CacheClasses(const Automaton& a, int32_t horizon)
-    : a_(a), horizon_(horizon), nullable_(nullable_rules(a)), size_(a.start.size(), 0) {
+    : a_(a), horizon_(horizon), nullable_(a.nullable), size_(a.start.size(), 0) {
   for (int32_t s = 0; s < a.n_states(); ++s) ++size_[a.rule_of[s]];
   min_length_ = std::make_unique<MinLengths>(a, nullable_, horizon + 1);
 }

@@ -34,7 +34,7 @@ class CacheClasses {
   class MinLengths;
   const Automaton& a_;
   const int32_t horizon_;
-  const std::vector<uint8_t> nullable_;
+  const std::vector<uint8_t>& nullable_;  // the automaton's
   std::vector<int32_t> size_;  // per rule: its states
   std::unique_ptr<MinLengths> min_length_;  // shared by the rules: each called rule searched once
 };

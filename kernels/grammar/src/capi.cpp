@@ -130,6 +130,36 @@ int64_t count_rules(const tg::Automaton& a) {
   return n;
 }
 
+// tg_grammar_compile_json_schema's conversion: false (and the error set) where it declines.
+bool convert_json_schema(std::string_view text, int32_t flags, int32_t max_whitespace, int32_t unicode_version,
+                         tg::Ir* ir) {
+  tg::schema::Document doc;
+  // Deeper than the Python converter's MAX_NESTING (2,000), or not JSON as json.loads reads it:
+  // the Python side reports it.
+  if (!tg::schema::parse(text, &doc, 1990).ok() || doc.has_lone_surrogate()) {
+    fail(tg::Status::error(tg::Code::declined, "not parsed natively"));
+    return false;
+  }
+  tg::schema::Options o;
+  o.any_whitespace = flags & TG_SCHEMA_ANY_WHITESPACE;
+  o.strict = flags & TG_SCHEMA_STRICT;
+  o.draft7 = flags & TG_SCHEMA_DRAFT7;
+  o.integers_without_fraction = flags & TG_SCHEMA_INTEGERS_WITHOUT_FRACTION;
+  o.format_assertion = flags & TG_SCHEMA_FORMAT_ASSERTION;
+  o.canonical_integers = flags & TG_SCHEMA_CANONICAL_INTEGERS;
+  o.max_whitespace = max_whitespace;
+  o.unicode_version = tg::schema::unicode_version_name(unicode_version);
+  tg::schema::Converted c;
+  std::string why;
+  if (!tg::schema::convert(doc.root(), o, &c, &why)) {
+    fail(tg::Status::error(tg::Code::declined, why));
+    return false;
+  }
+  tg::Status s = tg::read_ir(std::move(c.words), ir);
+  if (!s.ok()) fail(std::move(s));
+  return s.ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -184,34 +214,13 @@ tg_grammar* tg_grammar_compile_json_schema(const tg_vocab* vocab, const char* te
       fail("null vocabulary or text");
       return nullptr;
     }
-    tg::schema::Document doc;
-    // Deeper than the Python converter's MAX_NESTING (2,000), or not JSON as json.loads reads it:
-    // the Python side reports it.
-    if (!tg::schema::parse(std::string_view(text, size_t(n_text)), &doc, 1990).ok() || doc.has_lone_surrogate()) {
-      fail(tg::Status::error(tg::Code::declined, "not parsed natively"));
+    // The document and the conversion's words are gone before the automaton is built (the
+    // compile's peak memory, which fresh pages cost a large schema's compile)
+    tg::Ir ir;
+    if (!convert_json_schema(std::string_view(text, size_t(n_text)), flags, max_whitespace, unicode_version, &ir))
       return nullptr;
-    }
-    tg::schema::Options o;
-    o.any_whitespace = flags & TG_SCHEMA_ANY_WHITESPACE;
-    o.strict = flags & TG_SCHEMA_STRICT;
-    o.draft7 = flags & TG_SCHEMA_DRAFT7;
-    o.integers_without_fraction = flags & TG_SCHEMA_INTEGERS_WITHOUT_FRACTION;
-    o.format_assertion = flags & TG_SCHEMA_FORMAT_ASSERTION;
-    o.canonical_integers = flags & TG_SCHEMA_CANONICAL_INTEGERS;
-    o.max_whitespace = max_whitespace;
-    o.unicode_version = tg::schema::unicode_version_name(unicode_version);
-    tg::schema::Converted c;
-    std::string why;
-    if (!tg::schema::convert(doc.root(), o, &c, &why)) {
-      fail(tg::Status::error(tg::Code::declined, why));
-      return nullptr;
-    }
-    if (c.words.size() > size_t(INT32_MAX)) {
-      fail(tg::Status::error(tg::Code::limit, "grammar IR too large"));
-      return nullptr;
-    }
     auto g = std::make_unique<tg_grammar>();
-    tg::Status s = tg::compile_grammar(vocab->v, c.words.data(), int32_t(c.words.size()), &g->g);
+    tg::Status s = tg::compile_grammar(vocab->v, ir, &g->g);
     if (!s.ok()) {
       fail(std::move(s));
       return nullptr;

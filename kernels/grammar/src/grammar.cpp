@@ -21,18 +21,20 @@ void compute_contexts(const Automaton& a, std::vector<std::vector<int32_t>>* out
       else direct[c->rule].push_back(c->next);
     }
   out->assign(n_rules, {});
-  std::vector<uint8_t> seen(n_rules);
+  // seen[q] == r + 1: q met in rule r's search (clearing a flag per rule per search was a
+  // large grammar's rules squared)
+  std::vector<int32_t> seen(n_rules, 0), todo;
   for (int32_t r = 0; r < n_rules; ++r) {
     if (a.start[r] < 0) continue;
-    std::fill(seen.begin(), seen.end(), 0);
-    std::vector<int32_t> todo{r}, states;
-    seen[r] = 1;
+    std::vector<int32_t> states;
+    todo.assign(1, r);
+    seen[r] = r + 1;
     while (!todo.empty()) {
       int32_t q = todo.back();
       todo.pop_back();
       states.insert(states.end(), direct[q].begin(), direct[q].end());
       for (int32_t caller : tail_callers[q])
-        if (!seen[caller]) { seen[caller] = 1; todo.push_back(caller); }
+        if (seen[caller] != r + 1) { seen[caller] = r + 1; todo.push_back(caller); }
     }
     std::sort(states.begin(), states.end());
     states.erase(std::unique(states.begin(), states.end()), states.end());
@@ -121,9 +123,12 @@ void* zeroed_table(size_t n, size_t size) {
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out) {
   Ir ir;
   Status s = read_ir(words, n_words, &ir);
-  if (!s.ok()) return s;
+  return s.ok() ? compile_grammar(vocab, ir, out) : s;
+}
+
+Status compile_grammar(const Vocab& vocab, const Ir& ir, Grammar* out) {
   out->vocab = &vocab;
-  s = build_automaton(ir, Limits{}, &out->automaton);
+  Status s = build_automaton(ir, Limits{}, &out->automaton);
   if (!s.ok()) return s;
   compute_contexts(out->automaton, &out->contexts);
   out->prepare_lazy_tables();

@@ -242,6 +242,7 @@ struct Grammar {
 };
 
 Status compile_grammar(const Vocab& vocab, const int32_t* words, int32_t n_words, Grammar* out);
+Status compile_grammar(const Vocab& vocab, const Ir& ir, Grammar* out);  // ir read already
 
 // Walks tokens from frames with the real stack below them: the per-depth parser states are
 // reused between consecutive tokens that share a prefix.

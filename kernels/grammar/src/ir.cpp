@@ -12,11 +12,9 @@ Status bad(int64_t at, const std::string& what) {
   return Status::error(Code::ir, "invalid IR at word " + std::to_string(at) + ": " + what);
 }
 
-}  // namespace
-
 // Nodes are packed one after another and a child always precedes its parent, so one forward
 // scan validates the whole tree without recursion and proves it acyclic.
-Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
+Status check_ir(const int32_t* words, int32_t n_words) {
   if (words == nullptr || n_words < 4) return bad(0, "too short");
   if (n_words > kMaxIrWords) return Status::error(Code::limit, "grammar IR too large");
   if (words[0] != kIrMagic) return bad(0, "bad magic number");
@@ -133,11 +131,30 @@ Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
     int32_t body = words[end + r];
     if (body < first || body >= end || !is_node[body]) return bad(end + r, "rule body is not a node");
   }
-  ir->words.assign(words, words + n_words);
-  ir->table = static_cast<int32_t>(ir->words.size()) - words[2];
-  ir->n_rules = words[2];
-  ir->root = words[3];
   return {};
+}
+
+// The header's fields of checked words, taken by `ir`.
+void take(std::vector<int32_t>&& words, Ir* ir) {
+  ir->words = std::move(words);
+  ir->table = static_cast<int32_t>(ir->words.size()) - ir->words[2];
+  ir->n_rules = ir->words[2];
+  ir->root = ir->words[3];
+}
+
+}  // namespace
+
+Status read_ir(const int32_t* words, int32_t n_words, Ir* ir) {
+  Status s = check_ir(words, n_words);
+  if (s.ok()) take(std::vector<int32_t>(words, words + n_words), ir);
+  return s;
+}
+
+Status read_ir(std::vector<int32_t>&& words, Ir* ir) {
+  if (words.size() > size_t(kMaxIrWords)) return Status::error(Code::limit, "grammar IR too large");
+  Status s = check_ir(words.data(), static_cast<int32_t>(words.size()));
+  if (s.ok()) take(std::move(words), ir);
+  return s;
 }
 
 }  // namespace tg

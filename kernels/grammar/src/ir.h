@@ -63,5 +63,7 @@ constexpr int32_t kMaxIrWords = 1 << 24;
 
 // Fills `ir` from the words, checking every offset, count and range.
 Status read_ir(const int32_t* words, int32_t n_words, Ir* ir);
+// The same, taking the words instead of a copy.
+Status read_ir(std::vector<int32_t>&& words, Ir* ir);
 
 }  // namespace tg
