@@ -917,8 +917,7 @@ void null_reach(const Automaton& a, const std::vector<uint8_t>& nullable, int32_
   }
 }
 
-}  // namespace
-
+// Per rule: whether it may complete without consuming a byte (a check rule among them).
 std::vector<uint8_t> nullable_rules(const Automaton& a) {
   const int32_t n_rules = static_cast<int32_t>(a.start.size());
   std::vector<uint8_t> nullable(n_rules, 0);
@@ -934,8 +933,6 @@ std::vector<uint8_t> nullable_rules(const Automaton& a) {
   }
   return nullable;
 }
-
-namespace {
 
 // A rule that can call itself before consuming a byte would make the parser push forever.
 Status check_left_recursion(const Automaton& a) {

@@ -96,7 +96,7 @@ struct Automaton {
   std::vector<int32_t> check_of;     // rule -> index into checks, -1 when the rule is no check
   std::vector<uint8_t> region;       // rule -> a region: its callers mark where its text starts
   std::vector<CheckSpec> checks;
-  std::vector<uint8_t> nullable;     // rule -> it may complete without consuming a byte (nullable_rules)
+  std::vector<uint8_t> nullable;     // rule -> it may complete without consuming a byte (a check rule among them)
 
   int32_t n_states() const { return static_cast<int32_t>(rule_of.size()); }
   bool has_bytes(int32_t s) const { return row[s] != -1; }
@@ -133,8 +133,5 @@ struct Limits {
 };
 
 Status build_automaton(const Ir& ir, const Limits& limits, Automaton* out);
-
-// Per rule: whether it may complete without consuming a byte (a check rule among them).
-std::vector<uint8_t> nullable_rules(const Automaton& a);
 
 }  // namespace tg

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from array import array
+from functools import partial
 from pathlib import Path
 
 from .. import paths
@@ -107,14 +108,8 @@ class Core:
         """tg_json_schema_top: the JSON text of what the dialect is decided from (the top-level
         `$schema` and `$id`), or None where the core does not read the text as such JSON."""
         with self.t.buffers(text) as (p,):
-            while True:  # the core says how long the text is; a short buffer is asked again
-                with self.t.output(cap) as (out, read):
-                    n = self.t.call("tg_json_schema_top", p, len(text), max_depth, out, cap)
-                    if n < 0:
-                        return None
-                    if n <= cap:
-                        return read(n).decode("ascii")
-                cap = n
+            n, data = self._sized_output(partial(self.t.call, "tg_json_schema_top", p, len(text), max_depth), cap)
+        return None if n < 0 else data.decode("ascii")
 
     def warm(self, grammar: int, max_states: int) -> int:
         return self._checked(self.t.call("tg_grammar_warm", grammar, max_states))
@@ -157,13 +152,22 @@ class Core:
             return read(n)
 
     def shortest_completion(self, matcher: int, cap: int = 256) -> bytes | None:
-        while True:  # the core says how long the string is; a short buffer is asked again
-            with self.t.output(cap) as (p, read):
-                n = self.t.call("tg_matcher_shortest_completion", matcher, p, cap)
-                if n == NO_COMPLETION:
-                    return None
-                if self._checked(n) <= cap:
-                    return read(n)
+        n, data = self._sized_output(partial(self.t.call, "tg_matcher_shortest_completion", matcher), cap)
+        if n == NO_COMPLETION:
+            return None
+        self._checked(n)
+        return data
+
+    def _sized_output(self, call, cap: int) -> tuple[int, bytes | None]:
+        """(n, the n bytes) that call(out, cap) writes, returning n: the core says how long its answer
+        is, and a short buffer is asked again; (n, None) where n is negative (no answer, an error)."""
+        while True:
+            with self.t.output(cap) as (out, read):
+                n = call(out, cap)
+                if n < 0:
+                    return n, None
+                if n <= cap:
+                    return n, read(n)
             cap = n
 
 

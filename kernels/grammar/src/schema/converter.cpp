@@ -220,6 +220,22 @@ struct ValueHash {
   }
 };
 
+// What a conversion remembers per node, made as each node is first asked about: an entry stays
+// where it is while nodes are added.
+template <class T>
+class NodeMemo {
+ public:
+  T* find(NodeId id) { return size_t(id) < slots_.size() ? slots_[id].get() : nullptr; }
+  T& put(NodeId id, T value) {
+    if (slots_.size() <= size_t(id)) slots_.resize(id + 1);
+    slots_[id] = std::make_unique<T>(std::move(value));
+    return *slots_[id];
+  }
+
+ private:
+  std::vector<std::unique_ptr<T>> slots_;
+};
+
 // One conversion (converter.Converter and its object and array mixins). A second one with the
 // prefix "any." builds the rules of any JSON value, the prelude (Converter.any_value).
 class Conv : public TextHost, public NumberHost {
@@ -329,8 +345,7 @@ class Conv : public TextHost, public NumberHost {
 
   // Converter.spent_after: the splits after which `n` constrains nothing more, or nullptr.
   const std::vector<uint8_t>* spent_after(NodeId n) {
-    if (spent_.size() <= size_t(n)) spent_.resize(n + 1);
-    if (spent_[n]) return *spent_[n] ? &**spent_[n] : nullptr;
+    if (const auto* known = spent_.find(n)) return *known ? &**known : nullptr;
     std::vector<std::string_view> said;
     const Value* s = r_.node(n).schema;
     for (const Member& m : s->members())
@@ -351,10 +366,8 @@ class Conv : public TextHost, public NumberHost {
       for (uint8_t kind : markers) in_some = in_some || words_of(kind, k);
       covered_all = covered_all && in_some;
     }
-    auto& slot = spent_[n];  // (nothing above adds nodes)
-    slot = std::make_unique<std::optional<std::vector<uint8_t>>>();
-    if (covered_all) *slot = std::move(markers);
-    return *slot ? &**slot : nullptr;
+    const auto& slot = spent_.put(n, covered_all ? std::optional(std::move(markers)) : std::nullopt);
+    return slot ? &*slot : nullptr;
   }
 
   // converter.PRELUDE's expressions: a string's characters and numbers, written first in every grammar.
@@ -470,19 +483,19 @@ class Conv : public TextHost, public NumberHost {
 
   // Converter._step: what expanding meets at a subschema (the same in every context).
   const Step& step(NodeId id) {
-    if (steps_.size() > size_t(id) && steps_[id]) return *steps_[id];
+    if (const Step* known = steps_.find(id)) return *known;
     Step st;
     const Value* s = r_.node(id).schema;
     if (s->is_bool()) {
       st.is_false = !s->boolean();
-      return keep_step(id, std::move(st));
+      return steps_.put(id, std::move(st));
     }
     if (s->find("$ref") != nullptr) {
       NodeId target;
       if (!r_.follow(id, &target)) decline(r_.declined());
       else if (opt_.draft7) st.first = target;
       else st.then.push_back(target);
-      if (st.first >= 0) return keep_step(id, std::move(st));
+      if (st.first >= 0) return steps_.put(id, std::move(st));
     }
     bool type_only = true, any = false;
     for (const Member& m : s->members()) {
@@ -500,12 +513,7 @@ class Conv : public TextHost, public NumberHost {
       for (uint32_t i = 0; i < all->size(); ++i)
         st.then.push_back(child_item(node, "allOf", &canon_all->items()[i], i));
     }
-    return keep_step(id, std::move(st));
-  }
-  const Step& keep_step(NodeId id, Step st) {  // (nodes made while stepping are numbered after id)
-    if (steps_.size() <= size_t(id)) steps_.resize(id + 1);
-    steps_[id] = std::make_unique<Step>(std::move(st));
-    return *steps_[id];
+    return steps_.put(id, std::move(st));
   }
 
   // Converter.expand: allOf and $ref flattened; nullptr where some subschema is `false`.
@@ -1255,11 +1263,8 @@ class Conv : public TextHost, public NumberHost {
   static constexpr const char* kBoundKeys[4] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
   const Said& said(NodeId id) {
-    if (said_.size() <= size_t(id)) said_.resize(id + 1);
-    std::unique_ptr<Said>& slot = said_[id];
-    if (slot) return *slot;
-    slot = std::make_unique<Said>();
-    Said& d = *slot;
+    if (const Said* known = said_.find(id)) return *known;
+    Said& d = said_.put(id, Said{});
     const Value* s = r_.node(id).schema;
     d.ref = s->find("$ref");
     d.types = type_atoms(s);
@@ -1302,13 +1307,13 @@ class Conv : public TextHost, public NumberHost {
     return d;
   }
   const std::optional<std::string>& said_canon(NodeId id, int k, const Value& x) {
-    const std::optional<std::string>*& slot = said_[id]->canons[k];
+    const std::optional<std::string>*& slot = said_.find(id)->canons[k];
     if (slot == nullptr) slot = &canon_of(x);
     return *slot;
   }
   // Item i of the node's allOf (k 0), anyOf (1) or oneOf (2), through child_item as first asked.
   NodeId said_kid(NodeId id, int k, const Value* list, uint32_t i) {
-    NodeId& slot = said_[id]->kids[k][i];
+    NodeId& slot = said_.find(id)->kids[k][i];
     if (slot < 0) slot = child_item(id, k == 0 ? "allOf" : k == 1 ? "anyOf" : "oneOf", &list->items()[i], i);
     return slot;
   }
@@ -2776,11 +2781,11 @@ class Conv : public TextHost, public NumberHost {
   std::string key_text_;
   std::unordered_map<std::string, RuleId> names_;  // a context's key -> its rule
   std::unordered_set<std::string> empty_;          // contexts found empty before a body
-  std::vector<std::unique_ptr<std::optional<std::vector<uint8_t>>>> spent_;  // by node, once asked
+  NodeMemo<std::optional<std::vector<uint8_t>>> spent_;
   int32_t contexts_ = 0;
   std::vector<Pending> bodies_;
   std::unordered_map<Expr, Expr> shared_;
-  std::vector<std::unique_ptr<Step>> steps_;  // by node, once stepped
+  NodeMemo<Step> steps_;
   std::unordered_map<std::string, std::optional<std::vector<NodeId>>> expanded_;
   std::vector<uint32_t> expand_seen_, expand_kept_;  // expand's marks: node -> epoch of its last call
   uint32_t expand_epoch_ = 0;
@@ -2797,7 +2802,7 @@ class Conv : public TextHost, public NumberHost {
   };
   std::unordered_map<std::pair<NodeId, const Value*>, NodeId, PairHash> children_;  // child's memo
   std::unordered_map<std::pair<NodeId, const Value*>, bool, PairHash> held_;  // holds' answers
-  std::vector<std::unique_ptr<Said>> said_;  // by node: validate's look-ups
+  NodeMemo<Said> said_;  // validate's look-ups
   std::deque<Document> docs_;
   std::unordered_map<std::string, const Value*> key_values_;  // key_value's documents
   std::unordered_map<std::string, uint32_t> dep_keys_;         // dep_key_id's numbers

@@ -236,14 +236,19 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
   std::vector<Kids> kids;  // per walked subschema
   std::vector<Kid> subs;
   std::vector<Todo> children;
+  // The subschema's node, walked, and written where its parent lists it.
+  const auto reach = [this](Todo* t) {
+    const NodeId id = intern(t->schema, std::move(t->pointer));
+    set_walked(id);
+    if (t->kid != nullptr) t->kid->id = id;
+    return id;
+  };
   while (!todo.empty()) {
     Todo t = std::move(todo.back());
     todo.pop_back();
     const Value& s = *t.schema;
     if (!s.is_object()) {  // a boolean subschema
-      const NodeId id = intern(t.schema, std::move(t.pointer));
-      set_walked(id);
-      if (t.kid != nullptr) t.kid->id = id;
+      reach(&t);
       continue;
     }
     children.clear();
@@ -265,10 +270,7 @@ bool Resolver::walk(const Value* root, const std::string& pointer, bool late) {
       for (const Kid& k : subs) children.push_back({k.value, at + k.token, nullptr});
       mine.emplace_back(at_member, subs);
     }
-    NodeId id = intern(t.schema, std::move(t.pointer));
-    set_walked(id);
-    if (t.kid != nullptr) t.kid->id = id;
-    walked.push_back(id);
+    walked.push_back(reach(&t));
     kids.push_back(std::move(mine));
     // the children, each told where its node goes: into kids' lists, whose elements stay where
     // they are as kids grows (a moved vector keeps its elements)
